@@ -1,0 +1,35 @@
+# nudge — see README.md for what each target does.
+SHELL := bash
+GO ?= go
+KUBE_VERSION := v1.36.3
+# Where the control-plane binaries are cached: outside the repository, shared
+# by every clone on the machine.
+KUBE_BINS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nudge/kube-bins/$(KUBE_VERSION)
+export NUDGE_KUBE_BINS := $(KUBE_BINS_DIR)
+
+BIN := bin
+
+.PHONY: all build test unit integration e2e kube-bins demo bench vet clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN)/nudge ./cmd/nudge
+
+## kube-bins: build kube-apiserver, kube-controller-manager, kube-scheduler,
+## kubectl, etcd and kwok from the Go module proxy into $(KUBE_BINS_DIR).
+kube-bins:
+	hack/kube-bins.sh $(KUBE_BINS_DIR)
+
+vet:
+	$(GO) vet ./...
+
+## test: every test — unit, integration (apiserver mode), end to end (cluster mode).
+test: kube-bins vet
+	$(GO) test -count=1 -timeout 45m -p 1 ./...
+
+demo: kube-bins build
+	$(GO) run ./hack/demo
+
+clean:
+	rm -rf $(BIN)

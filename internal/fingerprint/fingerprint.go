@@ -1,0 +1,131 @@
+// Package fingerprint computes nudge's keyed digests of what a workload reads
+// from its sources, and the applied state stored on the workload.
+//
+// Nothing here sees a source's value: the source cache keeps, for every key,
+// the SHA-256 of its value (see Digests), and the digests written to workloads
+// are HMAC-SHA256 over those under a per-installation key, so no reader of a
+// workload can confirm a guess of a Secret's content.
+//
+// A source digest is
+//
+//	base64url(HMAC-SHA256(key, canonical))[:16]
+//
+// where canonical is the length-prefixed encoding of kind, namespace, name and,
+// for each key the workload reads in sorted order, the key and the SHA-256 of
+// its value, or an absence marker when the key is missing. A ConfigMap's
+// binaryData counts like its data.
+package fingerprint
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"slices"
+
+	"nudge.dev/nudge/internal/refs"
+)
+
+// KeySize is the size of an installation key in bytes.
+const KeySize = 32
+
+// digestLen is the number of base64url characters kept of a source's HMAC:
+// 16 characters are 96 bits, far beyond any chance collision between two
+// versions of one source.
+const digestLen = 16
+
+// Absent is the digest of an optional source that does not exist.
+const Absent = "-"
+
+// ErrKeySize is returned by NewKey for a key that is not KeySize bytes long.
+var ErrKeySize = errors.New("fingerprint key must be 32 bytes")
+
+// Key is an installation's HMAC key with its public identifier.
+type Key struct {
+	secret []byte
+	id     string
+}
+
+// NewKey returns the Key for secret, which must be KeySize bytes; it returns
+// ErrKeySize otherwise. The secret is copied.
+func NewKey(secret []byte) (Key, error) {
+	if len(secret) != KeySize {
+		return Key{}, fmt.Errorf("%w, got %d", ErrKeySize, len(secret))
+	}
+	sum := sha256.Sum256(secret)
+	return Key{secret: slices.Clone(secret), id: hex.EncodeToString(sum[:4])}, nil
+}
+
+// ID returns the key's identifier: the first 8 hex digits of SHA-256(key).
+// It reveals nothing of the key and tells applied states of different keys
+// apart.
+func (k Key) ID() string { return k.id }
+
+// Digests maps each key of a source to the SHA-256 of its value (32 raw
+// bytes held in a string). It is the only form of a source's content nudge
+// keeps in memory.
+type Digests map[string]string
+
+// Sum returns the SHA-256 of value as a 32-byte string, the value type of
+// Digests.
+func Sum(value []byte) string {
+	s := sha256.Sum256(value)
+	return string(s[:])
+}
+
+// Source returns the digest of what ref reads from a source whose per-key
+// digests are d: every key of d when ref is whole, else the keys ref names,
+// a missing key counting as absent. The result is digestLen base64url
+// characters and depends on the key, the source's identity and the digests.
+func (k Key) Source(ref refs.Reference, d Digests) string {
+	mac := hmac.New(sha256.New, k.secret)
+	field(mac, string(ref.Kind))
+	field(mac, ref.Namespace)
+	field(mac, ref.Name)
+	keys := ref.Keys
+	if ref.Whole() {
+		keys = make([]string, 0, len(d))
+		for key := range d {
+			keys = append(keys, key)
+		}
+		slices.Sort(keys)
+	}
+	for _, key := range keys {
+		field(mac, key)
+		if v, ok := d[key]; ok {
+			mac.Write([]byte{1})
+			field(mac, v)
+		} else {
+			mac.Write([]byte{0})
+		}
+	}
+	return base64.RawURLEncoding.EncodeToString(mac.Sum(nil))[:digestLen]
+}
+
+// field writes s to h as an 8-byte big-endian length and its bytes, so that no
+// two sequences of fields encode alike.
+func field(h hash.Hash, s string) {
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+	h.Write(n[:])
+	h.Write([]byte(s))
+}
+
+// Shape returns a short tag of the set of keys ref reads: "" for the whole
+// object, else 6 base64url characters of SHA-256 of the sorted keys. Key names
+// are not secret (they stand in the pod spec); the tag only tells a change of
+// what is read apart from a change of content.
+func Shape(ref refs.Reference) string {
+	if ref.Whole() {
+		return ""
+	}
+	h := sha256.New()
+	for _, key := range ref.Keys {
+		field(h, key)
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))[:6]
+}

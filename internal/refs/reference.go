@@ -1,0 +1,96 @@
+// Package refs finds the ConfigMaps and Secrets a pod spec uses and describes
+// each use as a Reference. It is pure: no API calls, no clock.
+package refs
+
+import (
+	"slices"
+	"strings"
+)
+
+// Kind is the kind of a source: "ConfigMap" or "Secret".
+type Kind string
+
+// The source kinds nudge watches.
+const (
+	ConfigMap Kind = "ConfigMap"
+	Secret    Kind = "Secret"
+)
+
+// Source names one source object.
+type Source struct {
+	Kind      Kind
+	Namespace string
+	Name      string
+}
+
+// String returns "Kind/namespace/name", the form used in index keys, logs and
+// Events.
+func (s Source) String() string {
+	return string(s.Kind) + "/" + s.Namespace + "/" + s.Name
+}
+
+// Compare orders sources by kind, then namespace, then name.
+func (s Source) Compare(o Source) int {
+	if c := strings.Compare(string(s.Kind), string(o.Kind)); c != 0 {
+		return c
+	}
+	if c := strings.Compare(s.Namespace, o.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(s.Name, o.Name)
+}
+
+// Reference is one workload's use of one source.
+//
+// Keys is nil when the workload reads the whole object (envFrom, a volume
+// without items, or a named reference from an annotation); otherwise it holds
+// the keys read, sorted and without duplicates. Optional is true only when
+// every use of the source is optional: one required use makes the pod unable
+// to start without it.
+type Reference struct {
+	Source
+	Keys     []string
+	Optional bool
+}
+
+// Whole reports whether the reference covers every key of the source.
+func (r Reference) Whole() bool { return r.Keys == nil }
+
+// Merge unites references to the same source: a whole-object use absorbs key
+// uses, key sets are united, and a source is optional only if every use of it
+// is. The result is sorted by Source.
+func Merge(in []Reference) []Reference {
+	bySource := make(map[Source]int, len(in))
+	out := make([]Reference, 0, len(in))
+	for _, r := range in {
+		i, seen := bySource[r.Source]
+		if !seen {
+			bySource[r.Source] = len(out)
+			r.Keys = normalKeys(r.Keys)
+			out = append(out, r)
+			continue
+		}
+		cur := &out[i]
+		cur.Optional = cur.Optional && r.Optional
+		switch {
+		case cur.Whole():
+		case r.Whole():
+			cur.Keys = nil
+		default:
+			cur.Keys = normalKeys(append(slices.Clone(cur.Keys), r.Keys...))
+		}
+	}
+	slices.SortFunc(out, func(a, b Reference) int { return a.Source.Compare(b.Source) })
+	return out
+}
+
+// normalKeys sorts and deduplicates keys, keeping nil as nil (whole object)
+// and turning an empty non-nil set into an empty non-nil set.
+func normalKeys(keys []string) []string {
+	if keys == nil {
+		return nil
+	}
+	keys = slices.Clone(keys)
+	slices.Sort(keys)
+	return slices.Compact(keys)
+}

@@ -1,0 +1,125 @@
+// Package rollout decides whether a workload rolls, and why. Decide is a pure
+// function of the applied state, the desired state, the clock and the rollout
+// window; the reconciler gathers those inputs and performs the write.
+package rollout
+
+import (
+	"maps"
+	"slices"
+	"time"
+
+	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/refs"
+)
+
+// Action is what the reconciler does with a workload.
+type Action int
+
+// The actions Decide returns.
+const (
+	// None: the applied state is the desired state.
+	None Action = iota
+	// Baseline: write the desired state without a trigger. Chosen on first
+	// sight (no applied state, another key, unreadable) and when only the set
+	// of references changed, never the content of one already applied.
+	Baseline
+	// Roll: write the trigger and the desired state in one patch.
+	Roll
+	// Wait: a change is pending inside the rollout window; reconcile again
+	// after RequeueAfter. Nothing is written.
+	Wait
+	// Hold: a change is pending but a required source is missing, so new pods
+	// could not start. Nothing is written; the change stays pending until the
+	// source returns.
+	Hold
+)
+
+var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold"}
+
+// String returns the action's name.
+func (a Action) String() string { return actionNames[a] }
+
+// Input is what Decide needs to know about one workload.
+type Input struct {
+	// Applied is the value of the workload's applied-fingerprint annotation,
+	// "" when absent.
+	Applied string
+	// Namespace is the workload's namespace.
+	Namespace string
+	// Desired holds an entry for every referenced source that was found, and
+	// Absent for every optional one that was not.
+	Desired fingerprint.State
+	// Missing lists the required sources that were not found.
+	Missing []refs.Source
+	// LastRollout is when nudge last rolled the workload; zero if never.
+	LastRollout time.Time
+	// Now is the current time.
+	Now time.Time
+	// Window is the rollout window: a change within Window after a rollout
+	// waits for the window's end, so a burst gives at most two rollouts.
+	Window time.Duration
+}
+
+// Decision is Decide's answer.
+type Decision struct {
+	Action Action
+	// Write is the state to store for Baseline and Roll.
+	Write fingerprint.State
+	// Changed lists, sorted, the sources whose content changed (Roll, Wait,
+	// Hold).
+	Changed []refs.Source
+	// FirstSight is true when no usable applied state was found.
+	FirstSight bool
+	// RequeueAfter is when to look again, for Wait.
+	RequeueAfter time.Duration
+}
+
+// Decide compares the applied and desired states of a workload.
+//
+// A source rolls the workload only when it is in both states, read the same
+// way (same shape), with a different digest: a source that enters or leaves
+// the references (an edited annotation, an ignore or match mark, a new key
+// read by the pod spec) is re-baselined without a rollout, because either the
+// workload's own change rolls it or nothing its pods read has changed. An
+// optional source that appears or disappears changes its digest from or to
+// fingerprint.Absent, so it rolls. A missing required source keeps its
+// applied entry, so its return with other content rolls and with the same
+// content does not.
+func Decide(in Input) Decision {
+	applied, err := fingerprint.Parse(in.Applied, in.Namespace)
+	first := in.Applied == "" || err != nil || applied.KeyID != in.Desired.KeyID
+
+	write := fingerprint.State{KeyID: in.Desired.KeyID, Entries: maps.Clone(in.Desired.Entries)}
+	if write.Entries == nil {
+		write.Entries = map[refs.Source]fingerprint.Entry{}
+	}
+	if first {
+		return Decision{Action: Baseline, Write: write, FirstSight: true}
+	}
+	for _, src := range in.Missing {
+		if e, ok := applied.Entries[src]; ok {
+			write.Entries[src] = e
+		}
+	}
+
+	var changed []refs.Source
+	for src, d := range in.Desired.Entries {
+		if a, ok := applied.Entries[src]; ok && a.Shape == d.Shape && a.Digest != d.Digest {
+			changed = append(changed, src)
+		}
+	}
+	slices.SortFunc(changed, refs.Source.Compare)
+
+	switch {
+	case len(changed) > 0 && len(in.Missing) > 0:
+		return Decision{Action: Hold, Changed: changed}
+	case len(changed) > 0 && !in.LastRollout.IsZero() && in.Now.Before(in.LastRollout.Add(in.Window)):
+		return Decision{Action: Wait, Changed: changed, RequeueAfter: in.LastRollout.Add(in.Window).Sub(in.Now)}
+	case len(changed) > 0:
+		return Decision{Action: Roll, Write: write, Changed: changed}
+	case !write.Equal(applied):
+		return Decision{Action: Baseline, Write: write}
+	default:
+		return Decision{Action: None}
+	}
+}

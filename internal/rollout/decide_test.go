@@ -1,0 +1,168 @@
+package rollout_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+
+	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/rollout"
+)
+
+var (
+	cm     = refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
+	secret = refs.Source{Kind: refs.Secret, Namespace: "shop", Name: "db"}
+	other  = refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "extra"}
+	t0     = time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
+)
+
+type entries = map[refs.Source]fingerprint.Entry
+
+func state(keyID string, e entries) fingerprint.State {
+	return fingerprint.State{KeyID: keyID, Entries: e}
+}
+
+func applied(keyID string, e entries) string { return state(keyID, e).Format("shop") }
+
+func TestDecide(t *testing.T) {
+	base := entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}}
+	tests := map[string]struct {
+		in          rollout.Input
+		want        rollout.Action
+		wantChanged []refs.Source
+		wantWrite   entries
+		wantFirst   bool
+		wantAfter   time.Duration
+	}{
+		"first sight records the baseline and never rolls": {
+			in:        rollout.Input{Desired: state("k", base)},
+			want:      rollout.Baseline,
+			wantWrite: base,
+			wantFirst: true,
+		},
+		"an applied state of another key is first sight": {
+			in:        rollout.Input{Applied: applied("old", entries{cm: {Digest: "zzzz"}}), Desired: state("k", base)},
+			want:      rollout.Baseline,
+			wantWrite: base,
+			wantFirst: true,
+		},
+		"an unreadable applied state is first sight": {
+			in:        rollout.Input{Applied: "sha256:abc", Desired: state("k", base)},
+			want:      rollout.Baseline,
+			wantWrite: base,
+			wantFirst: true,
+		},
+		"the same state does nothing": {
+			in:   rollout.Input{Applied: applied("k", base), Desired: state("k", base)},
+			want: rollout.None,
+		},
+		"a changed digest rolls and names the source": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
+		},
+		"an optional source that disappears rolls": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: fingerprint.Absent}, secret: {Shape: "k1", Digest: "bbbb"}}),
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   entries{cm: {Digest: fingerprint.Absent}, secret: {Shape: "k1", Digest: "bbbb"}},
+		},
+		"a new reference is baselined without a rollout": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}, other: {Digest: "dddd"}}),
+			},
+			want:      rollout.Baseline,
+			wantWrite: entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}, other: {Digest: "dddd"}},
+		},
+		"a dropped reference is baselined without a rollout": {
+			in:        rollout.Input{Applied: applied("k", base), Desired: state("k", entries{cm: {Digest: "aaaa"}})},
+			want:      rollout.Baseline,
+			wantWrite: entries{cm: {Digest: "aaaa"}},
+		},
+		"reading other keys of a source is baselined without a rollout": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "aaaa"}, secret: {Shape: "k2", Digest: "eeee"}}),
+			},
+			want:      rollout.Baseline,
+			wantWrite: entries{cm: {Digest: "aaaa"}, secret: {Shape: "k2", Digest: "eeee"}},
+		},
+		"a missing required source keeps its applied entry and rolls nothing": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "aaaa"}}),
+				Missing: []refs.Source{secret},
+			},
+			want: rollout.None,
+		},
+		"a change held back while a required source is missing": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "cccc"}}),
+				Missing: []refs.Source{secret},
+			},
+			want:        rollout.Hold,
+			wantChanged: []refs.Source{cm},
+		},
+		"a change inside the window waits for the window's end": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				LastRollout: t0,
+				Now:         t0.Add(2 * time.Second),
+				Window:      5 * time.Second,
+			},
+			want:        rollout.Wait,
+			wantChanged: []refs.Source{cm},
+			wantAfter:   3 * time.Second,
+		},
+		"a change after the window rolls at once": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				LastRollout: t0,
+				Now:         t0.Add(5 * time.Second),
+				Window:      5 * time.Second,
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
+		},
+		"a zero window never waits": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				LastRollout: t0,
+				Now:         t0,
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			tc.in.Namespace = "shop"
+			d := rollout.Decide(tc.in)
+			g.Expect(d.Action).To(Equal(tc.want), "action")
+			g.Expect(d.Changed).To(Equal(tc.wantChanged), "changed")
+			g.Expect(d.FirstSight).To(Equal(tc.wantFirst), "first sight")
+			g.Expect(d.RequeueAfter).To(Equal(tc.wantAfter), "requeue after")
+			if tc.wantWrite != nil {
+				g.Expect(d.Write.Entries).To(Equal(tc.wantWrite), "write")
+				g.Expect(d.Write.KeyID).To(Equal("k"), "write key")
+			}
+		})
+	}
+}
