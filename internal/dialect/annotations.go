@@ -1,0 +1,78 @@
+package dialect
+
+// Native annotations, on the workload (metadata, or the pod template when the
+// metadata has none of them).
+const (
+	// NudgeAuto "true" makes every ConfigMap and Secret the pod spec uses
+	// count; "false" opts the workload out of --auto-reload-all.
+	NudgeAuto = "nudge.dev/auto"
+	// NudgeConfigMaps is a comma-separated list of ConfigMaps, each "name"
+	// (the workload's namespace) or "namespace/name", that count whether or
+	// not the pod spec uses them.
+	NudgeConfigMaps = "nudge.dev/configmaps"
+	// NudgeSecrets is NudgeConfigMaps for Secrets.
+	NudgeSecrets = "nudge.dev/secrets"
+	// NudgeExcludeConfigMaps is a comma-separated list of ConfigMaps, "name"
+	// or "namespace/name", that never count for the workload.
+	NudgeExcludeConfigMaps = "nudge.dev/exclude-configmaps"
+	// NudgeExcludeSecrets is NudgeExcludeConfigMaps for Secrets.
+	NudgeExcludeSecrets = "nudge.dev/exclude-secrets"
+	// NudgeRolloutWindow is a Go duration (time.ParseDuration, >= 0): further
+	// changes within it after a rollout fold into one trailing rollout.
+	NudgeRolloutWindow = "nudge.dev/rollout-window"
+	// NudgeIgnore "true" on a ConfigMap or Secret makes it count for no
+	// workload.
+	NudgeIgnore = "nudge.dev/ignore"
+)
+
+// Stakater Reloader's annotations, with Reloader's default names; see
+// https://github.com/stakater/Reloader#how-to-use-reloader.
+const (
+	// ReloaderAuto "true" makes every ConfigMap and Secret the pod spec uses
+	// count; "false" opts the workload out of --auto-reload-all.
+	ReloaderAuto = "reloader.stakater.com/auto"
+	// ReloaderConfigMapAuto is ReloaderAuto for ConfigMaps only.
+	ReloaderConfigMapAuto = "configmap.reloader.stakater.com/auto"
+	// ReloaderSecretAuto is ReloaderAuto for Secrets only.
+	ReloaderSecretAuto = "secret.reloader.stakater.com/auto"
+	// ReloaderConfigMapReload is a comma-separated list of ConfigMap names in
+	// the workload's namespace, each an anchored regular expression.
+	ReloaderConfigMapReload = "configmap.reloader.stakater.com/reload"
+	// ReloaderSecretReload is ReloaderConfigMapReload for Secrets.
+	ReloaderSecretReload = "secret.reloader.stakater.com/reload"
+	// ReloaderSearch "true" makes the pod spec's sources count only when
+	// they carry ReloaderMatch "true".
+	ReloaderSearch = "reloader.stakater.com/search"
+	// ReloaderMatch "true" on a ConfigMap or Secret marks it for workloads
+	// in search mode.
+	ReloaderMatch = "reloader.stakater.com/match"
+	// ReloaderIgnore "true" on a ConfigMap or Secret makes it count for no
+	// workload.
+	ReloaderIgnore = "reloader.stakater.com/ignore"
+	// ReloaderExcludeConfigMaps is a comma-separated list of ConfigMap names,
+	// read like ReloaderConfigMapReload, that never count for the workload.
+	ReloaderExcludeConfigMaps = "configmaps.exclude.reloader.stakater.com/reload"
+	// ReloaderExcludeSecrets is ReloaderExcludeConfigMaps for Secrets.
+	ReloaderExcludeSecrets = "secrets.exclude.reloader.stakater.com/reload"
+)
+
+// SAP pod-reloader's annotations; see https://github.com/SAP/pod-reloader.
+const (
+	// PodReloaderConfigMaps is a comma-separated list of ConfigMap names in
+	// the workload's namespace.
+	PodReloaderConfigMaps = "pod-reloader.cs.sap.com/configmaps"
+	// PodReloaderSecrets is PodReloaderConfigMaps for Secrets.
+	PodReloaderSecrets = "pod-reloader.cs.sap.com/secrets"
+)
+
+// Wave's annotations; see https://github.com/wave-k8s/wave.
+const (
+	// WaveUpdateOnConfigChange "true" makes every ConfigMap and Secret the
+	// pod spec uses count.
+	WaveUpdateOnConfigChange = "wave.pusher.com/update-on-config-change"
+	// WaveExtraConfigMaps is a comma-separated list of ConfigMaps, "name" or
+	// "namespace/name", that count whether or not the pod spec uses them.
+	WaveExtraConfigMaps = "wave.pusher.com/extra-configmaps"
+	// WaveExtraSecrets is WaveExtraConfigMaps for Secrets.
+	WaveExtraSecrets = "wave.pusher.com/extra-secrets"
+)

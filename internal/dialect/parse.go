@@ -1,0 +1,331 @@
+package dialect
+
+import (
+	"cmp"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"nudge.dev/nudge/internal/refs"
+)
+
+// Parse reads the dependency annotations of a workload in namespace, from
+// its metadata annotations (meta) and its pod template's annotations
+// (template), every dialect united. Either map may be nil.
+//
+// Where each dialect is read from: Reloader reads its annotations from the
+// workload's metadata and falls back to the pod template's when the metadata
+// has none of them (https://github.com/stakater/Reloader#how-to-use-reloader);
+// nudge applies that rule to each dialect on its own. For nudge.dev/*,
+// pod-reloader and Wave, "none of them" means none of that dialect's
+// annotations. For Reloader it is exactly Reloader's rule, decided per kind:
+// ConfigMaps are read from the template when the metadata has none of
+// reloader.stakater.com/auto, reloader.stakater.com/search,
+// configmap.reloader.stakater.com/auto and configmap.reloader.stakater.com/reload,
+// and Secrets likewise with the secret.* forms. Reloader's exclude
+// annotations are read from the metadata, as Reloader does, and also from the
+// template when that kind was read from the template and the metadata has no
+// exclude annotation for it.
+//
+// Values:
+//   - booleans are "true" or "false" in any case, spaces around them trimmed
+//     (Reloader also takes strconv.ParseBool's "1", "t" and such; here they
+//     are errors); an auto annotation "false", Wave's included, sets
+//     Selection.AutoOptOut for the kinds it covers;
+//   - lists are comma-separated; spaces around entries are trimmed and empty
+//     entries skipped (unlike pod-reloader, which does not trim);
+//   - nudge.dev/* and Wave's extra-* lists hold "name" or "namespace/name";
+//     pod-reloader's hold names in the workload's namespace; names must be
+//     DNS subdomains, namespaces DNS labels;
+//   - Reloader's reload and exclude lists hold, in the workload's namespace,
+//     anchored regular expressions ("^(?:entry)$"; see Named.Pattern). The
+//     group is a deliberate fix: Reloader anchors with "^entry$", so that
+//     "a|b" matches any name starting with "a" or ending with "b"; here it
+//     matches "a" and "b" only. Reloader compares exclude entries literally;
+//     here they are expressions like reload entries, which differs only for
+//     entries with regular-expression characters such as ".";
+//   - nudge.dev/rollout-window is a Go duration (time.ParseDuration), >= 0.
+//
+// Bad input never panics and is never dropped silently: Parse returns one
+// *AnnotationError per bad annotation, wrapping ErrNotBool, ErrBadPattern,
+// ErrBadName or ErrBadDuration (all ErrMalformed) once per bad value. A bad
+// boolean or duration annotation is ignored; a bad list entry is skipped and
+// the rest of the list used. Errors come in a fixed order: nudge, Reloader,
+// pod-reloader, Wave.
+func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
+	p := parser{namespace: namespace, dialects: map[Dialect]bool{}, reported: map[place]bool{}}
+	p.native(meta, template)
+	p.reloader(meta, template)
+	p.podReloader(meta, template)
+	p.wave(meta, template)
+	return p.finish(), p.errs
+}
+
+// source is one set of annotations Parse reads a dialect from.
+type source struct {
+	values   map[string]string
+	template bool
+}
+
+// pick returns the metadata when it holds any of keys, else the template.
+func pick(meta, template map[string]string, keys ...string) source {
+	for _, k := range keys {
+		if _, ok := meta[k]; ok {
+			return source{values: meta}
+		}
+	}
+	return source{values: template, template: true}
+}
+
+// place is one annotation in one source, to report it at most once.
+type place struct {
+	annotation string
+	template   bool
+}
+
+type parser struct {
+	namespace string
+	spec      Spec
+	dialects  map[Dialect]bool
+	errs      []error
+	reported  map[place]bool
+}
+
+func (p *parser) native(meta, template map[string]string) {
+	keys := []string{NudgeAuto, NudgeConfigMaps, NudgeSecrets, NudgeExcludeConfigMaps, NudgeExcludeSecrets, NudgeRolloutWindow}
+	src := pick(meta, template, keys...)
+	p.present(Nudge, src, keys...)
+	p.auto(src, NudgeAuto, &p.spec.ConfigMaps, &p.spec.Secrets)
+	p.spec.Named = append(p.spec.Named, p.names(src, NudgeConfigMaps, refs.ConfigMap, Nudge, true)...)
+	p.spec.Named = append(p.spec.Named, p.names(src, NudgeSecrets, refs.Secret, Nudge, true)...)
+	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeConfigMaps, refs.ConfigMap, Nudge, true)...)
+	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeSecrets, refs.Secret, Nudge, true)...)
+	p.window(src)
+}
+
+func (p *parser) reloader(meta, template map[string]string) {
+	kinds := []struct {
+		kind                  refs.Kind
+		sel                   *Selection
+		auto, reload, exclude string
+	}{
+		{refs.ConfigMap, &p.spec.ConfigMaps, ReloaderConfigMapAuto, ReloaderConfigMapReload, ReloaderExcludeConfigMaps},
+		{refs.Secret, &p.spec.Secrets, ReloaderSecretAuto, ReloaderSecretReload, ReloaderExcludeSecrets},
+	}
+	for _, k := range kinds {
+		keys := []string{ReloaderAuto, ReloaderSearch, k.auto, k.reload}
+		src := pick(meta, template, keys...)
+		p.present(Reloader, src, keys...)
+		p.auto(src, ReloaderAuto, k.sel)
+		p.auto(src, k.auto, k.sel)
+		if search, ok := p.boolean(src, ReloaderSearch); ok && search {
+			k.sel.Search = true
+		}
+		p.spec.Named = append(p.spec.Named, p.patterns(src, k.reload, k.kind)...)
+
+		exclude := source{values: meta}
+		if _, ok := meta[k.exclude]; !ok && src.template {
+			exclude = src
+		}
+		p.present(Reloader, exclude, k.exclude)
+		p.spec.Exclude = append(p.spec.Exclude, p.patterns(exclude, k.exclude, k.kind)...)
+	}
+}
+
+func (p *parser) podReloader(meta, template map[string]string) {
+	keys := []string{PodReloaderConfigMaps, PodReloaderSecrets}
+	src := pick(meta, template, keys...)
+	p.present(PodReloader, src, keys...)
+	p.spec.Named = append(p.spec.Named, p.names(src, PodReloaderConfigMaps, refs.ConfigMap, PodReloader, false)...)
+	p.spec.Named = append(p.spec.Named, p.names(src, PodReloaderSecrets, refs.Secret, PodReloader, false)...)
+}
+
+func (p *parser) wave(meta, template map[string]string) {
+	keys := []string{WaveUpdateOnConfigChange, WaveExtraConfigMaps, WaveExtraSecrets}
+	src := pick(meta, template, keys...)
+	p.present(Wave, src, keys...)
+	p.auto(src, WaveUpdateOnConfigChange, &p.spec.ConfigMaps, &p.spec.Secrets)
+	p.spec.Named = append(p.spec.Named, p.names(src, WaveExtraConfigMaps, refs.ConfigMap, Wave, true)...)
+	p.spec.Named = append(p.spec.Named, p.names(src, WaveExtraSecrets, refs.Secret, Wave, true)...)
+}
+
+// present records d as present when src holds any of keys.
+func (p *parser) present(d Dialect, src source, keys ...string) {
+	for _, k := range keys {
+		if _, ok := src.values[k]; ok {
+			p.dialects[d] = true
+			return
+		}
+	}
+}
+
+// fail records a problem with one annotation, once per annotation and source.
+func (p *parser) fail(src source, annotation string, err error) {
+	at := place{annotation: annotation, template: src.template}
+	if p.reported[at] {
+		return
+	}
+	p.reported[at] = true
+	p.errs = append(p.errs, &AnnotationError{Annotation: annotation, Template: src.template, Err: err})
+}
+
+// boolean reads a boolean annotation; ok is false when it is absent or bad.
+func (p *parser) boolean(src source, key string) (value, ok bool) {
+	v, found := src.values[key]
+	if !found {
+		return false, false
+	}
+	b, err := parseBool(v)
+	if err != nil {
+		p.fail(src, key, err)
+		return false, false
+	}
+	return b, true
+}
+
+// auto applies an auto annotation to sels: "true" sets Auto, "false" sets
+// AutoOptOut.
+func (p *parser) auto(src source, key string, sels ...*Selection) {
+	v, ok := p.boolean(src, key)
+	if !ok {
+		return
+	}
+	for _, s := range sels {
+		if v {
+			s.Auto = true
+		} else {
+			s.AutoOptOut = true
+		}
+	}
+}
+
+func (p *parser) window(src source) {
+	v, found := src.values[NudgeRolloutWindow]
+	if !found {
+		return
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(v))
+	switch {
+	case err != nil:
+		p.fail(src, NudgeRolloutWindow, badDuration(v, `not a Go duration such as "30s" or "2m"`))
+	case d < 0:
+		p.fail(src, NudgeRolloutWindow, badDuration(v, "negative"))
+	default:
+		p.spec.Window = &d
+	}
+}
+
+// names reads a list of literal names; crossNamespace allows entries of the
+// form "namespace/name".
+func (p *parser) names(src source, key string, kind refs.Kind, d Dialect, crossNamespace bool) []Named {
+	var out []Named
+	var errs []error
+	for _, e := range entries(src.values[key]) {
+		namespace, name := p.namespace, e
+		if crossNamespace {
+			if ns, n, found := strings.Cut(e, "/"); found {
+				namespace, name = ns, n
+				if len(validation.IsDNS1123Label(namespace)) > 0 {
+					errs = append(errs, badName(e, "namespace is not a lowercase RFC 1123 label"))
+					continue
+				}
+			}
+		}
+		if len(validation.IsDNS1123Subdomain(name)) > 0 {
+			errs = append(errs, badName(e, "not a lowercase RFC 1123 subdomain"))
+			continue
+		}
+		out = append(out, Named{Kind: kind, Namespace: namespace, Name: name, Dialect: d})
+	}
+	if err := joinEntries(errs); err != nil {
+		p.fail(src, key, err)
+	}
+	return out
+}
+
+// patterns reads a Reloader list: each entry a plain name or an anchored
+// regular expression, in the workload's namespace.
+func (p *parser) patterns(src source, key string, kind refs.Kind) []Named {
+	var out []Named
+	var errs []error
+	for _, e := range entries(src.values[key]) {
+		n := Named{Kind: kind, Namespace: p.namespace, Name: e, Dialect: Reloader}
+		if regexp.QuoteMeta(e) == e {
+			if len(validation.IsDNS1123Subdomain(e)) > 0 {
+				errs = append(errs, badName(e, "not a lowercase RFC 1123 subdomain, so it matches nothing"))
+				continue
+			}
+			out = append(out, n)
+			continue
+		}
+		// Compiled alone first so that an entry cannot escape its group,
+		// as "a)|(b" would.
+		if _, err := regexp.Compile(e); err != nil {
+			errs = append(errs, badPattern(e, err))
+			continue
+		}
+		re, err := regexp.Compile("^(?:" + e + ")$")
+		if err != nil {
+			errs = append(errs, badPattern(e, err))
+			continue
+		}
+		n.Pattern = re
+		out = append(out, n)
+	}
+	if err := joinEntries(errs); err != nil {
+		p.fail(src, key, err)
+	}
+	return out
+}
+
+// entries splits a comma-separated list, trimming spaces around entries and
+// skipping empty ones.
+func entries(v string) []string {
+	var out []string
+	for e := range strings.SplitSeq(v, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// finish sorts and deduplicates what the dialects contributed.
+func (p *parser) finish() Spec {
+	s := p.spec
+	s.Named = sortNamed(s.Named)
+	s.Exclude = sortNamed(s.Exclude)
+	for d := range p.dialects {
+		s.Dialects = append(s.Dialects, d)
+	}
+	slices.Sort(s.Dialects)
+	return s
+}
+
+func sortNamed(in []Named) []Named {
+	if len(in) == 0 {
+		return nil
+	}
+	slices.SortFunc(in, compareNamed)
+	return slices.CompactFunc(in, func(a, b Named) bool { return compareNamed(a, b) == 0 })
+}
+
+func compareNamed(a, b Named) int {
+	return cmp.Or(
+		cmp.Compare(a.Kind, b.Kind),
+		cmp.Compare(a.Namespace, b.Namespace),
+		cmp.Compare(a.Name, b.Name),
+		cmp.Compare(a.Dialect, b.Dialect),
+		cmp.Compare(boolInt(a.Pattern != nil), boolInt(b.Pattern != nil)),
+	)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,124 @@
+package refs
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// FromPodSpec returns every ConfigMap and Secret the pod spec reads, one
+// Reference per source, merged with Merge and sorted by Source. Every
+// reference is in namespace, the namespace of the workload that owns spec.
+//
+// Uses counted, in containers, init containers and ephemeral containers:
+//   - env[].valueFrom.configMapKeyRef and secretKeyRef: that key only;
+//   - envFrom[].configMapRef and secretRef: the whole object.
+//
+// Uses counted in volumes (whichever container mounts them, or none, since the
+// kubelet needs them to start the pod):
+//   - configMap and secret (secretName) volumes: the whole object, or only the
+//     keys of items when items is not empty;
+//   - projected volumes: each sources[].configMap and sources[].secret alike.
+//
+// A use is optional when its optional field is true; nil means required, as
+// in the API. A source is optional only if every use of it is (see Merge).
+//
+// Not counted, because the containers do not read their content:
+// imagePullSecrets, secrets of volume plugins (CSI nodePublishSecretRef,
+// cephfs, rbd, iscsi, flexVolume, azureFile, scaleIO, storageOS), service
+// account tokens, downwardAPI, clusterTrustBundle and podCertificate
+// projections. Uses with an empty name are skipped. A nil spec has no
+// references.
+func FromPodSpec(namespace string, spec *corev1.PodSpec) []Reference {
+	if spec == nil {
+		return nil
+	}
+	c := collector{namespace: namespace}
+	for i := range spec.InitContainers {
+		c.env(spec.InitContainers[i].Env, spec.InitContainers[i].EnvFrom)
+	}
+	for i := range spec.Containers {
+		c.env(spec.Containers[i].Env, spec.Containers[i].EnvFrom)
+	}
+	for i := range spec.EphemeralContainers {
+		c.env(spec.EphemeralContainers[i].Env, spec.EphemeralContainers[i].EnvFrom)
+	}
+	for i := range spec.Volumes {
+		c.volume(&spec.Volumes[i].VolumeSource)
+	}
+	if len(c.uses) == 0 {
+		return nil
+	}
+	return Merge(c.uses)
+}
+
+// collector gathers the uses of one pod spec before they are merged.
+type collector struct {
+	namespace string
+	uses      []Reference
+}
+
+// add records one use; keys nil means the whole object.
+func (c *collector) add(kind Kind, name string, keys []string, optional *bool) {
+	if name == "" {
+		return
+	}
+	c.uses = append(c.uses, Reference{
+		Source:   Source{Kind: kind, Namespace: c.namespace, Name: name},
+		Keys:     keys,
+		Optional: optional != nil && *optional,
+	})
+}
+
+func (c *collector) env(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
+	for _, e := range env {
+		if e.ValueFrom == nil {
+			continue
+		}
+		if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
+			c.add(ConfigMap, r.Name, []string{r.Key}, r.Optional)
+		}
+		if r := e.ValueFrom.SecretKeyRef; r != nil {
+			c.add(Secret, r.Name, []string{r.Key}, r.Optional)
+		}
+	}
+	for _, e := range envFrom {
+		if r := e.ConfigMapRef; r != nil {
+			c.add(ConfigMap, r.Name, nil, r.Optional)
+		}
+		if r := e.SecretRef; r != nil {
+			c.add(Secret, r.Name, nil, r.Optional)
+		}
+	}
+}
+
+func (c *collector) volume(v *corev1.VolumeSource) {
+	if v.ConfigMap != nil {
+		c.add(ConfigMap, v.ConfigMap.Name, itemKeys(v.ConfigMap.Items), v.ConfigMap.Optional)
+	}
+	if v.Secret != nil {
+		c.add(Secret, v.Secret.SecretName, itemKeys(v.Secret.Items), v.Secret.Optional)
+	}
+	if v.Projected == nil {
+		return
+	}
+	for _, p := range v.Projected.Sources {
+		if p.ConfigMap != nil {
+			c.add(ConfigMap, p.ConfigMap.Name, itemKeys(p.ConfigMap.Items), p.ConfigMap.Optional)
+		}
+		if p.Secret != nil {
+			c.add(Secret, p.Secret.Name, itemKeys(p.Secret.Items), p.Secret.Optional)
+		}
+	}
+}
+
+// itemKeys returns the keys a volume's items select, or nil (the whole
+// object) when there are no items.
+func itemKeys(items []corev1.KeyToPath) []string {
+	if len(items) == 0 {
+		return nil
+	}
+	keys := make([]string, len(items))
+	for i, it := range items {
+		keys[i] = it.Key
+	}
+	return keys
+}
