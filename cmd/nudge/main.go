@@ -1,0 +1,55 @@
+// Command nudge rolls Kubernetes workloads when the ConfigMaps and Secrets
+// they use change. See the README for flags and annotations.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"nudge.dev/nudge/internal/app"
+	"nudge.dev/nudge/internal/options"
+)
+
+func main() {
+	if err := command().Execute(); err != nil {
+		fmt.Fprintln(os.Stderr, "nudge:", err)
+		os.Exit(1)
+	}
+}
+
+func command() *cobra.Command {
+	opts := options.Default()
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		opts.SystemNamespace = ns
+	}
+	cmd := &cobra.Command{
+		Use:           "nudge",
+		Short:         "Roll workloads when the ConfigMaps and Secrets they use change",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := opts.Validate(); err != nil {
+				return err
+			}
+			log := app.Logger(opts)
+			ctrl.SetLogger(log)
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			cfg, err := app.RESTConfig(opts)
+			if err != nil {
+				return err
+			}
+			return app.Run(ctrl.LoggerInto(ctx, log), cfg, opts)
+		},
+	}
+	opts.BindFlags(cmd.Flags())
+	cmd.SetContext(context.Background())
+	return cmd
+}

@@ -1,0 +1,133 @@
+// Package app wires nudge together: the manager, its caches and indexes, the
+// controllers and the metrics.
+package app
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/workload"
+)
+
+// RESTConfig returns the API client configuration of opts: the kubeconfig
+// file when given, else in-cluster or $KUBECONFIG, with opts' QPS and burst.
+func RESTConfig(opts options.Options) (*rest.Config, error) {
+	var cfg *rest.Config
+	var err error
+	if opts.Kubeconfig != "" {
+		cfg, err = clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+	} else {
+		cfg, err = config.GetConfig()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("loading API client configuration: %w", err)
+	}
+	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
+	cfg.UserAgent = "nudge"
+	return cfg, nil
+}
+
+// Run runs nudge against the API server of cfg until ctx is done. It returns
+// an error when start-up fails (no key, no cache sync) or the manager stops
+// with one.
+func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating API client: %w", err)
+	}
+	key, err := LoadKey(ctx, direct, opts.SystemNamespace, opts.KeySecret)
+	if err != nil {
+		return err
+	}
+
+	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		Scheme:                        scheme,
+		Cache:                         cacheOptions(opts),
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		HealthProbeBindAddress:        opts.ProbeAddr,
+		LeaderElection:                opts.LeaderElect,
+		LeaderElectionID:              "nudge.dev",
+		LeaderElectionNamespace:       opts.SystemNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Logger:                        ctrl.LoggerFrom(ctx),
+		// Run may be called more than once in a process (tests restart
+		// nudge), and controller names are checked process-wide.
+		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		return err
+	}
+	m, err := controller.NewMetrics(metrics.Registry)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	watched := func(string) bool { return true }
+	if len(opts.Namespaces) > 0 {
+		watched = func(ns string) bool { return slices.Contains(opts.Namespaces, ns) }
+	}
+	for _, k := range workload.All() {
+		r := &controller.Reconciler{
+			Client:   mgr.GetClient(),
+			Kind:     k,
+			Key:      key,
+			Recorder: mgr.GetEventRecorder("nudge"),
+			Window:   opts.RolloutWindow,
+			Watched:  watched,
+			Metrics:  m,
+		}
+		if err := r.SetupWithManager(ctx, mgr, controller.Options{Workers: opts.Workers}); err != nil {
+			return err
+		}
+	}
+	ctrl.LoggerFrom(ctx).Info("Starting nudge", "keyID", key.ID(), "namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
+	return mgr.Start(ctx)
+}
+
+// cacheOptions keeps ConfigMaps and Secrets as per-key digests (never their
+// values), drops managedFields from everything cached, and limits the cache
+// to opts.Namespaces when set.
+func cacheOptions(opts options.Options) cache.Options {
+	digested := cache.ByObject{Transform: controller.DigestSource, UnsafeDisableDeepCopy: ptr.To(true)}
+	co := cache.Options{
+		DefaultTransform: cache.TransformStripManagedFields(),
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: digested,
+			&corev1.Secret{}:    digested,
+		},
+	}
+	if len(opts.Namespaces) > 0 {
+		co.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range opts.Namespaces {
+			co.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	return co
+}

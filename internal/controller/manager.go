@@ -1,0 +1,39 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+)
+
+// Options tune the controllers.
+type Options struct {
+	// Workers is the number of concurrent reconciles per workload kind.
+	Workers int
+}
+
+// SetupWithManager registers the source index for r.Kind and a controller
+// that reconciles r.Kind on its own changes and on changes of the sources it
+// references.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
+	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), sourceIndex, sourceKeys(r.Kind, r.AutoReloadAll)); err != nil {
+		return fmt.Errorf("indexing %ss by source: %w", r.Kind.Name(), err)
+	}
+	toWorkloads := handler.EnqueueRequestsFromMapFunc(r.workloadsOf)
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(r.Kind.Name()).
+		For(r.Kind.New(), builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{},
+			predicate.AnnotationChangedPredicate{},
+		))).
+		Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sourceChanged)).
+		Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sourceChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)}).
+		Complete(r)
+}

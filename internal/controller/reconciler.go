@@ -1,0 +1,253 @@
+// Package controller holds the workload reconciler and the mapping from a
+// changed source to the workloads that reference it.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/workload"
+)
+
+// Annotations nudge writes. On the workload's metadata: the applied state and
+// the time of its last rollout. On the pod template: the trigger.
+const (
+	AppliedAnnotation      = "nudge.dev/applied-fingerprint"
+	LastRolloutAnnotation  = "nudge.dev/last-rollout"
+	RestartedAtAnnotation  = "nudge.dev/restarted-at"
+	RestartedForAnnotation = "nudge.dev/restarted-for"
+)
+
+// Reasons of the Events nudge records.
+const (
+	ReasonRolled              = "Rolled"
+	ReasonSourceMissing       = "SourceMissing"
+	ReasonMalformedAnnotation = "MalformedAnnotation"
+	ReasonNamespaceNotWatched = "NamespaceNotWatched"
+	ReasonRolloutHeld         = "RolloutHeld"
+)
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// Reconciler rolls the workloads of one kind whose sources changed.
+type Reconciler struct {
+	// Client reads from the manager's cache and writes to the API.
+	Client client.Client
+	// Kind is the workload kind reconciled.
+	Kind workload.Kind
+	// Key is the installation's fingerprint key.
+	Key fingerprint.Key
+	// Recorder records Events on workloads.
+	Recorder events.EventRecorder
+	// Window is the default rollout window (see rollout.Input.Window).
+	Window time.Duration
+	// Watched reports whether nudge watches a namespace; sources elsewhere are
+	// refused with a Warning Event.
+	Watched func(namespace string) bool
+	// Clock tells the time; clock.RealClock when nil.
+	Clock clock.PassiveClock
+	// AutoReloadAll is Reloader's --auto-reload-all: every workload is in auto
+	// mode unless it opts out.
+	AutoReloadAll bool
+	// Metrics counts what the reconciler does; may be nil.
+	Metrics *Metrics
+
+	warnings warnings
+}
+
+// Reconcile compares the workload's applied state with the state of the
+// sources it references now, and writes a baseline, a rollout, or nothing.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	log := ctrl.LoggerFrom(ctx)
+	obj := r.Kind.New()
+	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.warnings.forget(req.NamespacedName)
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{}, err
+	}
+	tmpl := r.Kind.Template(obj)
+	spec, errs := dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
+	var causes []cause
+	for _, err := range errs {
+		causes = append(causes, cause{reason: ReasonMalformedAnnotation, note: err.Error()})
+	}
+	if !spec.Enabled(r.AutoReloadAll) {
+		r.warn(ctx, obj, causes)
+		return ctrl.Result{}, nil
+	}
+
+	in, more, err := r.inputs(ctx, obj, spec, tmpl)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	causes = append(causes, more...)
+	d := rollout.Decide(in)
+	if d.Action == rollout.Hold {
+		causes = append(causes, cause{reason: ReasonRolloutHeld, note: fmt.Sprintf(
+			"Held the rollout for %s until the missing required source(s) exist", names(d.Changed))})
+	}
+	r.warn(ctx, obj, causes)
+	r.Metrics.decided(r.Kind.Name(), d.Action)
+
+	switch d.Action {
+	case rollout.Wait:
+		log.V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", names(d.Changed), "after", d.RequeueAfter)
+		return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+	case rollout.Baseline:
+		meta := map[string]string{AppliedAnnotation: d.Write.Format(obj.GetNamespace())}
+		if err := r.patch(ctx, obj, meta, nil); err != nil {
+			return r.retry(ctx, err)
+		}
+		log.V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
+	case rollout.Roll:
+		now := in.Now.UTC().Format(time.RFC3339Nano)
+		meta := map[string]string{AppliedAnnotation: d.Write.Format(obj.GetNamespace()), LastRolloutAnnotation: now}
+		trigger := map[string]string{RestartedAtAnnotation: now, RestartedForAnnotation: names(d.Changed)}
+		if err := r.patch(ctx, obj, meta, trigger); err != nil {
+			return r.retry(ctx, err)
+		}
+		r.rolled(ctx, obj, d.Changed)
+	}
+	return ctrl.Result{}, nil
+}
+
+// inputs gathers what rollout.Decide needs from the cache, with the Warning
+// causes found on the way (missing sources, unwatched namespaces).
+func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []cause, error) {
+	now := r.now()
+	window := r.Window
+	if spec.Window != nil {
+		window = *spec.Window
+	}
+	in := rollout.Input{
+		Applied:   obj.GetAnnotations()[AppliedAnnotation],
+		Namespace: obj.GetNamespace(),
+		Desired:   fingerprint.State{KeyID: r.Key.ID(), Entries: map[refs.Source]fingerprint.Entry{}},
+		Now:       now,
+		Window:    window,
+	}
+	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[LastRolloutAnnotation]); err == nil {
+		in.LastRollout = t
+	}
+	candidates, err := r.references(ctx, obj.GetNamespace(), spec, &tmpl.Spec)
+	if err != nil {
+		return in, nil, err
+	}
+	var causes []cause
+	for _, c := range candidates {
+		if !r.watched(c.Namespace) {
+			causes = append(causes, cause{reason: ReasonNamespaceNotWatched, note: fmt.Sprintf(
+				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
+			continue
+		}
+		src, err := r.getSource(ctx, c.Source)
+		switch {
+		case apierrors.IsNotFound(err):
+			if c.Optional {
+				if !c.needsMatch {
+					in.Desired.Entries[c.Source] = fingerprint.Entry{Shape: fingerprint.Shape(c.Reference), Digest: fingerprint.Absent}
+				}
+				continue
+			}
+			in.Missing = append(in.Missing, c.Source)
+			causes = append(causes, cause{reason: ReasonSourceMissing, note: fmt.Sprintf(
+				"Required %s %s/%s does not exist; no rollout until it does", c.Kind, c.Namespace, c.Name)})
+			continue
+		case err != nil:
+			return in, nil, fmt.Errorf("reading %s from the cache: %w", c.Source, err)
+		}
+		if dialect.Ignored(src.GetAnnotations()) || (c.needsMatch && !dialect.Matched(src.GetAnnotations())) {
+			continue
+		}
+		in.Desired.Entries[c.Source] = fingerprint.Entry{
+			Shape:  fingerprint.Shape(c.Reference),
+			Digest: r.Key.Source(c.Reference, digestsOf(src)),
+		}
+	}
+	return in, causes, nil
+}
+
+func (r *Reconciler) getSource(ctx context.Context, s refs.Source) (client.Object, error) {
+	var obj client.Object = &corev1.ConfigMap{}
+	if s.Kind == refs.Secret {
+		obj = &corev1.Secret{}
+	}
+	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, obj)
+	return obj, err
+}
+
+// patch writes meta to the workload's annotations and trigger to its pod
+// template's, in one merge patch guarded by the resourceVersion read.
+func (r *Reconciler) patch(ctx context.Context, obj client.Object, meta, trigger map[string]string) error {
+	body, err := workload.Patch(r.Kind, obj.GetResourceVersion(), meta, trigger)
+	if err != nil {
+		return err
+	}
+	return r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body))
+}
+
+// retry turns a conflict (the cache was behind the API) into a prompt
+// requeue; other errors go to the workqueue's backoff.
+func (r *Reconciler) retry(ctx context.Context, err error) (ctrl.Result, error) {
+	if apierrors.IsConflict(err) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Retrying after a write conflict", "kind", r.Kind.Name())
+		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
+	}
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// rolled records a rollout: a Normal Event, a log line in Reloader's words,
+// and the rollout counter.
+func (r *Reconciler) rolled(ctx context.Context, obj client.Object, changed []refs.Source) {
+	kind := r.Kind.Name()
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolled, "Roll",
+		"Rolled %s %s because %s changed", kind, obj.GetName(), names(changed))
+	var detected []string
+	for _, s := range changed {
+		detected = append(detected, fmt.Sprintf("'%s' of type '%s' in namespace '%s'", s.Name, strings.ToUpper(string(s.Kind)), s.Namespace))
+	}
+	ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("Changes detected in %s; updated '%s' of type '%s' in namespace '%s'",
+		strings.Join(detected, ", "), obj.GetName(), kind, obj.GetNamespace()),
+		"kind", kind, "sources", names(changed))
+	r.Metrics.rolled(kind)
+}
+
+func (r *Reconciler) now() time.Time {
+	if r.Clock == nil {
+		return time.Now()
+	}
+	return r.Clock.Now()
+}
+
+func (r *Reconciler) watched(namespace string) bool {
+	return r.Watched == nil || r.Watched(namespace)
+}
+
+// names renders sources as "ConfigMap shop/app, Secret shop/db".
+func names(sources []refs.Source) string {
+	parts := make([]string, len(sources))
+	for i, s := range sources {
+		parts[i] = string(s.Kind) + " " + s.Namespace + "/" + s.Name
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,239 @@
+package controller_test
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/controller"
+	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/options"
+)
+
+var auto = map[string]string{"nudge.dev/auto": "true"}
+
+// Rule 8: only what the workload reads counts.
+func TestOnlyReadKeysCount(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1", "b": "2"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvKey("ConfigMap", "app", "a", false)))
+	e.baselined("web")
+
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["b"] = "changed" })
+	e.rolledTo("web", 0)
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "changed" })
+	e.rolledTo("web", 1)
+}
+
+// Rule 3: installing nudge over annotated workloads rolls nothing.
+func TestFirstSightNeverRolls(t *testing.T) {
+	e := setup(t, false, nil)
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Secret(e.ns, "db", map[string]string{"password": "p"}))
+	for _, name := range []string{"one", "two", "three"} {
+		e.create(nt.Deployment(e.ns, name, 1, auto, nt.EnvFrom("ConfigMap", "app"), nt.Volume("Secret", "db")))
+	}
+	e.nudge = nt.Start(t, plane.Config(), e.ns, nil)
+	for _, name := range []string{"one", "two", "three"} {
+		e.baselined(name)
+	}
+	for _, name := range []string{"one", "two", "three"} {
+		e.rolledTo(name, 0)
+	}
+}
+
+// Rule 4: a change made while nudge was down is rolled once when it starts.
+func TestChangeWhileDownIsRolledAtStart(t *testing.T) {
+	e := setup(t, true, nil)
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+	e.nudge.Stop(t)
+
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.g.Consistently(e.rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout while nudge is down")
+	e.nudge = nt.Start(t, plane.Config(), e.ns, nil)
+	e.rolledTo("web", 1)
+}
+
+// Rule 5: a deleted required source rolls nothing and says so; its return
+// with the same content rolls nothing, with other content once.
+func TestDeletedRequiredSource(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.Volume("Secret", "db")))
+	e.baselined("web")
+
+	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
+	e.g.Eventually(e.events("web", controller.ReasonSourceMissing)).WithTimeout(10*time.Second).
+		Should(ContainElement(HaveField("Note", ContainSubstring("Secret "+e.ns+"/db"))), "a Warning naming the missing Secret")
+	e.rolledTo("web", 0)
+
+	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}))
+	e.rolledTo("web", 0)
+
+	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
+	e.g.Consistently(e.rollouts("web")).WithTimeout(time.Second).Should(BeZero())
+	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p2"}))
+	e.rolledTo("web", 1)
+
+	missing := e.events("web", controller.ReasonSourceMissing)()
+	e.g.Expect(missing).To(HaveLen(2), "one Warning per disappearance")
+	for _, ev := range missing {
+		e.g.Expect(ev.Type).To(Equal(corev1.EventTypeWarning))
+	}
+}
+
+// Rule 5: an optional source that appears or disappears is a change.
+func TestOptionalSourceAppearsAndDisappears(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+	e.create(nt.Deployment(e.ns, "web", 1, auto, nt.EnvKey("ConfigMap", "flags", "beta", true)))
+	e.baselined("web")
+
+	e.create(nt.ConfigMap(e.ns, "flags", map[string]string{"beta": "on"}))
+	e.rolledTo("web", 1)
+	e.g.Expect(k8s.Delete(e.ctx, nt.ConfigMap(e.ns, "flags", nil))).To(Succeed())
+	e.rolledTo("web", 2)
+	e.g.Expect(e.events("web", controller.ReasonSourceMissing)()).To(BeEmpty(), "no Warning for an optional source")
+}
+
+// Rule 6: a workload rewritten with its manifest (kubectl replace, a GitOps
+// tool, an operator) is not rolled again by nudge.
+func TestRewrittenWorkloadIsNotRolledAgain(t *testing.T) {
+	e := setup(t, true, nil)
+	manifest := func() *appsv1.Deployment {
+		return nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app"))
+	}
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), manifest())
+	e.baselined("web")
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.rolledTo("web", 1)
+
+	for range 2 {
+		d := manifest()
+		d.ResourceVersion = e.deployment("web").ResourceVersion
+		e.g.Expect(k8s.Update(e.ctx, d)).To(Succeed(), "replacing the Deployment with its manifest")
+	}
+	// The first replace changed the pod template (the trigger went away):
+	// that is its own rollout. The second changed nothing.
+	e.rolledTo("web", 2)
+	e.baselined("web")
+	e.g.Expect(e.deployment("web").Spec.Template.Annotations).NotTo(HaveKey(controller.RestartedAtAnnotation))
+}
+
+// Rule 7: kubectl rollout undo is not undone.
+func TestRolloutUndoIsKept(t *testing.T) {
+	e := setup(t, true, nil)
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+	before := e.deployment("web").Spec.Template
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.rolledTo("web", 1)
+
+	// What the Deployment controller does for `kubectl rollout undo`: the
+	// previous ReplicaSet's template replaces the current one; metadata stays.
+	d := e.deployment("web")
+	d.Spec.Template = before
+	e.g.Expect(k8s.Update(e.ctx, d)).To(Succeed())
+	e.rolledTo("web", 2)
+	e.g.Expect(e.deployment("web").Spec.Template.Annotations).NotTo(HaveKey(controller.RestartedAtAnnotation))
+}
+
+// Rule 1: a burst of changes gives at most two rollouts, the last after the
+// last change.
+func TestBurstGivesAtMostTwoRollouts(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 2 * time.Second })
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"n": "0"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+
+	var last time.Time
+	for i := range 10 {
+		e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = string(rune('a' + i)) })
+		last = time.Now()
+		time.Sleep(50 * time.Millisecond) // the spacing of the burst under test, not a wait
+	}
+	e.g.Eventually(e.rollouts("web")).WithTimeout(20*time.Second).Should(BeNumerically(">=", 1), "a first rollout")
+	// The trailing rollout comes at the end of the window after the first.
+	e.g.Eventually(func() time.Time {
+		t, _ := time.Parse(time.RFC3339Nano, e.deployment("web").Spec.Template.Annotations[controller.RestartedAtAnnotation])
+		return t
+	}).WithTimeout(10*time.Second).Should(BeTemporally(">=", last.Add(-time.Second)), "a rollout after the last change")
+	e.g.Consistently(e.rollouts("web")).WithTimeout(4*time.Second).Should(BeNumerically("<=", 2), "at most two rollouts")
+	e.g.Expect(e.rollouts("web")()).To(BeNumerically(">=", 1))
+}
+
+// The window is also an annotation, overriding the flag.
+func TestWindowAnnotationOverridesFlag(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = time.Hour })
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"n": "0"}),
+		nt.Deployment(e.ns, "web", 1, map[string]string{"nudge.dev/auto": "true", "nudge.dev/rollout-window": "0s"},
+			nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = "1" })
+	e.rolledTo("web", 1)
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = "2" })
+	e.rolledTo("web", 2)
+}
+
+// Rule 9: no Secret value, nor an unkeyed digest of one, in nudge's logs,
+// Events, or anything nudge wrote.
+func TestSecretValuesNeverLeak(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.LogLevel = "trace" })
+	value := "s3cr3t-" + e.ns
+	e.create(nt.Secret(e.ns, "db", map[string]string{"password": value}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.Volume("Secret", "db")))
+	e.baselined("web")
+	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte(value + "-2") })
+	e.rolledTo("web", 1)
+	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
+	e.g.Eventually(e.events("web", controller.ReasonSourceMissing)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+
+	var events eventsv1.EventList
+	e.g.Expect(k8s.List(e.ctx, &events, client.InNamespace(e.ns))).To(Succeed())
+	written, err := json.Marshal([]any{e.deployment("web"), events.Items})
+	e.g.Expect(err).NotTo(HaveOccurred())
+	haystack := string(written) + e.nudge.Logs()
+	e.g.Expect(e.nudge.Logs()).To(ContainSubstring("Changes detected in 'db' of type 'SECRET' in namespace '" + e.ns + "'"))
+	for _, v := range []string{value, value + "-2"} {
+		sum := sha256.Sum256([]byte(v))
+		for _, form := range []string{
+			v, base64.StdEncoding.EncodeToString([]byte(v)), hex.EncodeToString(sum[:]),
+			base64.StdEncoding.EncodeToString(sum[:]), base64.RawURLEncoding.EncodeToString(sum[:]),
+		} {
+			e.g.Expect(strings.Contains(haystack, form)).To(BeFalse(), "found %q (a form of the Secret's value)", form)
+		}
+	}
+}
+
+// Bad input gets one Warning per cause, not one per reconcile.
+func TestMalformedAnnotationWarnsOnce(t *testing.T) {
+	e := setup(t, true, nil)
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, map[string]string{"reloader.stakater.com/auto": "yes", "nudge.dev/configmaps": "app"},
+			nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+	e.g.Eventually(e.events("web", controller.ReasonMalformedAnnotation)).WithTimeout(10*time.Second).
+		Should(ContainElement(HaveField("Note", ContainSubstring("reloader.stakater.com/auto"))))
+	for i := range 3 { // three more reconciles of the same workload
+		d := e.deployment("web")
+		d.Annotations["touch"] = string(rune('a' + i))
+		e.g.Expect(k8s.Update(e.ctx, d)).To(Succeed())
+	}
+	e.g.Consistently(func() []eventsv1.Event { return e.events("web", controller.ReasonMalformedAnnotation)() }).
+		WithTimeout(3 * time.Second).Should(ConsistOf(HaveField("Series", BeNil())), "a single Warning, never repeated")
+	// The well-formed annotation still works.
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.rolledTo("web", 1)
+}

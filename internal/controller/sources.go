@@ -1,0 +1,91 @@
+package controller
+
+import (
+	"bytes"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/fingerprint"
+)
+
+// digestedMark is written to the (long unused) selfLink of a source once its
+// values are replaced by digests, so the transform is idempotent.
+const digestedMark = "nudge:digested"
+
+// DigestSource is the cache transform for ConfigMaps and Secrets: it replaces
+// every value (data and binaryData) with its SHA-256 (see fingerprint.Sum)
+// and drops managedFields, so the cache never holds a source's content. Other
+// objects pass through unchanged. It is idempotent.
+func DigestSource(obj any) (any, error) {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		if o.SelfLink == digestedMark {
+			return o, nil
+		}
+		d := make(map[string]string, len(o.Data)+len(o.BinaryData))
+		for k, v := range o.Data {
+			d[k] = fingerprint.Sum([]byte(v))
+		}
+		for k, v := range o.BinaryData {
+			d[k] = fingerprint.Sum(v)
+		}
+		o.Data, o.BinaryData = d, nil
+		o.ManagedFields, o.SelfLink = nil, digestedMark
+	case *corev1.Secret:
+		if o.SelfLink == digestedMark {
+			return o, nil
+		}
+		for k, v := range o.Data {
+			o.Data[k] = []byte(fingerprint.Sum(v))
+		}
+		o.StringData = nil
+		o.ManagedFields, o.SelfLink = nil, digestedMark
+	}
+	return obj, nil
+}
+
+// digestsOf returns the per-key digests of a source read from the cache, or
+// nil for any other object.
+func digestsOf(obj client.Object) fingerprint.Digests {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		return fingerprint.Digests(o.Data)
+	case *corev1.Secret:
+		d := make(fingerprint.Digests, len(o.Data))
+		for k, v := range o.Data {
+			d[k] = string(v)
+		}
+		return d
+	}
+	return nil
+}
+
+// sourceChanged passes creates, deletes and those updates of a source that
+// change its content or a mark nudge reads on it (ignore, match); a change of
+// other labels or annotations is dropped here (rule 2) before any workload is
+// looked up.
+var sourceChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return true
+		}
+		oa, na := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
+		if dialect.Ignored(oa) != dialect.Ignored(na) || dialect.Matched(oa) != dialect.Matched(na) {
+			return true
+		}
+		switch o := e.ObjectOld.(type) {
+		case *corev1.ConfigMap:
+			n, ok := e.ObjectNew.(*corev1.ConfigMap)
+			return !ok || !maps.Equal(o.Data, n.Data) || !maps.EqualFunc(o.BinaryData, n.BinaryData, bytes.Equal)
+		case *corev1.Secret:
+			n, ok := e.ObjectNew.(*corev1.Secret)
+			return !ok || !maps.EqualFunc(o.Data, n.Data, bytes.Equal)
+		}
+		return true
+	},
+}

@@ -1,0 +1,64 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// cause is one reason a workload deserves a Warning.
+type cause struct {
+	reason string
+	note   string
+}
+
+// warnings remembers the causes last warned about per workload, so each
+// cause gives one Warning Event and log line when it appears, not one per
+// reconcile or resync. A cause that goes away and comes back warns again.
+type warnings struct {
+	mu   sync.Mutex
+	last map[types.NamespacedName][]cause
+}
+
+// fresh stores causes as the current ones of key and returns those that were
+// not current before.
+func (w *warnings) fresh(key types.NamespacedName, causes []cause) []cause {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	prev := w.last[key]
+	var out []cause
+	for _, c := range causes {
+		if !slices.Contains(prev, c) {
+			out = append(out, c)
+		}
+	}
+	if len(causes) == 0 {
+		delete(w.last, key)
+		return nil
+	}
+	if w.last == nil {
+		w.last = map[types.NamespacedName][]cause{}
+	}
+	w.last[key] = causes
+	return out
+}
+
+func (w *warnings) forget(key types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.last, key)
+}
+
+// warn records a Warning Event and a log line for every new cause of obj.
+func (r *Reconciler) warn(ctx context.Context, obj client.Object, causes []cause) {
+	for _, c := range r.warnings.fresh(client.ObjectKeyFromObject(obj), causes) {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.reason, "Check", "%s", c.note)
+		ctrl.LoggerFrom(ctx).Info("Warned about "+r.Kind.Name(), "reason", c.reason, "message", c.note)
+		r.Metrics.warned(c.reason)
+	}
+}

@@ -1,0 +1,96 @@
+// Package nudgetest runs nudge in-process against a test control plane and
+// builds the objects tests use, in the manner of net/http/httptest.
+package nudgetest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zapcore"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"nudge.dev/nudge/internal/app"
+	"nudge.dev/nudge/internal/options"
+)
+
+// Nudge is one running nudge.
+type Nudge struct {
+	cancel context.CancelFunc
+	done   chan error
+	logs   *buffer
+}
+
+// Start runs nudge against cfg, watching only namespace and keeping its key
+// there, with the test defaults (no metrics or probe servers, a 2 s rollout
+// window) changed by mutate. Its logs are kept (Logs) and printed if t fails.
+// It is stopped when t ends.
+func Start(t testing.TB, cfg *rest.Config, namespace string, mutate func(*options.Options)) *Nudge {
+	t.Helper()
+	opts := options.Default()
+	opts.MetricsAddr, opts.ProbeAddr = "0", "0"
+	opts.SystemNamespace = namespace
+	opts.Namespaces = []string{namespace}
+	opts.RolloutWindow = 2 * time.Second
+	if mutate != nil {
+		mutate(&opts)
+	}
+	if err := opts.Validate(); err != nil {
+		t.Fatalf("nudge options: %v", err)
+	}
+	n := &Nudge{done: make(chan error, 1), logs: &buffer{}}
+	log := zap.New(zap.WriteTo(n.logs), zap.JSONEncoder(), zap.Level(zapcore.DebugLevel))
+	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
+	n.cancel = cancel
+	go func() { n.done <- app.Run(ctx, rest.CopyConfig(cfg), opts) }()
+	t.Cleanup(func() {
+		n.Stop(t)
+		if t.Failed() {
+			t.Logf("nudge's log:\n%s", n.Logs())
+		}
+	})
+	return n
+}
+
+// Stop stops nudge and waits up to 30 s for it to return, failing t if it
+// returned an error. Stopping twice is harmless.
+func (n *Nudge) Stop(t testing.TB) {
+	t.Helper()
+	n.cancel()
+	select {
+	case err, ok := <-n.done:
+		if ok {
+			close(n.done)
+		}
+		if err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("nudge stopped with an error: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Errorf("nudge did not stop within 30 s")
+	}
+}
+
+// Logs returns everything nudge has logged so far, one JSON object a line.
+func (n *Nudge) Logs() string { return n.logs.String() }
+
+type buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *buffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *buffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
