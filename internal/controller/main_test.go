@@ -3,6 +3,7 @@ package controller_test
 import (
 	"context"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -21,11 +23,11 @@ import (
 )
 
 // plane is the kube-apiserver every test here talks to; no workload
-// controller runs, so a Deployment's generation counts the pod-template
-// writes made to it: generation 1 at creation, +1 per rollout nudge triggers.
+// controller runs, so the pod-template writes to a Deployment are nudge's
+// rollouts (and the test's own rewrites).
 var (
 	plane *testbed.Plane
-	k8s   client.Client
+	k8s   client.WithWatch
 )
 
 func TestMain(m *testing.M) {
@@ -33,7 +35,7 @@ func TestMain(m *testing.M) {
 		plane = p
 		scheme := runtime.NewScheme()
 		_ = clientgoscheme.AddToScheme(scheme)
-		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
+		c, err := client.NewWithWatch(p.Config(), client.Options{Scheme: scheme})
 		if err != nil {
 			panic(err)
 		}
@@ -43,11 +45,12 @@ func TestMain(m *testing.M) {
 
 // env is one test's namespace and its nudge.
 type env struct {
-	t     *testing.T
-	g     *WithT
-	ctx   context.Context
-	ns    string
-	nudge *nudgetest.Nudge
+	t         *testing.T
+	g         *WithT
+	ctx       context.Context
+	ns        string
+	nudge     *nudgetest.Nudge
+	templates *templateWrites
 }
 
 // setup creates a namespace for t and starts a nudge watching it, unless
@@ -59,6 +62,7 @@ func setup(t *testing.T, start bool, mutate func(*options.Options)) *env {
 	ns, err := plane.GenerateNamespace(e.ctx, "it-")
 	e.g.Expect(err).NotTo(HaveOccurred())
 	e.ns = ns
+	e.templates = watchTemplates(t, ns)
 	if start {
 		e.nudge = nudgetest.Start(t, plane.Config(), ns, mutate)
 	}
@@ -80,10 +84,50 @@ func (e *env) deployment(name string) *appsv1.Deployment {
 	return &d
 }
 
-// rollouts returns how many times the Deployment's pod template was written
+// rollouts returns how many times the Deployment's pod template changed
 // since its creation.
 func (e *env) rollouts(name string) func() int64 {
-	return func() int64 { return e.deployment(name).Generation - 1 }
+	return func() int64 { return e.templates.count(name) }
+}
+
+// templateWrites counts, from a watch, the changes of each Deployment's pod
+// template in one namespace. A Deployment's generation cannot: it also grows
+// when its annotations change.
+type templateWrites struct {
+	mu     sync.Mutex
+	last   map[string]corev1.PodTemplateSpec
+	counts map[string]int64
+}
+
+func watchTemplates(t *testing.T, ns string) *templateWrites {
+	t.Helper()
+	w, err := k8s.Watch(t.Context(), &appsv1.DeploymentList{}, client.InNamespace(ns))
+	if err != nil {
+		t.Fatalf("watching Deployments: %v", err)
+	}
+	tw := &templateWrites{last: map[string]corev1.PodTemplateSpec{}, counts: map[string]int64{}}
+	t.Cleanup(w.Stop)
+	go func() {
+		for ev := range w.ResultChan() {
+			d, ok := ev.Object.(*appsv1.Deployment)
+			if !ok {
+				continue
+			}
+			tw.mu.Lock()
+			if prev, seen := tw.last[d.Name]; seen && !equality.Semantic.DeepEqual(prev, d.Spec.Template) {
+				tw.counts[d.Name]++
+			}
+			tw.last[d.Name] = d.Spec.Template
+			tw.mu.Unlock()
+		}
+	}()
+	return tw
+}
+
+func (tw *templateWrites) count(name string) int64 {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	return tw.counts[name]
 }
 
 // baselined waits until nudge has recorded the Deployment's applied state.
