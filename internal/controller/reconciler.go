@@ -24,9 +24,11 @@ import (
 	"nudge.dev/nudge/internal/workload"
 )
 
-// Annotations nudge writes. On the workload's metadata: the applied state and
-// the time of its last rollout. On the pod template: the trigger.
+// Labels and annotations nudge writes. On the workload's metadata: the
+// applied state, its seal (a label, see fingerprint.Key.Seal) and the time of
+// the last rollout. On the pod template: the trigger.
 const (
+	SealLabel              = "nudge.dev/seal"
 	AppliedAnnotation      = "nudge.dev/applied-fingerprint"
 	LastRolloutAnnotation  = "nudge.dev/last-rollout"
 	RestartedAtAnnotation  = "nudge.dev/restarted-at"
@@ -111,16 +113,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		log.V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", names(d.Changed), "after", d.RequeueAfter)
 		return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
 	case rollout.Baseline:
-		meta := map[string]string{AppliedAnnotation: d.Write.Format(obj.GetNamespace())}
-		if err := r.patch(ctx, obj, meta, nil); err != nil {
+		if err := r.patch(ctx, obj, d.Write, nil, nil); err != nil {
 			return r.retry(ctx, err)
 		}
 		log.V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
 		now := in.Now.UTC().Format(time.RFC3339Nano)
-		meta := map[string]string{AppliedAnnotation: d.Write.Format(obj.GetNamespace()), LastRolloutAnnotation: now}
+		meta := map[string]string{LastRolloutAnnotation: now}
 		trigger := map[string]string{RestartedAtAnnotation: now, RestartedForAnnotation: names(d.Changed)}
-		if err := r.patch(ctx, obj, meta, trigger); err != nil {
+		if err := r.patch(ctx, obj, d.Write, meta, trigger); err != nil {
 			return r.retry(ctx, err)
 		}
 		r.rolled(ctx, obj, d.Changed)
@@ -136,8 +137,10 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	if spec.Window != nil {
 		window = *spec.Window
 	}
+	applied := obj.GetAnnotations()[AppliedAnnotation]
 	in := rollout.Input{
-		Applied:   obj.GetAnnotations()[AppliedAnnotation],
+		Applied:   applied,
+		Sealed:    applied != "" && obj.GetLabels()[SealLabel] == r.Key.Seal(applied),
 		Namespace: obj.GetNamespace(),
 		Desired:   fingerprint.State{KeyID: r.Key.ID(), Entries: map[refs.Source]fingerprint.Entry{}},
 		Now:       now,
@@ -193,10 +196,17 @@ func (r *Reconciler) getSource(ctx context.Context, s refs.Source) (client.Objec
 	return obj, err
 }
 
-// patch writes meta to the workload's annotations and trigger to its pod
-// template's, in one merge patch guarded by the resourceVersion read.
-func (r *Reconciler) patch(ctx context.Context, obj client.Object, meta, trigger map[string]string) error {
-	body, err := workload.Patch(r.Kind, obj.GetResourceVersion(), meta, trigger)
+// patch writes the applied state with its seal, more annotations and the
+// trigger to the pod template, in one merge patch guarded by the
+// resourceVersion read.
+func (r *Reconciler) patch(ctx context.Context, obj client.Object, applied fingerprint.State, annotations, trigger map[string]string) error {
+	value := applied.Format(obj.GetNamespace())
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations[AppliedAnnotation] = value
+	labels := map[string]string{SealLabel: r.Key.Seal(value)}
+	body, err := workload.Patch(r.Kind, obj.GetResourceVersion(), labels, annotations, trigger)
 	if err != nil {
 		return err
 	}

@@ -143,15 +143,20 @@ func TestRolloutUndoIsKept(t *testing.T) {
 	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
 		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
 	e.baselined("web")
-	before := e.deployment("web").Spec.Template
+	// What the first ReplicaSet keeps: the Deployment controller copies the
+	// Deployment's annotations onto the newest ReplicaSet.
+	first := e.deployment("web")
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.rolledTo("web", 1)
 
-	// What the Deployment controller does for `kubectl rollout undo`: the
-	// previous ReplicaSet's template replaces the current one; metadata stays.
-	d := e.deployment("web")
-	d.Spec.Template = before
-	e.g.Expect(k8s.Update(e.ctx, d)).To(Succeed())
+	// What `kubectl rollout undo` does: the old ReplicaSet's template and
+	// annotations replace the Deployment's (labels stay).
+	e.g.Eventually(func() error {
+		d := e.deployment("web")
+		d.Spec.Template = first.Spec.Template
+		d.Annotations = first.Annotations
+		return k8s.Update(e.ctx, d)
+	}).Should(Succeed(), "restoring the first revision")
 	e.rolledTo("web", 2)
 	e.g.Expect(e.deployment("web").Spec.Template.Annotations).NotTo(HaveKey(controller.RestartedAtAnnotation))
 }
@@ -230,7 +235,7 @@ func TestMalformedAnnotationWarnsOnce(t *testing.T) {
 		nt.Deployment(e.ns, "web", 1, map[string]string{"reloader.stakater.com/auto": "yes", "nudge.dev/configmaps": "app"},
 			nt.EnvFrom("ConfigMap", "app")))
 	e.baselined("web")
-	e.g.Eventually(e.events("web", controller.ReasonMalformedAnnotation)).WithTimeout(10*time.Second).
+	e.g.Eventually(e.events("web", controller.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("reloader.stakater.com/auto"))))
 	for i := range 3 { // three more reconciles of the same workload
 		d := e.deployment("web")
@@ -238,7 +243,7 @@ func TestMalformedAnnotationWarnsOnce(t *testing.T) {
 		e.g.Expect(k8s.Update(e.ctx, d)).To(Succeed())
 	}
 	e.g.Consistently(func() []eventsv1.Event { return e.events("web", controller.ReasonMalformedAnnotation)() }).
-		WithTimeout(3 * time.Second).Should(ConsistOf(HaveField("Series", BeNil())), "a single Warning, never repeated")
+		WithTimeout(3*time.Second).Should(ConsistOf(HaveField("Series", BeNil())), "a single Warning, never repeated")
 	// The well-formed annotation still works.
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.rolledTo("web", 1)

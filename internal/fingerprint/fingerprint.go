@@ -115,6 +115,18 @@ func field(h hash.Hash, s string) {
 	h.Write([]byte(s))
 }
 
+// Seal returns a keyed check of value, an applied-state annotation nudge
+// writes: 32 lowercase hex digits of HMAC-SHA256(key, "seal\x00"+value), a
+// valid label value. nudge writes it as a label beside the annotation; a
+// Deployment's annotations travel to its ReplicaSets and come back with
+// `kubectl rollout undo`, its labels do not, so an annotation whose seal does
+// not match is one nudge did not write last.
+func (k Key) Seal(value string) string {
+	mac := hmac.New(sha256.New, k.secret)
+	mac.Write([]byte("seal\x00" + value))
+	return hex.EncodeToString(mac.Sum(nil))[:32]
+}
+
 // Shape returns a short tag of the set of keys ref reads: "" for the whole
 // object, else 6 base64url characters of SHA-256 of the sorted keys. Key names
 // are not secret (they stand in the pod spec); the tag only tells a change of

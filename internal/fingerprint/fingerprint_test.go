@@ -148,3 +148,12 @@ func TestParseRejects(t *testing.T) {
 		})
 	}
 }
+
+func TestSeal(t *testing.T) {
+	g := NewWithT(t)
+	s := key(1).Seal("v1.abc ConfigMap/a=AAAA")
+	g.Expect(s).To(MatchRegexp(`^[0-9a-f]{32}$`), "a valid label value")
+	g.Expect(key(1).Seal("v1.abc ConfigMap/a=AAAA")).To(Equal(s))
+	g.Expect(key(1).Seal("v1.abc ConfigMap/a=AAAB")).NotTo(Equal(s))
+	g.Expect(key(2).Seal("v1.abc ConfigMap/a=AAAA")).NotTo(Equal(s))
+}

@@ -44,6 +44,11 @@ type Input struct {
 	// Applied is the value of the workload's applied-fingerprint annotation,
 	// "" when absent.
 	Applied string
+	// Sealed is true when Applied is the value nudge wrote last (its seal
+	// label matches). An unsealed value was restored or copied by someone
+	// else (`kubectl rollout undo` brings back a ReplicaSet's annotations)
+	// and is not trusted: first sight.
+	Sealed bool
 	// Namespace is the workload's namespace.
 	Namespace string
 	// Desired holds an entry for every referenced source that was found, and
@@ -68,7 +73,8 @@ type Decision struct {
 	// Changed lists, sorted, the sources whose content changed (Roll, Wait,
 	// Hold).
 	Changed []refs.Source
-	// FirstSight is true when no usable applied state was found.
+	// FirstSight is true when no usable applied state was found: none, not
+	// sealed, unreadable, or of another key.
 	FirstSight bool
 	// RequeueAfter is when to look again, for Wait.
 	RequeueAfter time.Duration
@@ -87,7 +93,7 @@ type Decision struct {
 // content does not.
 func Decide(in Input) Decision {
 	applied, err := fingerprint.Parse(in.Applied, in.Namespace)
-	first := in.Applied == "" || err != nil || applied.KeyID != in.Desired.KeyID
+	first := in.Applied == "" || !in.Sealed || err != nil || applied.KeyID != in.Desired.KeyID
 
 	write := fingerprint.State{KeyID: in.Desired.KeyID, Entries: maps.Clone(in.Desired.Entries)}
 	if write.Entries == nil {

@@ -30,6 +30,7 @@ func TestDecide(t *testing.T) {
 	base := entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}}
 	tests := map[string]struct {
 		in          rollout.Input
+		unsealed    bool
 		want        rollout.Action
 		wantChanged []refs.Source
 		wantWrite   entries
@@ -44,6 +45,13 @@ func TestDecide(t *testing.T) {
 		},
 		"an applied state of another key is first sight": {
 			in:        rollout.Input{Applied: applied("old", entries{cm: {Digest: "zzzz"}}), Desired: state("k", base)},
+			want:      rollout.Baseline,
+			wantWrite: base,
+			wantFirst: true,
+		},
+		"an unsealed applied state is first sight": {
+			in:        rollout.Input{Applied: applied("k", entries{cm: {Digest: "zzzz"}}), Desired: state("k", base)},
+			unsealed:  true,
 			want:      rollout.Baseline,
 			wantWrite: base,
 			wantFirst: true,
@@ -154,6 +162,7 @@ func TestDecide(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			tc.in.Namespace = "shop"
+			tc.in.Sealed = !tc.unsealed
 			d := rollout.Decide(tc.in)
 			g.Expect(d.Action).To(Equal(tc.want), "action")
 			g.Expect(d.Changed).To(Equal(tc.wantChanged), "changed")

@@ -80,13 +80,14 @@ var DaemonSet Kind = kind[*appsv1.DaemonSet]{
 // All returns every built-in kind, in a fixed order.
 func All() []Kind { return []Kind{Deployment, StatefulSet, DaemonSet} }
 
-// Patch returns a JSON merge patch (RFC 7386) that sets meta on the object's
-// metadata annotations and, when template is not empty, the pod template's
-// annotations, guarded by resourceVersion so that a write based on a stale
-// read fails with a conflict instead of overwriting a newer object.
-func Patch(k Kind, resourceVersion string, meta, template map[string]string) ([]byte, error) {
+// Patch returns a JSON merge patch (RFC 7386) that sets labels and
+// annotations on the object's metadata and, when template is not empty, the
+// pod template's annotations, guarded by resourceVersion so that a write
+// based on a stale read fails with a conflict instead of overwriting a newer
+// object.
+func Patch(k Kind, resourceVersion string, labels, annotations, template map[string]string) ([]byte, error) {
 	doc := map[string]any{
-		"metadata": map[string]any{"resourceVersion": resourceVersion, "annotations": meta},
+		"metadata": map[string]any{"resourceVersion": resourceVersion, "labels": labels, "annotations": annotations},
 	}
 	if len(template) > 0 {
 		var node any = map[string]any{"metadata": map[string]any{"annotations": template}}

@@ -52,7 +52,8 @@ func namespace(t *testing.T) (context.Context, *WithT, string) {
 	return t.Context(), g, ns
 }
 
-// pods returns the names of the running, ready pods labelled app=name.
+// pods returns the UIDs of the running pods labelled app=name (a
+// StatefulSet's new pods keep their names).
 func pods(ctx context.Context, g *WithT, ns, name string) func() []string {
 	return func() []string {
 		var list corev1.PodList
@@ -60,7 +61,7 @@ func pods(ctx context.Context, g *WithT, ns, name string) func() []string {
 		var out []string
 		for _, p := range list.Items {
 			if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
-				out = append(out, p.Name)
+				out = append(out, string(p.UID))
 			}
 		}
 		return out
@@ -107,8 +108,8 @@ func TestStatefulSetAndDaemonSetRoll(t *testing.T) {
 	g.Expect(k8s.Create(ctx, nt.Secret(ns, "db", map[string]string{"password": "p1"}))).To(Succeed())
 	g.Expect(k8s.Create(ctx, nt.StatefulSet(ns, "store", 2, auto, nt.Volume("Secret", "db")))).To(Succeed())
 	g.Expect(k8s.Create(ctx, nt.DaemonSet(ns, "agent", auto, nt.EnvKey("Secret", "db", "password", false)))).To(Succeed())
-	g.Eventually(pods(ctx, g, ns, "store")).WithTimeout(60*time.Second).Should(HaveLen(2))
-	g.Eventually(pods(ctx, g, ns, "agent")).WithTimeout(60*time.Second).Should(HaveLen(2))
+	g.Eventually(pods(ctx, g, ns, "store")).WithTimeout(60 * time.Second).Should(HaveLen(2))
+	g.Eventually(pods(ctx, g, ns, "agent")).WithTimeout(60 * time.Second).Should(HaveLen(2))
 	revision := func(obj client.Object, get func() string) func() string {
 		return func() string {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
