@@ -8,6 +8,10 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -24,6 +28,7 @@ import (
 
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -53,6 +58,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
+	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
+		return err
+	}
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("creating API client: %w", err)
@@ -75,6 +83,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		// Run may be called more than once in a process (tests restart
 		// nudge), and controller names are checked process-wide.
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
+		// Argo Rollouts are read as unstructured objects: from the cache too.
+		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -89,21 +99,32 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	watched := func(string) bool { return true }
-	if len(opts.Namespaces) > 0 {
-		watched = func(ns string) bool { return slices.Contains(opts.Namespaces, ns) }
-	}
-	for _, k := range workload.All() {
-		r := &controller.Reconciler{
-			Client:   mgr.GetClient(),
-			Kind:     k,
-			Key:      key,
-			Recorder: mgr.GetEventRecorder("nudge"),
-			Window:   opts.RolloutWindow,
-			Watched:  watched,
-			Metrics:  m,
+	newReconciler := func(k workload.Kind) *controller.Reconciler {
+		return &controller.Reconciler{
+			Client:        mgr.GetClient(),
+			Kind:          k,
+			Key:           key,
+			Recorder:      mgr.GetEventRecorder("nudge"),
+			Window:        opts.RolloutWindow,
+			Watched:       watchedNamespaces(opts, mgr.GetClient()),
+			AutoReloadAll: opts.AutoReloadAll,
+			Metrics:       m,
+			Behaviour:     behaviour(opts),
 		}
-		if err := r.SetupWithManager(ctx, mgr, controller.Options{Workers: opts.Workers}); err != nil {
+	}
+	copts := controller.Options{Workers: opts.Workers, IgnoreSources: behaviour(opts).IgnoreSources}
+	for _, k := range workload.Builtin() {
+		if opts.Ignores(k.Plural()) || (k == workload.Job && !opts.RecreateJobs) {
+			continue
+		}
+		if err := newReconciler(k).SetupWithManager(ctx, mgr, copts); err != nil {
+			return err
+		}
+	}
+	if !opts.Ignores(workload.Rollout.Plural()) {
+		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, func() error {
+			return newReconciler(workload.Rollout).SetupWithManager(ctx, mgr, copts)
+		}); err != nil {
 			return err
 		}
 	}
@@ -126,8 +147,55 @@ func cacheOptions(opts options.Options) cache.Options {
 	if len(opts.Namespaces) > 0 {
 		co.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range opts.Namespaces {
-			co.DefaultNamespaces[ns] = cache.Config{}
+			if !slices.Contains(opts.NamespacesToIgnore, ns) {
+				co.DefaultNamespaces[ns] = cache.Config{}
+			}
 		}
+	} else if len(opts.NamespacesToIgnore) > 0 {
+		var not []fields.Selector
+		for _, ns := range opts.NamespacesToIgnore {
+			not = append(not, fields.OneTermNotEqualSelector("metadata.namespace", ns))
+		}
+		co.DefaultFieldSelector = fields.AndSelectors(not...)
 	}
 	return co
+}
+
+// behaviour maps Reloader's flags onto the reconcilers' behaviour.
+func behaviour(opts options.Options) controller.Behaviour {
+	b := controller.Behaviour{
+		EnvVars:         opts.ReloadStrategy == "env-vars",
+		ReloadOnCreate:  opts.ReloadOnCreate,
+		ReloadOnDelete:  opts.ReloadOnDelete,
+		IgnoreSources:   map[refs.Kind]bool{},
+		CronJobStartJob: opts.CronJobStartJob,
+	}
+	for _, k := range []refs.Kind{refs.ConfigMap, refs.Secret} {
+		b.IgnoreSources[k] = opts.IgnoresSources(string(k))
+	}
+	if opts.ResourceLabelSelector != "" {
+		b.SourceSelector, _ = labels.Parse(opts.ResourceLabelSelector) // checked by Validate
+	}
+	return b
+}
+
+// watchedNamespaces returns whether nudge handles a namespace: in
+// --namespaces (when set), not in --namespaces-to-ignore, and matched by
+// --namespace-selector (when set; namespaces' labels come from the cache).
+func watchedNamespaces(opts options.Options, c client.Reader) func(context.Context, string) bool {
+	sel, _ := labels.Parse(opts.NamespaceSelector) // checked by Validate
+	return func(ctx context.Context, ns string) bool {
+		if (len(opts.Namespaces) > 0 && !slices.Contains(opts.Namespaces, ns)) || slices.Contains(opts.NamespacesToIgnore, ns) {
+			return false
+		}
+		if opts.NamespaceSelector == "" {
+			return true
+		}
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		if err := c.Get(ctx, client.ObjectKey{Name: ns}, m); err != nil {
+			return false
+		}
+		return sel.Matches(labels.Set(m.Labels))
+	}
 }

@@ -10,12 +10,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"nudge.dev/nudge/internal/refs"
 )
 
 // Options tune the controllers.
 type Options struct {
 	// Workers is the number of concurrent reconciles per workload kind.
 	Workers int
+	// IgnoreSources are source kinds not watched at all.
+	IgnoreSources map[refs.Kind]bool
 }
 
 // SetupWithManager registers the source index for r.Kind and a controller
@@ -26,14 +30,19 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return fmt.Errorf("indexing %ss by source: %w", r.Kind.Name(), err)
 	}
 	toWorkloads := handler.EnqueueRequestsFromMapFunc(r.workloadsOf)
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Kind.Name()).
 		For(r.Kind.New(), builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{},
 			predicate.AnnotationChangedPredicate{},
+			predicate.LabelChangedPredicate{},
 		))).
-		Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sourceChanged)).
-		Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sourceChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)}).
-		Complete(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)})
+	if !opts.IgnoreSources[refs.ConfigMap] {
+		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sourceChanged))
+	}
+	if !opts.IgnoreSources[refs.Secret] {
+		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sourceChanged))
+	}
+	return b.Complete(r)
 }

@@ -10,6 +10,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -42,6 +43,7 @@ const (
 	ReasonMalformedAnnotation = "MalformedAnnotation"
 	ReasonNamespaceNotWatched = "NamespaceNotWatched"
 	ReasonRolloutHeld         = "RolloutHeld"
+	ReasonJobNotStarted       = "JobNotStarted"
 )
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -60,7 +62,7 @@ type Reconciler struct {
 	Window time.Duration
 	// Watched reports whether nudge watches a namespace; sources elsewhere are
 	// refused with a Warning Event.
-	Watched func(namespace string) bool
+	Watched func(ctx context.Context, namespace string) bool
 	// Clock tells the time; clock.RealClock when nil.
 	Clock clock.PassiveClock
 	// AutoReloadAll is Reloader's --auto-reload-all: every workload is in auto
@@ -69,7 +71,40 @@ type Reconciler struct {
 	// Metrics counts what the reconciler does; may be nil.
 	Metrics *Metrics
 
+	// Behaviour pinned by Reloader's flags; see options.Options.
+	Behaviour
+
 	warnings warnings
+}
+
+// Behaviour is what Reloader's flags and nudge's options change in how a
+// workload is rolled. The zero value is nudge's default.
+type Behaviour struct {
+	// EnvVars selects Reloader's env-vars strategy instead of a pod-template
+	// annotation.
+	EnvVars bool
+	// ReloadOnCreate and ReloadOnDelete are Reloader's flags of those names.
+	ReloadOnCreate, ReloadOnDelete bool
+	// SourceSelector, when not nil, is the --resource-label-selector: other
+	// sources never count.
+	SourceSelector labels.Selector
+	// IgnoreSources are source kinds never counted (--resources-to-ignore).
+	IgnoreSources map[refs.Kind]bool
+	// NotifyOnly sends Notify instead of rolling (--webhook-url).
+	NotifyOnly bool
+	// Notify, when not nil, is told of every rollout (alerts) or, with
+	// NotifyOnly, of every change instead. It must not block.
+	Notify func(Rolled)
+	// CronJobStartJob also starts a Job from a CronJob at once.
+	CronJobStartJob bool
+}
+
+// Rolled describes one rollout (or, with NotifyOnly, one change) for
+// notifications. It holds no source content.
+type Rolled struct {
+	Kind, Namespace, Name string
+	Sources               []refs.Source
+	Time                  time.Time
 }
 
 // Reconcile compares the workload's applied state with the state of the
@@ -85,10 +120,17 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	tmpl := r.Kind.Template(obj)
+	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
+		return ctrl.Result{}, nil
+	}
 	spec, errs := dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
 	var causes []cause
 	for _, err := range errs {
 		causes = append(causes, cause{reason: ReasonMalformedAnnotation, note: err.Error()})
+	}
+	if v, ok := obj.GetAnnotations()[PausePeriodAnnotation]; ok && r.Kind == workload.Deployment && pausePeriod(obj) == 0 {
+		causes = append(causes, cause{reason: ReasonMalformedAnnotation, note: fmt.Sprintf(
+			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", PausePeriodAnnotation, v)})
 	}
 	if !spec.Enabled(r.AutoReloadAll) {
 		r.warn(ctx, obj, causes)
@@ -108,25 +150,22 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.warn(ctx, obj, causes)
 	r.Metrics.decided(r.Kind.Name(), d.Action)
 
+	var result ctrl.Result
 	switch d.Action {
 	case rollout.Wait:
 		log.V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", names(d.Changed), "after", d.RequeueAfter)
-		return ctrl.Result{RequeueAfter: d.RequeueAfter}, nil
+		result.RequeueAfter = d.RequeueAfter
 	case rollout.Baseline:
-		if err := r.patch(ctx, obj, d.Write, nil, nil); err != nil {
+		if err := r.apply(ctx, obj, r.stateChange(obj, d.Write)); err != nil {
 			return r.retry(ctx, err)
 		}
 		log.V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
-		now := in.Now.UTC().Format(time.RFC3339Nano)
-		meta := map[string]string{LastRolloutAnnotation: now}
-		trigger := map[string]string{RestartedAtAnnotation: now, RestartedForAnnotation: names(d.Changed)}
-		if err := r.patch(ctx, obj, d.Write, meta, trigger); err != nil {
+		if err := r.roll(ctx, obj, tmpl, d, in.Now); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.rolled(ctx, obj, d.Changed)
 	}
-	return ctrl.Result{}, nil
+	return r.resume(ctx, obj, result)
 }
 
 // inputs gathers what rollout.Decide needs from the cache, with the Warning
@@ -139,12 +178,13 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	}
 	applied := obj.GetAnnotations()[AppliedAnnotation]
 	in := rollout.Input{
-		Applied:   applied,
-		Sealed:    applied != "" && obj.GetLabels()[SealLabel] == r.Key.Seal(applied),
-		Namespace: obj.GetNamespace(),
-		Desired:   fingerprint.State{KeyID: r.Key.ID(), Entries: map[refs.Source]fingerprint.Entry{}},
-		Now:       now,
-		Window:    window,
+		Applied:     applied,
+		Sealed:      applied != "" && obj.GetLabels()[SealLabel] == r.Key.Seal(applied),
+		Namespace:   obj.GetNamespace(),
+		Desired:     fingerprint.State{KeyID: r.Key.ID(), Entries: map[refs.Source]fingerprint.Entry{}},
+		Now:         now,
+		Window:      window,
+		CreateRolls: r.ReloadOnCreate,
 	}
 	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[LastRolloutAnnotation]); err == nil {
 		in.LastRollout = t
@@ -155,28 +195,32 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	}
 	var causes []cause
 	for _, c := range candidates {
-		if !r.watched(c.Namespace) {
+		if !r.watched(ctx, c.Namespace) {
 			causes = append(causes, cause{reason: ReasonNamespaceNotWatched, note: fmt.Sprintf(
 				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
+			continue
+		}
+		if r.IgnoreSources[c.Kind] {
 			continue
 		}
 		src, err := r.getSource(ctx, c.Source)
 		switch {
 		case apierrors.IsNotFound(err):
-			if c.Optional {
+			if c.Optional || r.ReloadOnDelete {
 				if !c.needsMatch {
 					in.Desired.Entries[c.Source] = fingerprint.Entry{Shape: fingerprint.Shape(c.Reference), Digest: fingerprint.Absent}
 				}
 				continue
 			}
-			in.Missing = append(in.Missing, c.Source)
+			in.Missing = append(in.Missing, c.Reference)
 			causes = append(causes, cause{reason: ReasonSourceMissing, note: fmt.Sprintf(
 				"Required %s %s/%s does not exist; no rollout until it does", c.Kind, c.Namespace, c.Name)})
 			continue
 		case err != nil:
 			return in, nil, fmt.Errorf("reading %s from the cache: %w", c.Source, err)
 		}
-		if dialect.Ignored(src.GetAnnotations()) || (c.needsMatch && !dialect.Matched(src.GetAnnotations())) {
+		if dialect.Ignored(src.GetAnnotations()) || (c.needsMatch && !dialect.Matched(src.GetAnnotations())) ||
+			(r.SourceSelector != nil && !r.SourceSelector.Matches(labels.Set(src.GetLabels()))) {
 			continue
 		}
 		in.Desired.Entries[c.Source] = fingerprint.Entry{
@@ -194,23 +238,6 @@ func (r *Reconciler) getSource(ctx context.Context, s refs.Source) (client.Objec
 	}
 	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, obj)
 	return obj, err
-}
-
-// patch writes the applied state with its seal, more annotations and the
-// trigger to the pod template, in one merge patch guarded by the
-// resourceVersion read.
-func (r *Reconciler) patch(ctx context.Context, obj client.Object, applied fingerprint.State, annotations, trigger map[string]string) error {
-	value := applied.Format(obj.GetNamespace())
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations[AppliedAnnotation] = value
-	labels := map[string]string{SealLabel: r.Key.Seal(value)}
-	body, err := workload.Patch(r.Kind, obj.GetResourceVersion(), labels, annotations, trigger)
-	if err != nil {
-		return err
-	}
-	return r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body))
 }
 
 // retry turns a conflict (the cache was behind the API) into a prompt
@@ -240,6 +267,13 @@ func (r *Reconciler) rolled(ctx context.Context, obj client.Object, changed []re
 		strings.Join(detected, ", "), obj.GetName(), kind, obj.GetNamespace()),
 		"kind", kind, "sources", names(changed))
 	r.Metrics.rolled(kind)
+	r.notify(obj, changed)
+}
+
+func (r *Reconciler) notify(obj client.Object, changed []refs.Source) {
+	if r.Notify != nil {
+		r.Notify(Rolled{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Sources: changed, Time: r.now()})
+	}
 }
 
 func (r *Reconciler) now() time.Time {
@@ -249,8 +283,8 @@ func (r *Reconciler) now() time.Time {
 	return r.Clock.Now()
 }
 
-func (r *Reconciler) watched(namespace string) bool {
-	return r.Watched == nil || r.Watched(namespace)
+func (r *Reconciler) watched(ctx context.Context, namespace string) bool {
+	return r.Watched == nil || r.Watched(ctx, namespace)
 }
 
 // names renders sources as "ConfigMap shop/app, Secret shop/db".

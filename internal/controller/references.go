@@ -47,7 +47,7 @@ func (r *Reconciler) references(ctx context.Context, namespace string, spec dial
 			searchOnly[src] = false
 			continue
 		}
-		if !r.watched(n.Namespace) {
+		if !r.watched(ctx, n.Namespace) {
 			continue
 		}
 		names, err := r.sourceNames(ctx, n.Kind, n.Namespace)

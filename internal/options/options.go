@@ -7,11 +7,13 @@ package options
 import (
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // Options configure one nudge process.
@@ -38,6 +40,43 @@ type Options struct {
 
 	// Namespaces limits what is watched; empty means every namespace.
 	Namespaces []string
+	// NamespacesToIgnore are never watched (Reloader: --namespaces-to-ignore).
+	NamespacesToIgnore []string
+	// NamespaceSelector, a label selector, limits the watched namespaces to
+	// those it matches (Reloader: --namespace-selector).
+	NamespaceSelector string
+	// ResourceLabelSelector, a label selector, limits the sources that count
+	// to those it matches (Reloader: --resource-label-selector).
+	ResourceLabelSelector string
+	// ResourcesToIgnore are source kinds never watched: "configMaps",
+	// "secrets" (Reloader: --resources-to-ignore).
+	ResourcesToIgnore []string
+	// IgnoredWorkloadTypes are workload kinds never handled, by their
+	// lower-case plural: "jobs", "cronjobs", ... (Reloader:
+	// --ignored-workload-types).
+	IgnoredWorkloadTypes []string
+
+	// AutoReloadAll puts every workload in auto mode unless it opts out with
+	// an auto annotation "false" (Reloader: --auto-reload-all).
+	AutoReloadAll bool
+	// ReloadStrategy is the trigger: "annotations" (a pod-template
+	// annotation, the default) or "env-vars" (Reloader's STAKATER_* env var).
+	ReloadStrategy string
+	// ReloadOnCreate rolls when a referenced source is created, even with the
+	// content it had (Reloader: --reload-on-create).
+	ReloadOnCreate bool
+	// ReloadOnDelete rolls when a referenced source is deleted, even a
+	// required one (Reloader: --reload-on-delete).
+	ReloadOnDelete bool
+	// WebhookURL, when set, receives a POST instead of a rollout (Reloader:
+	// --webhook-url).
+	WebhookURL string
+	// RecreateJobs turns on Reloader's Job handling: a Job whose sources
+	// changed is deleted and created again.
+	RecreateJobs bool
+	// CronJobStartJob starts a Job from a CronJob at once when its sources
+	// change, as Reloader does, besides updating its job template.
+	CronJobStartJob bool
 
 	// RolloutWindow: changes within this time after a rollout fold into one
 	// trailing rollout at its end. Overridden per workload by the annotation
@@ -54,6 +93,21 @@ type Options struct {
 // LogLevels are the accepted values of --log-level, as Reloader names them.
 var LogLevels = []string{"trace", "debug", "info", "warning", "error", "fatal", "panic"}
 
+// WorkloadTypes are the values --ignored-workload-types accepts.
+var WorkloadTypes = []string{"deployments", "statefulsets", "daemonsets", "cronjobs", "jobs", "rollouts"}
+
+// Ignores reports whether the workload kind with lower-case plural name
+// plural is in IgnoredWorkloadTypes.
+func (o *Options) Ignores(plural string) bool {
+	return slices.ContainsFunc(o.IgnoredWorkloadTypes, func(w string) bool { return strings.EqualFold(w, plural) })
+}
+
+// IgnoresSources reports whether source kind ("ConfigMap" or "Secret") is in
+// ResourcesToIgnore.
+func (o *Options) IgnoresSources(kind string) bool {
+	return slices.ContainsFunc(o.ResourcesToIgnore, func(r string) bool { return strings.EqualFold(r, kind+"s") })
+}
+
 // Default returns the options with every default set.
 func Default() Options {
 	return Options{
@@ -66,6 +120,7 @@ func Default() Options {
 		RolloutWindow:   5 * time.Second,
 		Workers:         8,
 		LogFormat:       "text",
+		ReloadStrategy:  "annotations",
 		LogLevel:        "info",
 	}
 }
@@ -82,6 +137,18 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SystemNamespace, "system-namespace", o.SystemNamespace, "nudge's own namespace, holding its key Secret and leader-election Lease (defaults to $POD_NAMESPACE when set).")
 	fs.StringVar(&o.KeySecret, "key-secret", o.KeySecret, "Name of the Secret holding the fingerprint key; created at first start.")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Comma-separated namespaces to watch; all when empty.")
+	fs.StringSliceVar(&o.NamespacesToIgnore, "namespaces-to-ignore", o.NamespacesToIgnore, "Comma-separated namespaces never watched.")
+	fs.StringVar(&o.NamespaceSelector, "namespace-selector", o.NamespaceSelector, "Label selector: only namespaces it matches are watched.")
+	fs.StringVar(&o.ResourceLabelSelector, "resource-label-selector", o.ResourceLabelSelector, "Label selector: only ConfigMaps and Secrets it matches count.")
+	fs.StringSliceVar(&o.ResourcesToIgnore, "resources-to-ignore", o.ResourcesToIgnore, `Source kinds never watched: "configMaps", "secrets".`)
+	fs.StringSliceVar(&o.IgnoredWorkloadTypes, "ignored-workload-types", o.IgnoredWorkloadTypes, `Workload kinds never handled: "jobs", "cronjobs", "deployments", "statefulsets", "daemonsets", "rollouts".`)
+	fs.BoolVar(&o.AutoReloadAll, "auto-reload-all", o.AutoReloadAll, `Auto mode for every workload unless it sets an auto annotation to "false".`)
+	fs.StringVar(&o.ReloadStrategy, "reload-strategy", o.ReloadStrategy, `Trigger: "annotations" (pod-template annotation) or "env-vars" (Reloader's STAKATER_* env var).`)
+	fs.BoolVar(&o.ReloadOnCreate, "reload-on-create", o.ReloadOnCreate, "Also roll when a referenced source is created.")
+	fs.BoolVar(&o.ReloadOnDelete, "reload-on-delete", o.ReloadOnDelete, "Also roll when a referenced source is deleted, even a required one.")
+	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "POST each change to this URL instead of rolling.")
+	fs.BoolVar(&o.RecreateJobs, "recreate-jobs", o.RecreateJobs, "Delete and re-create a Job whose sources changed (Reloader's Job handling).")
+	fs.BoolVar(&o.CronJobStartJob, "cronjob-start-job", o.CronJobStartJob, "Also start a Job from a CronJob at once when its sources change (Reloader's CronJob handling).")
 	fs.DurationVar(&o.RolloutWindow, "rollout-window", o.RolloutWindow, "Changes within this time after a rollout fold into one trailing rollout (annotation nudge.dev/rollout-window overrides it).")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per workload kind.")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "text" or "json".`)
@@ -111,6 +178,31 @@ func (o *Options) Validate() error {
 	}
 	if !slices.Contains(LogLevels, o.LogLevel) {
 		errs = append(errs, fmt.Errorf("--log-level must be one of %s, got %q", strings.Join(LogLevels, ", "), o.LogLevel))
+	}
+	if o.ReloadStrategy != "annotations" && o.ReloadStrategy != "env-vars" {
+		errs = append(errs, fmt.Errorf(`--reload-strategy must be "annotations" or "env-vars", got %q`, o.ReloadStrategy))
+	}
+	for _, sel := range []struct{ flag, value string }{
+		{"--namespace-selector", o.NamespaceSelector}, {"--resource-label-selector", o.ResourceLabelSelector},
+	} {
+		if _, err := labels.Parse(sel.value); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", sel.flag, err))
+		}
+	}
+	for _, r := range o.ResourcesToIgnore {
+		if !slices.Contains([]string{"configmaps", "secrets"}, strings.ToLower(r)) {
+			errs = append(errs, fmt.Errorf(`--resources-to-ignore takes "configMaps" and "secrets", got %q`, r))
+		}
+	}
+	for _, w := range o.IgnoredWorkloadTypes {
+		if !slices.Contains(WorkloadTypes, strings.ToLower(w)) {
+			errs = append(errs, fmt.Errorf("--ignored-workload-types takes %s, got %q", strings.Join(WorkloadTypes, ", "), w))
+		}
+	}
+	if o.WebhookURL != "" {
+		if u, err := url.Parse(o.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			errs = append(errs, errors.New("--webhook-url must be an http or https URL"))
+		}
 	}
 	for _, ns := range o.Namespaces {
 		if strings.TrimSpace(ns) == "" {

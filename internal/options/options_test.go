@@ -42,6 +42,39 @@ func TestFlags(t *testing.T) {
 			args:    []string{"--rollout-window=-1s"},
 			wantErr: "--rollout-window must not be negative",
 		},
+		"Reloader's flags keep their names and meanings": {
+			args: []string{"--auto-reload-all", "--reload-strategy=env-vars", "--namespaces-to-ignore=kube-system",
+				"--namespace-selector=team=a", "--resource-label-selector=reload=yes", "--resources-to-ignore=configMaps",
+				"--ignored-workload-types=jobs,cronjobs", "--reload-on-create", "--reload-on-delete", "--webhook-url=https://hooks.example/x"},
+			check: func(g Gomega, o options.Options) {
+				g.Expect(o.AutoReloadAll && o.ReloadOnCreate && o.ReloadOnDelete).To(BeTrue())
+				g.Expect(o.ReloadStrategy).To(Equal("env-vars"))
+				g.Expect(o.IgnoresSources("ConfigMap")).To(BeTrue())
+				g.Expect(o.IgnoresSources("Secret")).To(BeFalse())
+				g.Expect(o.Ignores("cronjobs")).To(BeTrue())
+				g.Expect(o.Ignores("deployments")).To(BeFalse())
+			},
+		},
+		"an unknown strategy is refused": {
+			args:    []string{"--reload-strategy=rolling"},
+			wantErr: "--reload-strategy must be",
+		},
+		"a malformed selector is refused": {
+			args:    []string{"--namespace-selector=a in (b"},
+			wantErr: "--namespace-selector",
+		},
+		"an unknown source kind to ignore is refused": {
+			args:    []string{"--resources-to-ignore=pods"},
+			wantErr: "--resources-to-ignore",
+		},
+		"an unknown workload type to ignore is refused": {
+			args:    []string{"--ignored-workload-types=pods"},
+			wantErr: "--ignored-workload-types",
+		},
+		"a webhook URL must be http or https": {
+			args:    []string{"--webhook-url=ftp://x"},
+			wantErr: "--webhook-url",
+		},
 		"zero workers are refused": {
 			args:    []string{"--workers=0"},
 			wantErr: "--workers must be at least 1",

@@ -54,8 +54,12 @@ type Input struct {
 	// Desired holds an entry for every referenced source that was found, and
 	// Absent for every optional one that was not.
 	Desired fingerprint.State
-	// Missing lists the required sources that were not found.
-	Missing []refs.Source
+	// Missing lists the references to required sources that were not found.
+	Missing []refs.Reference
+	// CreateRolls records a missing required source as absent instead of
+	// keeping its applied entry, so that its return rolls whatever its
+	// content (Reloader's --reload-on-create).
+	CreateRolls bool
 	// LastRollout is when nudge last rolled the workload; zero if never.
 	LastRollout time.Time
 	// Now is the current time.
@@ -99,13 +103,15 @@ func Decide(in Input) Decision {
 	if write.Entries == nil {
 		write.Entries = map[refs.Source]fingerprint.Entry{}
 	}
+	for _, ref := range in.Missing {
+		if e, ok := applied.Entries[ref.Source]; ok && !first && !in.CreateRolls {
+			write.Entries[ref.Source] = e
+		} else if in.CreateRolls {
+			write.Entries[ref.Source] = fingerprint.Entry{Shape: fingerprint.Shape(ref), Digest: fingerprint.Absent}
+		}
+	}
 	if first {
 		return Decision{Action: Baseline, Write: write, FirstSight: true}
-	}
-	for _, src := range in.Missing {
-		if e, ok := applied.Entries[src]; ok {
-			write.Entries[src] = e
-		}
 	}
 
 	var changed []refs.Source

@@ -109,7 +109,7 @@ func TestDecide(t *testing.T) {
 			in: rollout.Input{
 				Applied: applied("k", base),
 				Desired: state("k", entries{cm: {Digest: "aaaa"}}),
-				Missing: []refs.Source{secret},
+				Missing: []refs.Reference{{Source: secret, Keys: []string{"p"}}},
 			},
 			want: rollout.None,
 		},
@@ -117,10 +117,30 @@ func TestDecide(t *testing.T) {
 			in: rollout.Input{
 				Applied: applied("k", base),
 				Desired: state("k", entries{cm: {Digest: "cccc"}}),
-				Missing: []refs.Source{secret},
+				Missing: []refs.Reference{{Source: secret, Keys: []string{"p"}}},
 			},
 			want:        rollout.Hold,
 			wantChanged: []refs.Source{cm},
+		},
+		"with CreateRolls a missing required source is recorded as absent": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     state("k", entries{cm: {Digest: "aaaa"}}),
+				Missing:     []refs.Reference{{Source: secret}},
+				CreateRolls: true,
+			},
+			want:      rollout.Baseline,
+			wantWrite: entries{cm: {Digest: "aaaa"}, secret: {Digest: fingerprint.Absent}},
+		},
+		"with CreateRolls a returning source rolls even with its old content": {
+			in: rollout.Input{
+				Applied:     applied("k", entries{cm: {Digest: "aaaa"}, secret: {Digest: fingerprint.Absent}}),
+				Desired:     state("k", entries{cm: {Digest: "aaaa"}, secret: {Digest: "bbbb"}}),
+				CreateRolls: true,
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{secret},
+			wantWrite:   entries{cm: {Digest: "aaaa"}, secret: {Digest: "bbbb"}},
 		},
 		"a change inside the window waits for the window's end": {
 			in: rollout.Input{

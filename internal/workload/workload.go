@@ -3,10 +3,8 @@
 package workload
 
 import (
-	"encoding/json"
-	"fmt"
-
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
@@ -24,11 +22,15 @@ type Kind interface {
 	// TemplatePath is the JSON path of the pod template in the object, e.g.
 	// ["spec", "template"].
 	TemplatePath() []string
+	// Plural is the kind's lower-case plural resource name, e.g.
+	// "deployments", as --ignored-workload-types names it.
+	Plural() string
 }
 
 // kind is a Kind for objects of type T.
 type kind[T client.Object] struct {
 	name     string
+	plural   string
 	new      func() T
 	newList  func() client.ObjectList
 	template func(T) *corev1.PodTemplateSpec
@@ -36,6 +38,7 @@ type kind[T client.Object] struct {
 }
 
 func (k kind[T]) Name() string               { return k.name }
+func (k kind[T]) Plural() string             { return k.plural }
 func (k kind[T]) New() client.Object         { return k.new() }
 func (k kind[T]) NewList() client.ObjectList { return k.newList() }
 func (k kind[T]) TemplatePath() []string     { return k.path }
@@ -51,8 +54,9 @@ func (k kind[T]) Template(obj client.Object) *corev1.PodTemplateSpec {
 var specTemplate = []string{"spec", "template"}
 
 // Deployment is the adapter for apps/v1 Deployments.
-var Deployment Kind = kind[*appsv1.Deployment]{
+var Deployment Kind = &kind[*appsv1.Deployment]{
 	name:     "Deployment",
+	plural:   "deployments",
 	new:      func() *appsv1.Deployment { return &appsv1.Deployment{} },
 	newList:  func() client.ObjectList { return &appsv1.DeploymentList{} },
 	template: func(o *appsv1.Deployment) *corev1.PodTemplateSpec { return &o.Spec.Template },
@@ -60,8 +64,9 @@ var Deployment Kind = kind[*appsv1.Deployment]{
 }
 
 // StatefulSet is the adapter for apps/v1 StatefulSets.
-var StatefulSet Kind = kind[*appsv1.StatefulSet]{
+var StatefulSet Kind = &kind[*appsv1.StatefulSet]{
 	name:     "StatefulSet",
+	plural:   "statefulsets",
 	new:      func() *appsv1.StatefulSet { return &appsv1.StatefulSet{} },
 	newList:  func() client.ObjectList { return &appsv1.StatefulSetList{} },
 	template: func(o *appsv1.StatefulSet) *corev1.PodTemplateSpec { return &o.Spec.Template },
@@ -69,39 +74,36 @@ var StatefulSet Kind = kind[*appsv1.StatefulSet]{
 }
 
 // DaemonSet is the adapter for apps/v1 DaemonSets.
-var DaemonSet Kind = kind[*appsv1.DaemonSet]{
+var DaemonSet Kind = &kind[*appsv1.DaemonSet]{
 	name:     "DaemonSet",
+	plural:   "daemonsets",
 	new:      func() *appsv1.DaemonSet { return &appsv1.DaemonSet{} },
 	newList:  func() client.ObjectList { return &appsv1.DaemonSetList{} },
 	template: func(o *appsv1.DaemonSet) *corev1.PodTemplateSpec { return &o.Spec.Template },
 	path:     specTemplate,
 }
 
-// All returns every built-in kind, in a fixed order.
-func All() []Kind { return []Kind{Deployment, StatefulSet, DaemonSet} }
-
-// Patch returns a JSON merge patch (RFC 7386) that sets labels and
-// annotations on the object's metadata and, when template is not empty, the
-// pod template's annotations, guarded by resourceVersion so that a write
-// based on a stale read fails with a conflict instead of overwriting a newer
-// object.
-func Patch(k Kind, resourceVersion string, labels, annotations, template map[string]string) ([]byte, error) {
-	doc := map[string]any{
-		"metadata": map[string]any{"resourceVersion": resourceVersion, "labels": labels, "annotations": annotations},
-	}
-	if len(template) > 0 {
-		var node any = map[string]any{"metadata": map[string]any{"annotations": template}}
-		path := k.TemplatePath()
-		for i := len(path) - 1; i >= 0; i-- {
-			node = map[string]any{path[i]: node}
-		}
-		for key, v := range node.(map[string]any) {
-			doc[key] = v
-		}
-	}
-	b, err := json.Marshal(doc)
-	if err != nil {
-		return nil, fmt.Errorf("encoding patch for %s: %w", k.Name(), err)
-	}
-	return b, nil
+// CronJob is the adapter for batch/v1 CronJobs: its job template's pod
+// template, so the next Jobs it starts run with the new content.
+var CronJob Kind = &kind[*batchv1.CronJob]{
+	name:     "CronJob",
+	plural:   "cronjobs",
+	new:      func() *batchv1.CronJob { return &batchv1.CronJob{} },
+	newList:  func() client.ObjectList { return &batchv1.CronJobList{} },
+	template: func(o *batchv1.CronJob) *corev1.PodTemplateSpec { return &o.Spec.JobTemplate.Spec.Template },
+	path:     []string{"spec", "jobTemplate", "spec", "template"},
 }
+
+// Job is the adapter for batch/v1 Jobs. A Job's pod template cannot change,
+// so a Job is rolled by deleting and creating it again (see Recreate).
+var Job Kind = &kind[*batchv1.Job]{
+	name:     "Job",
+	plural:   "jobs",
+	new:      func() *batchv1.Job { return &batchv1.Job{} },
+	newList:  func() client.ObjectList { return &batchv1.JobList{} },
+	template: func(o *batchv1.Job) *corev1.PodTemplateSpec { return &o.Spec.Template },
+	path:     specTemplate,
+}
+
+// Builtin returns every built-in kind, in a fixed order.
+func Builtin() []Kind { return []Kind{Deployment, StatefulSet, DaemonSet, CronJob, Job} }

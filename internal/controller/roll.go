@@ -1,0 +1,245 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/workload"
+)
+
+// Reloader's annotations that change how a workload is rolled.
+const (
+	// RolloutStrategyAnnotation "restart" on an Argo Rollout makes nudge set
+	// spec.restartAt instead of changing the pod template
+	// (https://github.com/stakater/Reloader#argo-rollouts).
+	RolloutStrategyAnnotation = "reloader.stakater.com/rollout-strategy"
+	// PausePeriodAnnotation on a Deployment pauses it with each rollout
+	// trigger and resumes it when the period (a Go duration) has passed, so
+	// changes within the period reach the pods in one rollout
+	// (https://github.com/stakater/Reloader#pause-deployments).
+	PausePeriodAnnotation = "deployment.reloader.stakater.com/pause-period"
+	// PausedAtAnnotation records, in RFC 3339, when nudge paused a
+	// Deployment; its presence tells nudge's pause from a user's.
+	PausedAtAnnotation = "deployment.reloader.stakater.com/paused-at"
+)
+
+// Labels the Job controller puts on a Job and its pod template; a re-created
+// Job must not carry the old Job's.
+var jobOwnLabels = []string{"controller-uid", "job-name", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name"}
+
+// stateChange is the write of an applied state and its seal, nothing else.
+func (r *Reconciler) stateChange(obj client.Object, s fingerprint.State) workload.Change {
+	value := s.Format(obj.GetNamespace())
+	return workload.Change{
+		ResourceVersion: obj.GetResourceVersion(),
+		Labels:          map[string]*string{SealLabel: ptr.To(r.Key.Seal(value))},
+		Annotations:     map[string]*string{AppliedAnnotation: &value},
+	}
+}
+
+// apply writes c to obj (obj is updated from the response).
+func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Change) error {
+	body, err := c.Patch(r.Kind)
+	if err != nil {
+		return err
+	}
+	return r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body))
+}
+
+// roll writes the trigger and the new applied state in one patch, in the way
+// the kind and the options call for, then records the rollout.
+func (r *Reconciler) roll(ctx context.Context, obj client.Object, tmpl *corev1.PodTemplateSpec, d rollout.Decision, now time.Time) error {
+	stamp := now.UTC().Format(time.RFC3339Nano)
+	c := r.stateChange(obj, d.Write)
+	if r.NotifyOnly {
+		if err := r.apply(ctx, obj, c); err != nil {
+			return err
+		}
+		r.notify(obj, d.Changed)
+		ctrl.LoggerFrom(ctx).Info("Sent change to the webhook instead of rolling", "kind", r.Kind.Name(), "sources", names(d.Changed))
+		return nil
+	}
+	c.Annotations[LastRolloutAnnotation] = &stamp
+	if job, ok := obj.(*batchv1.Job); ok {
+		if err := r.recreateJob(ctx, job, c, stamp, d); err != nil {
+			return err
+		}
+		r.rolled(ctx, obj, d.Changed)
+		return nil
+	}
+
+	switch {
+	case r.Kind == workload.Rollout && obj.GetAnnotations()[RolloutStrategyAnnotation] == "restart":
+		c.Spec = map[string]any{"restartAt": now.UTC().Format(time.RFC3339)}
+	case r.EnvVars:
+		containers := tmpl.Spec.Containers
+		for _, src := range d.Changed {
+			containers = workload.SetEnv(containers, workload.ContainerFor(&tmpl.Spec, src), workload.EnvVarName(src), d.Write.Entries[src].Digest)
+		}
+		c.Containers = containers
+	default:
+		c.TemplateAnnotations = map[string]string{RestartedAtAnnotation: stamp, RestartedForAnnotation: names(d.Changed)}
+	}
+	if r.Kind == workload.Deployment && pausePeriod(obj) > 0 && obj.GetAnnotations()[PausedAtAnnotation] == "" {
+		if c.Spec == nil {
+			c.Spec = map[string]any{}
+		}
+		c.Spec["paused"] = true
+		c.Annotations[PausedAtAnnotation] = ptr.To(now.UTC().Format(time.RFC3339))
+	}
+	if err := r.apply(ctx, obj, c); err != nil {
+		return err
+	}
+	r.rolled(ctx, obj, d.Changed)
+	if cj, ok := obj.(*batchv1.CronJob); ok && r.CronJobStartJob {
+		// The rollout is written: a retry would not start the Job again, so
+		// a failure is reported, not retried.
+		if err := r.startJob(ctx, cj); err != nil {
+			r.warn(ctx, obj, []cause{{reason: ReasonJobNotStarted, note: err.Error()}})
+		}
+	}
+	return nil
+}
+
+// pausePeriod returns a Deployment's pause period, 0 when unset or invalid
+// (Parse reports the annotation).
+func pausePeriod(obj client.Object) time.Duration {
+	d, err := time.ParseDuration(obj.GetAnnotations()[PausePeriodAnnotation])
+	if err != nil || d < 0 {
+		return 0
+	}
+	return d
+}
+
+// resume ends a pause nudge started once its period has passed, or asks to
+// be called back when it will have; result is returned otherwise unchanged.
+// The pause lives in annotations, so a restarted nudge resumes on time.
+func (r *Reconciler) resume(ctx context.Context, obj client.Object, result ctrl.Result) (ctrl.Result, error) {
+	at, err := time.Parse(time.RFC3339, obj.GetAnnotations()[PausedAtAnnotation])
+	if r.Kind != workload.Deployment || err != nil {
+		return result, nil
+	}
+	left := at.Add(pausePeriod(obj)).Sub(r.now())
+	if left > 0 {
+		if result.RequeueAfter == 0 || left < result.RequeueAfter {
+			result.RequeueAfter = left
+		}
+		return result, nil
+	}
+	c := workload.Change{
+		ResourceVersion: obj.GetResourceVersion(),
+		Annotations:     map[string]*string{PausedAtAnnotation: nil},
+		Spec:            map[string]any{"paused": false},
+	}
+	if err := r.apply(ctx, obj, c); err != nil {
+		return r.retry(ctx, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Resumed Deployment after its pause period", "pausedAt", at)
+	return result, nil
+}
+
+// recreateJob deletes a Job and creates it again with the same spec (its
+// pod template cannot change), carrying c's state and the trigger: Reloader's
+// handling of Jobs, opt-in because it re-runs the Job.
+func (r *Reconciler) recreateJob(ctx context.Context, old *batchv1.Job, c workload.Change, stamp string, d rollout.Decision) error {
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:   old.Namespace,
+			Name:        old.Name,
+			Labels:      maps.Clone(old.Labels),
+			Annotations: maps.Clone(old.Annotations),
+		},
+		Spec: *old.Spec.DeepCopy(),
+	}
+	job.Spec.Selector, job.Spec.ManualSelector = nil, nil
+	for _, l := range jobOwnLabels {
+		delete(job.Labels, l)
+		delete(job.Spec.Template.Labels, l)
+	}
+	if job.Labels == nil {
+		job.Labels = map[string]string{}
+	}
+	if job.Annotations == nil {
+		job.Annotations = map[string]string{}
+	}
+	for k, v := range c.Labels {
+		job.Labels[k] = *v
+	}
+	for k, v := range c.Annotations {
+		job.Annotations[k] = *v
+	}
+	if job.Spec.Template.Annotations == nil {
+		job.Spec.Template.Annotations = map[string]string{}
+	}
+	job.Spec.Template.Annotations[RestartedAtAnnotation] = stamp
+	job.Spec.Template.Annotations[RestartedForAnnotation] = names(d.Changed)
+
+	err := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Job to re-create it: %w", err)
+	}
+	// The old Job may linger for a moment; retry its creation briefly.
+	return wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 8},
+		func(ctx context.Context) (bool, error) {
+			err := r.Client.Create(ctx, job.DeepCopy())
+			switch {
+			case err == nil:
+				return true, nil
+			case apierrors.IsAlreadyExists(err):
+				return false, nil
+			default:
+				return false, fmt.Errorf("re-creating Job: %w", err)
+			}
+		})
+}
+
+// startJob starts a Job from the CronJob's (just updated) job template at
+// once, as `kubectl create job --from=cronjob/...` does.
+func (r *Reconciler) startJob(ctx context.Context, cj *batchv1.CronJob) error {
+	annotations := maps.Clone(cj.Spec.JobTemplate.Annotations)
+	if annotations == nil {
+		annotations = map[string]string{}
+	}
+	annotations["cronjob.kubernetes.io/instantiate"] = "manual"
+	job := &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace:    cj.Namespace,
+			GenerateName: strings.TrimSuffix(truncate(cj.Name, 52), "-") + "-nudge-",
+			Labels:       maps.Clone(cj.Spec.JobTemplate.Labels),
+			Annotations:  annotations,
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "batch/v1", Kind: "CronJob", Name: cj.Name, UID: cj.UID,
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
+	}
+	if err := r.Client.Create(ctx, job); err != nil {
+		return fmt.Errorf("starting a Job from CronJob %s: %w", cj.Name, err)
+	}
+	ctrl.LoggerFrom(ctx).Info("Started Job from CronJob", "job", job.Name)
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) > n {
+		return s[:n]
+	}
+	return s
+}

@@ -1,0 +1,84 @@
+package workload
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"nudge.dev/nudge/internal/refs"
+)
+
+// EnvVarName returns the env var Reloader's env-vars strategy writes for a
+// source: "STAKATER_", the source's name upper-cased with every run of
+// characters other than A-Z and 0-9 turned into one "_" (a leading run
+// dropped), then "_CONFIGMAP" or "_SECRET". See
+// https://github.com/stakater/Reloader#reload-strategies.
+func EnvVarName(src refs.Source) string {
+	var b strings.Builder
+	b.WriteString("STAKATER_")
+	valid := false
+	for _, c := range strings.ToUpper(src.Name) {
+		if (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') {
+			b.WriteRune(c)
+			valid = true
+			continue
+		}
+		if valid {
+			b.WriteByte('_')
+		}
+		valid = false
+	}
+	if src.Kind == refs.Secret {
+		b.WriteString("_SECRET")
+	} else {
+		b.WriteString("_CONFIGMAP")
+	}
+	return b.String()
+}
+
+// ContainerFor returns the index of the first container of pod that uses
+// src, through env, envFrom or a volume it mounts; 0 when none does (a source
+// named only by an annotation).
+func ContainerFor(pod *corev1.PodSpec, src refs.Source) int {
+	volumes := map[string]bool{}
+	for _, v := range pod.Volumes {
+		for _, r := range refs.FromPodSpec(src.Namespace, &corev1.PodSpec{Volumes: []corev1.Volume{v}}) {
+			if r.Source == src {
+				volumes[v.Name] = true
+			}
+		}
+	}
+	for i, c := range pod.Containers {
+		for _, r := range refs.FromPodSpec(src.Namespace, &corev1.PodSpec{Containers: []corev1.Container{{Env: c.Env, EnvFrom: c.EnvFrom}}}) {
+			if r.Source == src {
+				return i
+			}
+		}
+		for _, m := range c.VolumeMounts {
+			if volumes[m.Name] {
+				return i
+			}
+		}
+	}
+	return 0
+}
+
+// SetEnv returns a copy of containers with env var name set to value on
+// container i, replacing an existing value.
+func SetEnv(containers []corev1.Container, i int, name, value string) []corev1.Container {
+	out := make([]corev1.Container, len(containers))
+	for j := range containers {
+		out[j] = *containers[j].DeepCopy()
+	}
+	if i < 0 || i >= len(out) {
+		return out
+	}
+	for j := range out[i].Env {
+		if out[i].Env[j].Name == name {
+			out[i].Env[j] = corev1.EnvVar{Name: name, Value: value}
+			return out
+		}
+	}
+	out[i].Env = append(out[i].Env, corev1.EnvVar{Name: name, Value: value})
+	return out
+}

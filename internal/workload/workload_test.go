@@ -1,0 +1,105 @@
+package workload_test
+
+import (
+	"encoding/json"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/workload"
+)
+
+func TestEnvVarName(t *testing.T) {
+	for name, tc := range map[string]struct {
+		src  refs.Source
+		want string
+	}{
+		"a ConfigMap with dashes": {refs.Source{Kind: refs.ConfigMap, Name: "app-config"}, "STAKATER_APP_CONFIG_CONFIGMAP"},
+		"a Secret with dots":      {refs.Source{Kind: refs.Secret, Name: "db.creds"}, "STAKATER_DB_CREDS_SECRET"},
+		"a run of other characters becomes one underscore": {
+			refs.Source{Kind: refs.ConfigMap, Name: "a.-.b"}, "STAKATER_A_B_CONFIGMAP"},
+		"a leading run is dropped, a trailing one kept": {
+			refs.Source{Kind: refs.Secret, Name: "-x-"}, "STAKATER_X__SECRET"},
+		"digits are kept": {refs.Source{Kind: refs.ConfigMap, Name: "v2"}, "STAKATER_V2_CONFIGMAP"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(workload.EnvVarName(tc.src)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestContainerFor(t *testing.T) {
+	pod := &corev1.PodSpec{
+		Containers: []corev1.Container{
+			{Name: "a"},
+			{Name: "b", VolumeMounts: []corev1.VolumeMount{{Name: "certs"}}},
+			{Name: "c", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}},
+		},
+		Volumes: []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls", Optional: ptr.To(true)}}}},
+	}
+	for name, tc := range map[string]struct {
+		src  refs.Source
+		want int
+	}{
+		"a Secret mounted by the second container": {refs.Source{Kind: refs.Secret, Namespace: "ns", Name: "tls"}, 1},
+		"a ConfigMap read by envFrom of the third": {refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "app"}, 2},
+		"a source no container uses goes first":    {refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "named"}, 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(workload.ContainerFor(pod, tc.src)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestSetEnvReplacesAndAppends(t *testing.T) {
+	g := NewWithT(t)
+	in := []corev1.Container{{Name: "a", Env: []corev1.EnvVar{{Name: "X", Value: "1"}}}}
+	out := workload.SetEnv(in, 0, "X", "2")
+	g.Expect(out[0].Env).To(Equal([]corev1.EnvVar{{Name: "X", Value: "2"}}))
+	g.Expect(in[0].Env[0].Value).To(Equal("1"), "the input is not changed")
+	out = workload.SetEnv(out, 0, "Y", "3")
+	g.Expect(out[0].Env).To(HaveLen(2))
+}
+
+func TestChangePatch(t *testing.T) {
+	v := "v1.k"
+	for name, tc := range map[string]struct {
+		kind   workload.Kind
+		change workload.Change
+		want   string
+	}{
+		"metadata only writes no spec": {
+			kind:   workload.Deployment,
+			change: workload.Change{ResourceVersion: "7", Annotations: map[string]*string{"a": &v}},
+			want:   `{"metadata":{"annotations":{"a":"v1.k"},"resourceVersion":"7"}}`,
+		},
+		"a CronJob's trigger goes into its job template": {
+			kind:   workload.CronJob,
+			change: workload.Change{ResourceVersion: "7", TemplateAnnotations: map[string]string{"t": "1"}},
+			want:   `{"metadata":{"resourceVersion":"7"},"spec":{"jobTemplate":{"spec":{"template":{"metadata":{"annotations":{"t":"1"}}}}}}}`,
+		},
+		"spec fields and a removed annotation": {
+			kind:   workload.Deployment,
+			change: workload.Change{ResourceVersion: "7", Annotations: map[string]*string{"p": nil}, Spec: map[string]any{"paused": false}},
+			want:   `{"metadata":{"annotations":{"p":null},"resourceVersion":"7"},"spec":{"paused":false}}`,
+		},
+		"containers replace the template's": {
+			kind:   workload.Rollout,
+			change: workload.Change{ResourceVersion: "7", Containers: []corev1.Container{{Name: "a"}}, Spec: map[string]any{"restartAt": "now"}},
+			want:   `{"metadata":{"resourceVersion":"7"},"spec":{"restartAt":"now","template":{"spec":{"containers":[{"name":"a","resources":{}}]}}}}`,
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			b, err := tc.change.Patch(tc.kind)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(json.Valid(b)).To(BeTrue())
+			g.Expect(string(b)).To(MatchJSON(tc.want))
+		})
+	}
+}
