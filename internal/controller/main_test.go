@@ -11,6 +11,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 		plane = p
 		scheme := runtime.NewScheme()
 		_ = clientgoscheme.AddToScheme(scheme)
+		_ = apiextensionsv1.AddToScheme(scheme)
 		c, err := client.NewWithWatch(p.Config(), client.Options{Scheme: scheme})
 		if err != nil {
 			panic(err)
