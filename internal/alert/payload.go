@@ -1,0 +1,129 @@
+package alert
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Alert describes one rollout nudge triggered. It never holds a source's
+// data, only names.
+type Alert struct {
+	// Kind, Namespace and Name identify the workload rolled, e.g.
+	// "Deployment", "shop", "web".
+	Kind, Namespace, Name string
+	// Sources are the changed ConfigMaps and Secrets that caused it, each
+	// as "<Kind> <namespace>/<name>", e.g. "ConfigMap shop/app".
+	Sources []string
+	// Time is when nudge rolled the workload; Send fills in the current time
+	// when it is zero. Only SinkJSON sends it.
+	Time time.Time
+}
+
+// reloaderWebhookBody is the one field of Reloader's --webhook-url body
+// (https://github.com/stakater/Reloader/blob/master/internal/pkg/handler/upgrade.go).
+const reloaderWebhookBody = "update successful"
+
+// message is the alert's text in Reloader's words with nudge's name:
+//
+//	<info> : nudge detected changes in *ConfigMap shop/app*. Hence reloaded *web* of type *Deployment* in namespace *shop*
+//
+// em marks up a name (bold, or nothing for plain text).
+func message(a Alert, info string, em func(string) string) string {
+	var b strings.Builder
+	if info != "" {
+		b.WriteString(info)
+		b.WriteString(" : ")
+	}
+	b.WriteString("nudge detected changes")
+	for i, s := range a.Sources {
+		if i == 0 {
+			b.WriteString(" in ")
+		} else {
+			b.WriteString(", ")
+		}
+		b.WriteString(em(s))
+	}
+	fmt.Fprintf(&b, ". Hence reloaded %s of type %s in namespace %s", em(a.Name), em(a.Kind), em(a.Namespace))
+	return b.String()
+}
+
+func bold(s string) string  { return "*" + s + "*" }
+func plain(s string) string { return s }
+
+// slackEscaper escapes the three characters Slack's mrkdwn reserves
+// (https://api.slack.com/reference/surfaces/formatting#escaping).
+var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+type slackAttachment struct {
+	Color      string   `json:"color"`
+	AuthorName string   `json:"author_name"`
+	Fallback   string   `json:"fallback"`
+	Text       string   `json:"text"`
+	MarkdownIn []string `json:"mrkdwn_in"`
+}
+
+type slackMessage struct {
+	Attachments []slackAttachment `json:"attachments"`
+}
+
+type textMessage struct {
+	Text string `json:"text"`
+}
+
+type jsonMessage struct {
+	Webhook        string    `json:"webhook"`
+	Kind           string    `json:"kind"`
+	Namespace      string    `json:"namespace"`
+	Name           string    `json:"name"`
+	Sources        []string  `json:"sources"`
+	Time           time.Time `json:"time"`
+	AdditionalInfo string    `json:"additionalInfo,omitempty"`
+}
+
+const (
+	contentJSON = "application/json"
+	contentText = "text/plain; charset=utf-8"
+)
+
+// payload returns the body sink wants for a and its content type. It returns
+// ErrInvalidSink for an unknown sink.
+func payload(sink Sink, a Alert, info string) (body []byte, contentType string, err error) {
+	var v any
+	switch sink {
+	case SinkSlack:
+		v = slackMessage{Attachments: []slackAttachment{{
+			Color:      "good",
+			AuthorName: "nudge",
+			Fallback:   message(a, info, plain),
+			Text:       slackEscaper.Replace(message(a, info, bold)),
+			MarkdownIn: []string{"text"},
+		}}}
+	case SinkTeams, SinkGChat:
+		v = textMessage{Text: message(a, info, bold)}
+	case SinkRaw:
+		return []byte(message(a, info, plain)), contentText, nil
+	case SinkJSON:
+		sources := a.Sources
+		if sources == nil {
+			sources = []string{}
+		}
+		v = jsonMessage{
+			Webhook:        reloaderWebhookBody,
+			Kind:           a.Kind,
+			Namespace:      a.Namespace,
+			Name:           a.Name,
+			Sources:        sources,
+			Time:           a.Time.UTC(),
+			AdditionalInfo: info,
+		}
+	default:
+		return nil, "", fmt.Errorf("%w %q", ErrInvalidSink, sink)
+	}
+	body, err = json.Marshal(v)
+	if err != nil {
+		return nil, "", fmt.Errorf("encoding %s alert: %w", sink, err)
+	}
+	return body, contentJSON, nil
+}
