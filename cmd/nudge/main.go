@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/options"
 )
@@ -35,6 +36,11 @@ func command() *cobra.Command {
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			a, err := alert.ConfigFromEnv(os.Getenv)
+			if err != nil {
+				return err
+			}
+			opts.Alert = a
 			if err := opts.Validate(); err != nil {
 				return err
 			}

@@ -26,6 +26,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/refs"
@@ -99,6 +100,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	b := behaviour(opts)
+	if err := addNotifiers(ctx, mgr, opts, &b); err != nil {
+		return err
+	}
 	newReconciler := func(k workload.Kind) *controller.Reconciler {
 		return &controller.Reconciler{
 			Client:        mgr.GetClient(),
@@ -109,10 +114,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Watched:       watchedNamespaces(opts, mgr.GetClient()),
 			AutoReloadAll: opts.AutoReloadAll,
 			Metrics:       m,
-			Behaviour:     behaviour(opts),
+			Behaviour:     b,
 		}
 	}
-	copts := controller.Options{Workers: opts.Workers, IgnoreSources: behaviour(opts).IgnoreSources}
+	copts := controller.Options{Workers: opts.Workers, IgnoreSources: b.IgnoreSources}
 	for _, k := range workload.Builtin() {
 		if opts.Ignores(k.Plural()) || (k == workload.Job && !opts.RecreateJobs) {
 			continue
@@ -138,7 +143,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 func cacheOptions(opts options.Options) cache.Options {
 	digested := cache.ByObject{Transform: controller.DigestSource, UnsafeDisableDeepCopy: ptr.To(true)}
 	co := cache.Options{
-		DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultTransform: controller.TrimWorkload,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: digested,
 			&corev1.Secret{}:    digested,
@@ -198,4 +203,33 @@ func watchedNamespaces(opts options.Options, c client.Reader) func(context.Conte
 		}
 		return sel.Matches(labels.Set(m.Labels))
 	}
+}
+
+// addNotifiers wires Reloader's alerts (opts.Alert) and --webhook-url into b:
+// each is an asynchronous sender run by the manager on the leader only, so a
+// slow or failing endpoint never holds up a reconcile.
+func addNotifiers(ctx context.Context, mgr ctrl.Manager, opts options.Options, b *controller.Behaviour) error {
+	log := ctrl.LoggerFrom(ctx)
+	var s *alert.Sender
+	switch {
+	case opts.WebhookURL != "":
+		s = alert.NewSender(alert.Config{Enabled: true, Sink: alert.SinkJSON, WebhookURL: opts.WebhookURL,
+			Retries: alert.DefaultRetries}, nil, log.WithName("webhook"))
+		b.NotifyOnly = true
+	case opts.Alert.Enabled:
+		s = alert.NewSender(opts.Alert, nil, log.WithName("alert"))
+	default:
+		return nil
+	}
+	if err := mgr.Add(s); err != nil {
+		return fmt.Errorf("adding the alert sender: %w", err)
+	}
+	b.Notify = func(r controller.Rolled) {
+		sources := make([]string, len(r.Sources))
+		for i, src := range r.Sources {
+			sources[i] = string(src.Kind) + " " + src.Namespace + "/" + src.Name
+		}
+		s.Send(alert.Alert{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Sources: sources, Time: r.Time})
+	}
+	return nil
 }

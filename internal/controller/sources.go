@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"maps"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -88,4 +91,38 @@ var sourceChanged = predicate.Funcs{
 		}
 		return true
 	},
+}
+
+// lastApplied is kubectl's copy of a whole manifest in an annotation; nudge
+// never reads it and it can double an object's size in the cache.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// TrimWorkload is the cache transform for workloads: it drops managedFields,
+// kubectl's last-applied-configuration annotation and the status, none of
+// which nudge reads. Other objects pass through unchanged but for
+// managedFields. It is idempotent.
+func TrimWorkload(obj any) (any, error) {
+	if o, ok := obj.(client.Object); ok {
+		o.SetManagedFields(nil)
+		if a := o.GetAnnotations(); a[lastApplied] != "" {
+			a = maps.Clone(a)
+			delete(a, lastApplied)
+			o.SetAnnotations(a)
+		}
+	}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		o.Status = appsv1.DeploymentStatus{}
+	case *appsv1.StatefulSet:
+		o.Status = appsv1.StatefulSetStatus{}
+	case *appsv1.DaemonSet:
+		o.Status = appsv1.DaemonSetStatus{}
+	case *batchv1.CronJob:
+		o.Status = batchv1.CronJobStatus{}
+	case *batchv1.Job:
+		o.Status = batchv1.JobStatus{}
+	case *unstructured.Unstructured:
+		delete(o.Object, "status")
+	}
+	return obj, nil
 }

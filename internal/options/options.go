@@ -14,6 +14,8 @@ import (
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
+
+	"nudge.dev/nudge/internal/alert"
 )
 
 // Options configure one nudge process.
@@ -84,6 +86,10 @@ type Options struct {
 	RolloutWindow time.Duration
 	// Workers is the number of concurrent reconciles per workload kind.
 	Workers int
+
+	// Alert configures Reloader's alerts on reload; main reads it from the
+	// environment (alert.ConfigFromEnv), there are no flags for it.
+	Alert alert.Config
 
 	// LogFormat is "text" (default) or "json"; LogLevel one of LogLevels.
 	LogFormat string
@@ -202,6 +208,11 @@ func (o *Options) Validate() error {
 	if o.WebhookURL != "" {
 		if u, err := url.Parse(o.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, errors.New("--webhook-url must be an http or https URL"))
+		}
+	}
+	if o.Alert.Enabled {
+		if err := o.Alert.Validate(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	for _, ns := range o.Namespaces {
