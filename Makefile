@@ -28,8 +28,11 @@ vet:
 test: kube-bins vet
 	$(GO) test -count=1 -timeout 45m -p 1 ./...
 
+## demo: built, then run, rather than `go run`: go run exits 1 on Ctrl-C even
+## when the demo stopped everything and exited 0.
 demo: kube-bins build
-	$(GO) run ./hack/demo
+	$(GO) build -o $(BIN)/demo ./hack/demo
+	$(BIN)/demo -nudge $(BIN)/nudge
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,67 @@
+package controller_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/app"
+	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/options"
+)
+
+// TestEveryKind: each workload kind rolls once for a data change and not for
+// a label change. (A Deployment's generation also counts annotation writes,
+// so Deployments are counted from a watch elsewhere; every other kind's
+// generation counts its spec writes.)
+func TestEveryKind(t *testing.T) {
+	t.Parallel()
+	tests := map[string]func(ns string) client.Object{
+		"StatefulSet": func(ns string) client.Object {
+			return nt.StatefulSet(ns, "w", 1, auto, nt.EnvFrom("ConfigMap", "app"))
+		},
+		"DaemonSet": func(ns string) client.Object { return nt.DaemonSet(ns, "w", auto, nt.EnvFrom("ConfigMap", "app")) },
+		"CronJob":   func(ns string) client.Object { return cronJob(ns, "w", auto, nt.EnvFrom("ConfigMap", "app")) },
+		"Rollout":   func(ns string) client.Object { return argoRollout(ns, "w", auto, nt.EnvFrom("ConfigMap", "app")) },
+	}
+	for name, build := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t, false, nil)
+			if name == "Rollout" {
+				rolloutCRD(e)
+			}
+			e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.RolloutWindow = 0 })
+			obj := build(e.ns)
+			e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), obj)
+			e.baselinedObj(obj)
+			e.changeMeta("ConfigMap/app")
+			e.g.Consistently(e.generation(obj)).WithTimeout(3*time.Second).Should(Equal(int64(1)), "no rollout for a label change")
+			e.changeData("ConfigMap/app")
+			e.g.Eventually(e.generation(obj)).WithTimeout(10*time.Second).Should(Equal(int64(2)), "one rollout for a data change")
+			e.g.Consistently(e.generation(obj)).WithTimeout(3*time.Second).Should(Equal(int64(2)), "exactly one")
+		})
+	}
+}
+
+// Losing the fingerprint key re-baselines every workload without a rollout.
+func TestLostKeyNeverRolls(t *testing.T) {
+	e := setup(t, true, nil)
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+	before := e.deployment("web").Annotations["nudge.dev/applied-fingerprint"]
+	e.nudge.Stop(t)
+
+	var key corev1.Secret
+	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: options.Default().KeySecret}, &key)).To(Succeed())
+	e.g.Expect(k8s.Delete(e.ctx, &key)).To(Succeed())
+	e.nudge = nt.Start(t, plane.Config(), e.ns, nil)
+	e.g.Eventually(func() string { return e.deployment("web").Annotations["nudge.dev/applied-fingerprint"] }).
+		WithTimeout(20*time.Second).ShouldNot(Equal(before), "a baseline under the new key")
+	e.rolledTo("web", 0)
+	_, err := app.LoadKey(e.ctx, k8s, e.ns, options.Default().KeySecret)
+	e.g.Expect(err).NotTo(HaveOccurred(), "a new key was created")
+}
