@@ -76,6 +76,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		Cache:                         cacheOptions(opts),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
+		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              "nudge.dev",
 		LeaderElectionNamespace:       opts.SystemNamespace,

@@ -31,6 +31,9 @@ type Options struct {
 	// health-probe servers; "0" disables one.
 	MetricsAddr string
 	ProbeAddr   string
+	// PprofAddr is the bind address of Go's pprof endpoints; "0" (the
+	// default) disables them.
+	PprofAddr string
 
 	// LeaderElect turns on leader election (Reloader: --enable-ha).
 	LeaderElect bool
@@ -121,6 +124,7 @@ func Default() Options {
 		Burst:           400,
 		MetricsAddr:     ":9090",
 		ProbeAddr:       ":8081",
+		PprofAddr:       "0",
 		SystemNamespace: "nudge-system",
 		KeySecret:       "nudge-fingerprint-key",
 		RolloutWindow:   5 * time.Second,
@@ -138,6 +142,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API server.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, `Address of the metrics endpoint; "0" disables it.`)
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, `Address of the health probes; "0" disables them.`)
+	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, `Address of Go's pprof endpoints for profiling; "0" disables them.`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so several replicas can run (same as --enable-ha).")
 	fs.BoolVar(&o.LeaderElect, "enable-ha", o.LeaderElect, "Reloader's name for --leader-elect.")
 	fs.StringVar(&o.SystemNamespace, "system-namespace", o.SystemNamespace, "nudge's own namespace, holding its key Secret and leader-election Lease (defaults to $POD_NAMESPACE when set).")
