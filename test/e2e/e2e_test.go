@@ -13,14 +13,17 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/testbed"
 )
 
@@ -167,4 +170,38 @@ func TestRolloutUndoStays(t *testing.T) {
 	g.Eventually(func() string { return get().Annotations["deployment.kubernetes.io/revision"] }).WithTimeout(30 * time.Second).Should(Equal("3"))
 	g.Consistently(func() int64 { return get().Generation }).WithTimeout(4*time.Second).Should(Equal(get().Generation), "nudge not to roll again")
 	g.Expect(get().Spec.Template.Annotations).NotTo(HaveKey(controller.RestartedAtAnnotation))
+}
+
+// A CronJob's job template rolls; with --cronjob-start-job a Job from the new
+// template also starts at once and runs to completion.
+func TestCronJobStartsAJobThatRuns(t *testing.T) {
+	ctx, g, ns := namespace(t)
+	nt.Start(t, plane.Config(), ns, func(o *options.Options) { o.CronJobStartJob = true })
+	tmpl := nt.Template("report", nt.EnvFrom("Secret", "db"))
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	cj := &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "report", Annotations: auto},
+		Spec: batchv1.CronJobSpec{Schedule: "0 0 1 1 *",
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}},
+	}
+	g.Expect(k8s.Create(ctx, nt.Secret(ns, "db", map[string]string{"password": "p1"}))).To(Succeed())
+	g.Expect(k8s.Create(ctx, cj)).To(Succeed())
+	g.Eventually(func() string {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cj), cj)).To(Succeed())
+		return cj.Annotations[controller.AppliedAnnotation]
+	}).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
+
+	var s corev1.Secret
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "db"}, &s)).To(Succeed())
+	s.Data["password"] = []byte("p2")
+	g.Expect(k8s.Update(ctx, &s)).To(Succeed())
+
+	g.Eventually(func() []batchv1.Job {
+		var l batchv1.JobList
+		g.Expect(k8s.List(ctx, &l, client.InNamespace(ns))).To(Succeed())
+		return l.Items
+	}).WithTimeout(60*time.Second).Should(ConsistOf(And(
+		HaveField("Spec.Template.Annotations", HaveKey(controller.RestartedAtAnnotation)),
+		HaveField("Status.Succeeded", BeNumerically("==", 1)),
+	)), "one Job from the new template, run to completion")
 }
