@@ -25,7 +25,7 @@ vet:
 	$(GO) vet ./...
 
 ## test: every test — unit, integration (apiserver mode), end to end (cluster mode).
-test: kube-bins vet
+test: kube-bins helm vet
 	$(GO) test -count=1 -timeout 45m -p 1 ./...
 
 ## demo: built, then run, rather than `go run`: go run exits 1 on Ctrl-C even
@@ -36,3 +36,18 @@ demo: kube-bins build
 
 clean:
 	rm -rf $(BIN)
+
+.PHONY: helm manifests chart-test
+
+## helm: build helm, pinned in hack/helm/go.mod, into $(KUBE_BINS_DIR); a
+## no-op when that version is there.
+helm:
+	hack/chart/helm.sh $(KUBE_BINS_DIR)
+
+## manifests: render charts/nudge into config/ (test/chart fails when they differ).
+manifests: helm
+	hack/chart/manifests.sh $(KUBE_BINS_DIR)/helm config
+
+## chart-test: the chart's tests alone: lint, rendering, config/, end to end.
+chart-test: kube-bins helm
+	$(GO) test -count=1 -timeout 20m -p 1 ./test/chart/...

@@ -1,0 +1,169 @@
+{{/* The chart's name, or nameOverride. */}}
+{{- define "nudge.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The release's full name: fullnameOverride, else the release name when it
+holds the chart's name, else release-chart. Names every object. */}}
+{{- define "nudge.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "nudge.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "nudge.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "nudge.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{ include "nudge.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end }}
+
+{{- define "nudge.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "nudge.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when leader election is on: reloader.enableHA or replicas > 1. */}}
+{{- define "nudge.leaderElect" -}}
+{{- if or .Values.reloader.enableHA (gt (int .Values.replicas) 1) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when nudge handles Argo Rollouts; see reloader.isArgoRollouts. */}}
+{{- define "nudge.rollouts" -}}
+{{- $v := .Values.reloader.isArgoRollouts }}
+{{- if kindIs "bool" $v }}{{ if $v }}true{{ end }}{{ else if .Values.reloader.watchGlobally }}true{{ end }}
+{{- end }}
+
+{{/* "true" when nudge re-creates Jobs. */}}
+{{- define "nudge.jobs" -}}
+{{- if and .Values.recreateJobs (not .Values.reloader.ignoreJobs) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when nudge starts Jobs from CronJobs. */}}
+{{- define "nudge.cronJobStartJob" -}}
+{{- if and .Values.cronJobStartJob (not .Values.reloader.ignoreCronJobs) }}true{{ end }}
+{{- end }}
+
+{{/* A comma-separated string or a list, as Reloader's chart takes both, to a
+comma-separated string without blanks or empty entries. */}}
+{{- define "nudge.csv" -}}
+{{- $in := . }}
+{{- if kindIs "string" $in }}{{ $in = splitList "," $in }}{{ end }}
+{{- $out := list }}
+{{- range $in }}{{ $s := trim (toString .) }}{{ if $s }}{{ $out = append $out $s }}{{ end }}{{ end }}
+{{- join "," $out }}
+{{- end }}
+
+{{/* The namespaces of reloader.namespaces, as a list (empty: all). */}}
+{{- define "nudge.namespaces" -}}
+{{- $csv := include "nudge.csv" .Values.reloader.namespaces }}
+{{- if $csv }}{{ splitList "," $csv | toJson }}{{ else }}[]{{ end }}
+{{- end }}
+
+{{/* Fails on combinations of values that have no meaning. */}}
+{{- define "nudge.validate" -}}
+{{- $r := .Values.reloader }}
+{{- if and $r.ignoreSecrets $r.ignoreConfigMaps }}
+{{- fail "reloader.ignoreSecrets and reloader.ignoreConfigMaps cannot both be true: nudge would have nothing to watch" }}
+{{- end }}
+{{- if not $r.watchGlobally }}
+{{- range $name := list "namespaces" "ignoreNamespaces" "namespaceSelector" }}
+{{- if include "nudge.csv" (get $r $name) }}
+{{- fail (printf "reloader.%s needs reloader.watchGlobally=true: with watchGlobally=false nudge watches the release namespace only" $name) }}
+{{- end }}
+{{- end }}
+{{- end }}
+{{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.enabled) }}
+{{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" }}
+{{- end }}
+{{- end }}
+
+{{/* nudge's command-line flags, one list item a flag. */}}
+{{- define "nudge.args" -}}
+{{- $r := .Values.reloader }}
+{{- $args := list }}
+{{- $args = append $args (printf "--metrics-bind-address=%s" (ternary (printf ":%v" .Values.metrics.port) "0" .Values.metrics.enabled)) }}
+{{- $args = append $args (printf "--health-probe-bind-address=:%v" .Values.probes.port) }}
+{{- $args = append $args (printf "--key-secret=%s" .Values.keySecret) }}
+{{- $args = append $args (printf "--rollout-window=%s" .Values.rolloutWindow) }}
+{{- $args = append $args (printf "--workers=%v" .Values.workers) }}
+{{- $args = append $args (printf "--kube-api-qps=%v" .Values.kubeAPI.qps) }}
+{{- $args = append $args (printf "--kube-api-burst=%v" .Values.kubeAPI.burst) }}
+{{- if include "nudge.leaderElect" . }}
+{{- $args = append $args "--leader-elect" }}
+{{- end }}
+{{- if not $r.watchGlobally }}
+{{- /* Expanded by the kubelet from the container's env, so the manifests
+       stay valid when kustomize moves them to another namespace. */}}
+{{- $args = append $args "--namespaces=$(POD_NAMESPACE)" }}
+{{- else if include "nudge.csv" $r.namespaces }}
+{{- $args = append $args (printf "--namespaces=%s" (include "nudge.csv" $r.namespaces)) }}
+{{- end }}
+{{- with include "nudge.csv" $r.ignoreNamespaces }}
+{{- $args = append $args (printf "--namespaces-to-ignore=%s" .) }}
+{{- end }}
+{{- with $r.namespaceSelector }}
+{{- $args = append $args (printf "--namespace-selector=%s" .) }}
+{{- end }}
+{{- with $r.resourceLabelSelector }}
+{{- $args = append $args (printf "--resource-label-selector=%s" .) }}
+{{- end }}
+{{- if ne $r.reloadStrategy "default" }}
+{{- $args = append $args (printf "--reload-strategy=%s" $r.reloadStrategy) }}
+{{- end }}
+{{- if $r.reloadOnCreate }}
+{{- $args = append $args "--reload-on-create" }}
+{{- end }}
+{{- if $r.reloadOnDelete }}
+{{- $args = append $args "--reload-on-delete" }}
+{{- end }}
+{{- if $r.ignoreSecrets }}
+{{- $args = append $args "--resources-to-ignore=secrets" }}
+{{- else if $r.ignoreConfigMaps }}
+{{- $args = append $args "--resources-to-ignore=configMaps" }}
+{{- end }}
+{{- $ignored := list }}
+{{- if $r.ignoreJobs }}{{ $ignored = append $ignored "jobs" }}{{ end }}
+{{- if $r.ignoreCronJobs }}{{ $ignored = append $ignored "cronjobs" }}{{ end }}
+{{- if not (include "nudge.rollouts" .) }}{{ $ignored = append $ignored "rollouts" }}{{ end }}
+{{- if $ignored }}
+{{- $args = append $args (printf "--ignored-workload-types=%s" (join "," $ignored)) }}
+{{- end }}
+{{- if include "nudge.jobs" . }}
+{{- $args = append $args "--recreate-jobs" }}
+{{- end }}
+{{- if include "nudge.cronJobStartJob" . }}
+{{- $args = append $args "--cronjob-start-job" }}
+{{- end }}
+{{- if $r.autoReloadAll }}
+{{- $args = append $args "--auto-reload-all" }}
+{{- end }}
+{{- with $r.logFormat }}
+{{- $args = append $args (printf "--log-format=%s" .) }}
+{{- end }}
+{{- $args = append $args (printf "--log-level=%s" $r.logLevel) }}
+{{- with $r.webhookUrl }}
+{{- $args = append $args (printf "--webhook-url=%s" .) }}
+{{- end }}
+{{- range .Values.extraArgs }}
+{{- $args = append $args . }}
+{{- end }}
+{{- range $args }}
+- {{ . | quote }}
+{{- end }}
+{{- end }}

@@ -1,0 +1,56 @@
+{{/*
+The workload rules: read sources and workloads, roll workloads, record
+Events. Nothing writes a ConfigMap or a Secret, nothing touches Pods. Every
+read is a list and watch of an informer: nudge never gets one object.
+*/}}
+{{- define "nudge.workloadRules" -}}
+{{- $r := .Values.reloader -}}
+{{- if not $r.ignoreConfigMaps }}
+- apiGroups: [""]
+  resources: ["configmaps"]
+  verbs: ["list", "watch"]
+{{- end }}
+{{- if not $r.ignoreSecrets }}
+- apiGroups: [""]
+  resources: ["secrets"]
+  verbs: ["list", "watch"]
+{{- end }}
+- apiGroups: ["apps"]
+  resources: ["deployments", "statefulsets", "daemonsets"]
+  verbs: ["list", "watch", "patch"]
+{{- if not $r.ignoreCronJobs }}
+- apiGroups: ["batch"]
+  resources: ["cronjobs"]
+  verbs: ["list", "watch", "patch"]
+{{- end }}
+{{- if include "nudge.jobs" . }}
+# --recreate-jobs: a Job whose sources changed is deleted and created again.
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["list", "watch", "create", "delete"]
+{{- else if include "nudge.cronJobStartJob" . }}
+# --cronjob-start-job: a Job is started from a CronJob whose sources changed.
+- apiGroups: ["batch"]
+  resources: ["jobs"]
+  verbs: ["create"]
+{{- end }}
+{{- if include "nudge.cronJobStartJob" . }}
+# That Job is owned by its CronJob with blockOwnerDeletion, which clusters
+# with the OwnerReferencesPermissionEnforcement admission plugin (OpenShift)
+# allow only to whoever may update the CronJob's finalizers.
+- apiGroups: ["batch"]
+  resources: ["cronjobs/finalizers"]
+  verbs: ["update"]
+{{- end }}
+{{- if include "nudge.rollouts" . }}
+- apiGroups: ["argoproj.io"]
+  resources: ["rollouts"]
+  verbs: ["list", "watch", "patch"]
+{{- end }}
+- apiGroups: ["events.k8s.io"]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+- apiGroups: [""]
+  resources: ["events"]
+  verbs: ["create", "patch"]
+{{- end }}

@@ -1,0 +1,179 @@
+// Package charttest renders nudge's Helm chart with the helm binary that
+// `make helm` builds, and reads the result back as Kubernetes objects, for
+// the chart's tests.
+package charttest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/yaml"
+
+	"nudge.dev/nudge/internal/testbed"
+)
+
+// Helm returns the path of the helm binary `make helm` builds: see Bin.
+func Helm(t testing.TB) string {
+	t.Helper()
+	return Bin(t, "helm")
+}
+
+// Bin returns the path of the binary name (helm, kubectl...) in
+// $NUDGE_KUBE_BINS, or in the directory `make kube-bins` and `make helm`
+// build into by default. It fails t when there is none.
+func Bin(t testing.TB, name string) string {
+	t.Helper()
+	dir := os.Getenv(testbed.BinDirEnv)
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			t.Fatalf("Finding the binary directory (set %s): %v", testbed.BinDirEnv, err)
+		}
+		dir = filepath.Join(cache, "nudge", "kube-bins", testbed.KubeVersion)
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("No %s at %s: run `make kube-bins helm` (or set %s): %v", name, path, testbed.BinDirEnv, err)
+	}
+	return path
+}
+
+// Root returns the root directory of the nudge repository, found upwards
+// from the working directory. It fails t when there is none.
+func Root(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil && bytes.HasPrefix(b, []byte("module nudge.dev/nudge\n")) {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("No nudge repository above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// Chart returns the directory of the chart.
+func Chart(t testing.TB) string { return filepath.Join(Root(t), "charts", "nudge") }
+
+// Values are chart values, as a values file would hold them.
+type Values map[string]any
+
+// Render runs `helm template release` of the chart in namespace with values
+// and returns the objects it renders, failing t when helm fails.
+func Render(t testing.TB, release, namespace string, values Values) Manifest {
+	t.Helper()
+	m, out, err := TryRender(t, release, namespace, values)
+	if err != nil {
+		t.Fatalf("helm template %s -n %s with %v: %v\n%s", release, namespace, values, err, out)
+	}
+	return m
+}
+
+// TryRender is Render that returns helm's error and output instead of
+// failing t; out is the rendered YAML when err is nil.
+func TryRender(t testing.TB, release, namespace string, values Values) (m Manifest, out []byte, err error) {
+	t.Helper()
+	// Not in t.TempDir(): helm splits --values at commas, which test names
+	// hold.
+	dir, err := os.MkdirTemp("", "nudge-chart-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	file := filepath.Join(dir, "values.json")
+	b, err := json.Marshal(values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(Helm(t), "template", release, Chart(t), "--namespace", namespace, "--values", file)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		return nil, stderr.Bytes(), fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	m, err = Parse(out)
+	if err != nil {
+		t.Fatalf("Parsing the rendered chart: %v\n%s", err, out)
+	}
+	return m, out, nil
+}
+
+// Manifest is the list of objects of a rendered chart.
+type Manifest []*unstructured.Unstructured
+
+// Parse returns the objects of the YAML stream b, skipping empty documents.
+func Parse(b []byte) (Manifest, error) {
+	var m Manifest
+	dec := yaml.NewYAMLOrJSONDecoder(bytes.NewReader(b), 4096)
+	for {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			return m, nil
+		} else if err != nil {
+			return nil, err
+		}
+		if len(obj) == 0 {
+			continue
+		}
+		m = append(m, &unstructured.Unstructured{Object: obj})
+	}
+}
+
+// OfKind returns the objects of kind, in order.
+func (m Manifest) OfKind(kind string) []*unstructured.Unstructured {
+	var out []*unstructured.Unstructured
+	for _, o := range m {
+		if o.GetKind() == kind {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// Get returns the object of kind named name, or nil.
+func (m Manifest) Get(kind, name string) *unstructured.Unstructured {
+	for _, o := range m.OfKind(kind) {
+		if o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// Kinds returns the kind of every object, in order.
+func (m Manifest) Kinds() []string {
+	out := make([]string, len(m))
+	for i, o := range m {
+		out[i] = o.GetKind()
+	}
+	return out
+}
+
+// Into converts o into the typed object into points to, failing t when it
+// does not fit.
+func Into(t testing.TB, o *unstructured.Unstructured, into any) {
+	t.Helper()
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(o.Object, into, true); err != nil {
+		t.Fatalf("Converting %s %s: %v", o.GetKind(), o.GetName(), err)
+	}
+}
