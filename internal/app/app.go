@@ -8,7 +8,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
@@ -59,9 +58,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return err
-	}
+
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
 		return fmt.Errorf("creating API client: %w", err)
@@ -78,7 +75,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
 		LeaderElection:                opts.LeaderElect,
-		LeaderElectionID:              "nudge.dev",
+		LeaderElectionID:              opts.LeaderElectionID,
 		LeaderElectionNamespace:       opts.SystemNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Logger:                        ctrl.LoggerFrom(ctx),
@@ -128,7 +125,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		}
 	}
 	if !opts.Ignores(workload.Rollout.Plural()) {
-		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, func() error {
+		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, opts.DiscoveryInterval, func() error {
 			return newReconciler(workload.Rollout).SetupWithManager(ctx, mgr, copts)
 		}); err != nil {
 			return err

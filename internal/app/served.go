@@ -3,77 +3,68 @@ package app
 import (
 	"context"
 	"fmt"
-	"sync"
+	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// setupWhenServed calls setup once the API server serves gvk: at once when
-// it does now, otherwise when a CustomResourceDefinition for it becomes
-// established (nudge then needs no restart when, say, Argo Rollouts is
-// installed after it).
-func setupWhenServed(ctx context.Context, mgr ctrl.Manager, gvk schema.GroupVersionKind, setup func() error) error {
-	_, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version)
-	switch {
-	case err == nil:
-		return setup()
-	case !meta.IsNoMatchError(err):
-		return fmt.Errorf("looking up %s: %w", gvk, err)
+// setupWhenServed calls setup once the API server serves gvk: at once when it
+// does now, otherwise from a poll of API discovery every interval (nudge then
+// needs no restart when, say, Argo Rollouts is installed after it). Discovery
+// needs no RBAC beyond being authenticated, so this also works with a
+// namespaced Role, and nothing of the CRDs is cached.
+func setupWhenServed(ctx context.Context, mgr ctrl.Manager, gvk schema.GroupVersionKind, interval time.Duration, setup func() error) error {
+	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating discovery client: %w", err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Waiting for a CustomResourceDefinition to serve it", "kind", gvk.String())
-	w := &crdWatch{mgr: mgr, gvk: gvk, setup: setup}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("crd-"+gvk.Kind).
-		For(&apiextensionsv1.CustomResourceDefinition{}, builder.WithPredicates(predicate.NewPredicateFuncs(func(o client.Object) bool {
-			crd, ok := o.(*apiextensionsv1.CustomResourceDefinition)
-			return ok && crd.Spec.Group == gvk.Group && crd.Spec.Names.Kind == gvk.Kind
-		}))).
-		Complete(w)
-}
-
-// crdWatch runs setup once the CustomResourceDefinition of gvk is
-// established and serves gvk's version.
-type crdWatch struct {
-	mgr   ctrl.Manager
-	gvk   schema.GroupVersionKind
-	setup func() error
-
-	mu   sync.Mutex
-	done bool
-}
-
-func (w *crdWatch) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	var crd apiextensionsv1.CustomResourceDefinition
-	if err := w.mgr.GetClient().Get(ctx, req.NamespacedName, &crd); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	established := false
-	for _, c := range crd.Status.Conditions {
-		if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-			established = true
+	served := func() (bool, error) {
+		list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
+		if apierrors.IsNotFound(err) {
+			return false, nil
 		}
+		if err != nil {
+			return false, err
+		}
+		for _, r := range list.APIResources {
+			if r.Kind == gvk.Kind {
+				return true, nil
+			}
+		}
+		return false, nil
 	}
-	if !established {
-		return ctrl.Result{}, nil
+	if ok, err := served(); err != nil {
+		return fmt.Errorf("looking up %s: %w", gvk, err)
+	} else if ok {
+		return setup()
 	}
-	if _, err := w.mgr.GetRESTMapper().RESTMapping(w.gvk.GroupKind(), w.gvk.Version); err != nil {
-		return ctrl.Result{}, fmt.Errorf("waiting for %s to be served: %w", w.gvk, err)
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done {
-		return ctrl.Result{}, nil
-	}
-	if err := w.setup(); err != nil {
-		return ctrl.Result{}, err
-	}
-	w.done = true
-	ctrl.LoggerFrom(ctx).Info("Started watching a newly served kind", "kind", w.gvk.String())
-	return ctrl.Result{}, nil
+	log := ctrl.LoggerFrom(ctx).WithValues("kind", gvk.String())
+	log.Info("Waiting for the API server to serve a kind", "every", interval)
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		err := wait.PollUntilContextCancel(ctx, interval, false, func(context.Context) (bool, error) {
+			ok, err := served()
+			if err != nil {
+				log.V(1).Info("Failed to look up a kind; will retry", "error", err.Error())
+				return false, nil
+			}
+			if !ok {
+				return false, nil
+			}
+			if err := setup(); err != nil {
+				log.Error(err, "Failed to start watching a newly served kind; will retry")
+				return false, nil
+			}
+			log.Info("Started watching a newly served kind")
+			return true, nil
+		})
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}))
 }

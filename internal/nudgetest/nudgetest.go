@@ -28,7 +28,7 @@ type Nudge struct {
 
 // Start runs nudge against cfg, watching only namespace and keeping its key
 // there, with the test defaults (no metrics or probe servers, a 2 s rollout
-// window) changed by mutate. Its logs are kept (Logs) and printed if t fails.
+// window, discovery polled every 0.5 s) changed by mutate. Its logs are kept (Logs) and printed if t fails.
 // It is stopped when t ends.
 func Start(t testing.TB, cfg *rest.Config, namespace string, mutate func(*options.Options)) *Nudge {
 	t.Helper()
@@ -37,6 +37,7 @@ func Start(t testing.TB, cfg *rest.Config, namespace string, mutate func(*option
 	opts.SystemNamespace = namespace
 	opts.Namespaces = []string{namespace}
 	opts.RolloutWindow = 2 * time.Second
+	opts.DiscoveryInterval = 500 * time.Millisecond
 	if mutate != nil {
 		mutate(&opts)
 	}

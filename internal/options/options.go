@@ -37,6 +37,11 @@ type Options struct {
 
 	// LeaderElect turns on leader election (Reloader: --enable-ha).
 	LeaderElect bool
+	// LeaderElectionID names the leader-election Lease.
+	LeaderElectionID string
+	// DiscoveryInterval is how often nudge looks for a kind that is not served
+	// yet (Argo Rollouts installed after nudge).
+	DiscoveryInterval time.Duration
 	// SystemNamespace is nudge's own namespace: it holds the fingerprint key
 	// Secret and the leader-election Lease.
 	SystemNamespace string
@@ -120,18 +125,20 @@ func (o *Options) IgnoresSources(kind string) bool {
 // Default returns the options with every default set.
 func Default() Options {
 	return Options{
-		QPS:             200,
-		Burst:           400,
-		MetricsAddr:     ":9090",
-		ProbeAddr:       ":8081",
-		PprofAddr:       "0",
-		SystemNamespace: "nudge-system",
-		KeySecret:       "nudge-fingerprint-key",
-		RolloutWindow:   5 * time.Second,
-		Workers:         8,
-		LogFormat:       "text",
-		ReloadStrategy:  "annotations",
-		LogLevel:        "info",
+		QPS:               200,
+		Burst:             400,
+		MetricsAddr:       ":9090",
+		ProbeAddr:         ":8081",
+		PprofAddr:         "0",
+		LeaderElectionID:  "nudge.dev",
+		DiscoveryInterval: 30 * time.Second,
+		SystemNamespace:   "nudge-system",
+		KeySecret:         "nudge-fingerprint-key",
+		RolloutWindow:     5 * time.Second,
+		Workers:           8,
+		LogFormat:         "text",
+		ReloadStrategy:    "annotations",
+		LogLevel:          "info",
 	}
 }
 
@@ -145,6 +152,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, `Address of Go's pprof endpoints for profiling; "0" disables them.`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so several replicas can run (same as --enable-ha).")
 	fs.BoolVar(&o.LeaderElect, "enable-ha", o.LeaderElect, "Reloader's name for --leader-elect.")
+	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader-election Lease in the system namespace.")
+	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval, "How often to look for Argo Rollouts when it is not installed yet.")
 	fs.StringVar(&o.SystemNamespace, "system-namespace", o.SystemNamespace, "nudge's own namespace, holding its key Secret and leader-election Lease (defaults to $POD_NAMESPACE when set).")
 	fs.StringVar(&o.KeySecret, "key-secret", o.KeySecret, "Name of the Secret holding the fingerprint key; created at first start.")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Comma-separated namespaces to watch; all when empty.")
@@ -174,6 +183,12 @@ func (o *Options) Validate() error {
 	}
 	if o.SystemNamespace == "" {
 		errs = append(errs, errors.New("--system-namespace must not be empty"))
+	}
+	if o.LeaderElectionID == "" {
+		errs = append(errs, errors.New("--leader-election-id must not be empty"))
+	}
+	if o.DiscoveryInterval <= 0 {
+		errs = append(errs, fmt.Errorf("--discovery-interval must be positive, got %s", o.DiscoveryInterval))
 	}
 	if o.KeySecret == "" {
 		errs = append(errs, errors.New("--key-secret must not be empty"))
