@@ -60,24 +60,25 @@ func TestRender(t *testing.T) {
 		values charttest.Values
 		check  func(g Gomega, r rendered)
 	}{
-		"default values: ClusterRoles bound cluster-wide, one replica without leader election": {
+		"default values: a ClusterRole bound cluster-wide, one replica without leader election": {
 			check: func(g Gomega, r rendered) {
-				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRole", "ClusterRoleBinding",
-					"ClusterRoleBinding", "Role", "RoleBinding", "Service", "Deployment"))
+				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+					"Role", "RoleBinding", "Service", "Deployment"))
 				g.Expect(r.opts.Namespaces).To(BeEmpty())
 				g.Expect(r.opts.SystemNamespace).To(Equal(namespace))
 				g.Expect(r.opts.KeySecret).To(Equal(keySecret))
 				g.Expect(r.opts.MetricsAddr).To(Equal(":9090"))
 				g.Expect(r.opts.ProbeAddr).To(Equal(":8081"))
-				g.Expect(r.opts.IgnoredWorkloadTypes).To(BeEmpty(), "Argo Rollouts detected")
+				g.Expect(r.opts.IgnoredWorkloadTypes).To(BeEmpty(), "Argo Rollouts handled")
 				g.Expect(r.deploy.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
-				g.Expect(r.can("list", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeTrue())
+				g.Expect(r.can("list", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeFalse(), "Argo Rollouts found by discovery")
 				g.Expect(r.can("patch", "argoproj.io", "rollouts", "shop")).To(BeTrue())
 				g.Expect(r.can("list", "", "secrets", "shop")).To(BeTrue())
 				g.Expect(r.can("list", "", "namespaces", "")).To(BeFalse(), "no namespaces without a selector")
 				g.Expect(r.can("create", "batch", "jobs", "shop")).To(BeFalse(), "Job handling is opt-in")
 				g.Expect(r.can("list", "batch", "jobs", "shop")).To(BeFalse())
-				g.Expect(r.canNamed("get", "coordination.k8s.io", "leases", namespace, "nudge.dev")).To(BeFalse(), "no leader election")
+				g.Expect(r.can("get", "coordination.k8s.io", "leases", namespace)).To(BeFalse(), "no leader election")
+				g.Expect(r.canNamed("get", "coordination.k8s.io", "leases", namespace, release)).To(BeFalse())
 				g.Expect(r.canNamed("get", "", "secrets", namespace, keySecret)).To(BeTrue())
 				g.Expect(r.canNamed("get", "", "secrets", "shop", keySecret)).To(BeFalse())
 				g.Expect(r.can("create", "", "secrets", namespace)).To(BeTrue(), "the key, at first start")
@@ -95,16 +96,25 @@ func TestRender(t *testing.T) {
 				}
 				g.Expect(r.can("patch", "apps", "deployments", namespace)).To(BeTrue())
 				g.Expect(r.can("list", "", "configmaps", namespace)).To(BeTrue())
-				g.Expect(r.opts.Ignores("rollouts")).To(BeTrue(), "detecting Argo Rollouts would need a cluster-wide read")
-				g.Expect(r.can("list", "argoproj.io", "rollouts", namespace)).To(BeFalse())
+				g.Expect(r.opts.Ignores("rollouts")).To(BeFalse(), "Argo Rollouts handled by default, found by discovery")
+				for _, verb := range []string{"list", "watch", "patch"} {
+					g.Expect(r.can(verb, "argoproj.io", "rollouts", namespace)).To(BeTrue(), verb)
+				}
+				g.Expect(r.can("list", "argoproj.io", "rollouts", "shop")).To(BeFalse())
 			},
 		},
-		"watchGlobally=false with isArgoRollouts: Rollouts handled in the release namespace": {
-			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false, "isArgoRollouts": true}},
+		"watchGlobally=false with isArgoRollouts null: Rollouts handled as with true": {
+			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false, "isArgoRollouts": nil}},
 			check: func(g Gomega, r rendered) {
-				g.Expect(r.m.OfKind("ClusterRole")).To(BeEmpty())
 				g.Expect(r.opts.Ignores("rollouts")).To(BeFalse())
 				g.Expect(r.can("patch", "argoproj.io", "rollouts", namespace)).To(BeTrue())
+			},
+		},
+		"watchGlobally=false with isArgoRollouts=false: no Rollouts, no permission on them": {
+			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false, "isArgoRollouts": false}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.Ignores("rollouts")).To(BeTrue())
+				g.Expect(r.can("list", "argoproj.io", "rollouts", namespace)).To(BeFalse())
 			},
 		},
 		"reloader.namespaces: the workload ClusterRole bound in those namespaces only": {
@@ -117,7 +127,9 @@ func TestRender(t *testing.T) {
 				g.Expect(r.can("list", "", "secrets", "other")).To(BeFalse())
 				g.Expect(r.can("list", "", "secrets", "")).To(BeFalse(), "no cluster-wide read of Secrets")
 				g.Expect(r.m.Get("RoleBinding", "nudge").GetNamespace()).To(BeElementOf("shop", "billing"))
-				g.Expect(r.can("list", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeTrue())
+				g.Expect(r.can("patch", "argoproj.io", "rollouts", "shop")).To(BeTrue())
+				g.Expect(r.can("list", "argoproj.io", "rollouts", "other")).To(BeFalse())
+				g.Expect(r.m.OfKind("ClusterRoleBinding")).To(BeEmpty(), "nothing bound cluster-wide")
 			},
 		},
 		"reloader.namespaces as a list, as Reloader's chart also takes it": {
@@ -132,19 +144,31 @@ func TestRender(t *testing.T) {
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.opts.NamespaceSelector).To(Equal("team=shop,env!=dev"))
 				g.Expect(r.can("watch", "", "namespaces", "")).To(BeTrue())
+				g.Expect(r.can("get", "", "namespaces", "")).To(BeFalse())
+				g.Expect(r.m.Get("ClusterRole", release+"-cluster")).NotTo(BeNil(), "the cluster-scoped role, for namespaces alone")
 			},
 		},
-		"replicas 3: leader election with its Lease, a PodDisruptionBudget, rolling updates": {
+		"replicas 3: leader election with its Lease named after the release, a PodDisruptionBudget, rolling updates": {
 			values: charttest.Values{"replicas": 3},
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.opts.LeaderElect).To(BeTrue())
+				g.Expect(r.opts.LeaderElectionID).To(Equal(release))
 				g.Expect(r.m.OfKind("PodDisruptionBudget")).To(HaveLen(1))
 				g.Expect(r.deploy.Spec.Strategy.Type).NotTo(Equal(appsv1.RecreateDeploymentStrategyType))
-				g.Expect(r.canNamed("get", "coordination.k8s.io", "leases", namespace, "nudge.dev")).To(BeTrue())
-				g.Expect(r.canNamed("update", "coordination.k8s.io", "leases", namespace, "nudge.dev")).To(BeTrue())
+				g.Expect(r.canNamed("get", "coordination.k8s.io", "leases", namespace, release)).To(BeTrue())
+				g.Expect(r.canNamed("update", "coordination.k8s.io", "leases", namespace, release)).To(BeTrue())
+				g.Expect(r.canNamed("update", "coordination.k8s.io", "leases", namespace, "nudge.dev")).To(BeFalse(), "not nudge's default Lease")
 				g.Expect(r.can("update", "coordination.k8s.io", "leases", namespace)).To(BeFalse(), "its own Lease alone")
 				g.Expect(r.can("create", "coordination.k8s.io", "leases", namespace)).To(BeTrue())
-				g.Expect(r.canNamed("update", "coordination.k8s.io", "leases", "shop", "nudge.dev")).To(BeFalse())
+				g.Expect(r.canNamed("update", "coordination.k8s.io", "leases", "shop", release)).To(BeFalse())
+			},
+		},
+		"fullnameOverride with leader election: the Lease takes that name": {
+			values: charttest.Values{"reloader": map[string]any{"enableHA": true}, "fullnameOverride": "platform-nudge"},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.LeaderElectionID).To(Equal("platform-nudge"))
+				g.Expect(r.canNamed("update", "coordination.k8s.io", "leases", namespace, "platform-nudge")).To(BeTrue())
+				g.Expect(r.canNamed("update", "coordination.k8s.io", "leases", namespace, release)).To(BeFalse())
 			},
 		},
 		"enableHA with one replica: leader election without a PodDisruptionBudget": {
@@ -199,13 +223,19 @@ func TestRender(t *testing.T) {
 				g.Expect(r.can("list", "batch", "jobs", "shop")).To(BeFalse())
 			},
 		},
-		"isArgoRollouts=false: no Rollouts, no CustomResourceDefinitions, no cluster-scoped role": {
+		"isArgoRollouts=false: no Rollouts, no permission on them": {
 			values: charttest.Values{"reloader": map[string]any{"isArgoRollouts": false}},
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.opts.Ignores("rollouts")).To(BeTrue())
 				g.Expect(r.can("list", "argoproj.io", "rollouts", "shop")).To(BeFalse())
-				g.Expect(r.can("list", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeFalse())
 				g.Expect(r.m.OfKind("ClusterRole")).To(HaveLen(1))
+			},
+		},
+		"isArgoRollouts null: Rollouts handled as with true": {
+			values: charttest.Values{"reloader": map[string]any{"isArgoRollouts": nil}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.Ignores("rollouts")).To(BeFalse())
+				g.Expect(r.can("patch", "argoproj.io", "rollouts", "shop")).To(BeTrue())
 			},
 		},
 		"Reloader's values become Reloader's flags": {
@@ -301,6 +331,18 @@ func TestRender(t *testing.T) {
 	}
 }
 
+// TestTwoReleasesNeverShareALease renders two releases with leader election
+// in one namespace: each elects with its own Lease, and may take only that.
+func TestTwoReleasesNeverShareALease(t *testing.T) {
+	g := NewWithT(t)
+	values := charttest.Values{"replicas": 2}
+	a, b := renderAs(t, "nudge", values), renderAs(t, "canary", values)
+	g.Expect(a.opts.LeaderElectionID).To(Equal("nudge"))
+	g.Expect(b.opts.LeaderElectionID).To(Equal("canary-nudge"))
+	g.Expect(a.canNamed("update", "coordination.k8s.io", "leases", namespace, b.opts.LeaderElectionID)).To(BeFalse())
+	g.Expect(b.canNamed("update", "coordination.k8s.io", "leases", namespace, a.opts.LeaderElectionID)).To(BeFalse())
+}
+
 func TestRenderRefuses(t *testing.T) {
 	tests := map[string]struct {
 		values charttest.Values
@@ -348,7 +390,13 @@ func TestRenderRefuses(t *testing.T) {
 
 func render(t *testing.T, values charttest.Values) rendered {
 	t.Helper()
-	r := rendered{m: charttest.Render(t, release, namespace, values)}
+	return renderAs(t, release, values)
+}
+
+// renderAs is render of the release named name.
+func renderAs(t *testing.T, name string, values charttest.Values) rendered {
+	t.Helper()
+	r := rendered{m: charttest.Render(t, name, namespace, values)}
 	deploys := r.m.OfKind("Deployment")
 	if len(deploys) != 1 {
 		t.Fatalf("Rendered %d Deployments, want 1", len(deploys))
@@ -384,8 +432,9 @@ func parseArgs(t *testing.T, args []string, namespace string) options.Options {
 }
 
 // checkInvariants checks what holds for every rendering: least privilege,
-// restricted pod security, leader election and PodDisruptionBudget with
-// several replicas, the ServiceMonitor only when asked for.
+// restricted pod security, leader election with a Lease named after the
+// release and a PodDisruptionBudget with several replicas, Argo Rollouts
+// handled unless isArgoRollouts=false, the ServiceMonitor only when asked for.
 func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	t.Helper()
 	g := NewWithT(t)
@@ -407,6 +456,17 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 			g.Expect(field).NotTo(ContainElement("*"), "%s: no wildcard", gr.holder)
 		}
 		g.Expect(rule.NonResourceURLs).To(BeEmpty())
+		g.Expect(rule.APIGroups).NotTo(ContainElement("apiextensions.k8s.io"), "%s: Argo Rollouts is found by discovery", gr.holder)
+		if slices.Contains(rule.Resources, "leases") && !slices.Equal(rule.Verbs, []string{"create"}) {
+			g.Expect(r.opts.LeaderElect).To(BeTrue(), "%s: Leases with leader election only", gr.holder)
+			g.Expect(gr.scope).To(Equal(namespace), gr.holder)
+			g.Expect(rule.ResourceNames).To(ConsistOf(r.opts.LeaderElectionID), "%s: its own Lease alone", gr.holder)
+		}
+		if slices.Contains(rule.APIGroups, "argoproj.io") {
+			g.Expect(r.opts.Ignores("rollouts")).To(BeFalse(), "%s: no permission on Rollouts nudge ignores", gr.holder)
+			g.Expect(rule.Resources).To(ConsistOf("rollouts"), gr.holder)
+			g.Expect(rule.Verbs).To(ConsistOf("list", "watch", "patch"), gr.holder)
+		}
 		g.Expect(rule.Verbs).NotTo(ContainElement(BeElementOf("escalate", "bind", "impersonate", "deletecollection")), gr.holder)
 		for _, res := range rule.Resources {
 			g.Expect(res).NotTo(Or(Equal("pods"), HavePrefix("pods/")), "%s: no Pods", gr.holder)
@@ -454,6 +514,10 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 		replicas = *r.deploy.Spec.Replicas
 	}
 	g.Expect(r.opts.LeaderElect).To(Equal(replicas > 1 || reloader["enableHA"] == true), "leader election")
+	if r.opts.LeaderElect {
+		g.Expect(r.opts.LeaderElectionID).To(Equal(r.deploy.Name), "the Lease named after the release's full name")
+	}
+	g.Expect(r.opts.Ignores("rollouts")).To(Equal(reloader["isArgoRollouts"] == false), "Argo Rollouts handled unless isArgoRollouts=false")
 	if replicas > 1 {
 		g.Expect(r.m.OfKind("PodDisruptionBudget")).To(HaveLen(1))
 	} else {

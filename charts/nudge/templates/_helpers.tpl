@@ -43,10 +43,11 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if or .Values.reloader.enableHA (gt (int .Values.replicas) 1) }}true{{ end }}
 {{- end }}
 
-{{/* "true" when nudge handles Argo Rollouts; see reloader.isArgoRollouts. */}}
+{{/* "true" when nudge handles Argo Rollouts: unless reloader.isArgoRollouts
+is false (null means true too). */}}
 {{- define "nudge.rollouts" -}}
 {{- $v := .Values.reloader.isArgoRollouts }}
-{{- if kindIs "bool" $v }}{{ if $v }}true{{ end }}{{ else if .Values.reloader.watchGlobally }}true{{ end }}
+{{- if or (not (kindIs "bool" $v)) $v }}true{{ end }}
 {{- end }}
 
 {{/* "true" when nudge re-creates Jobs. */}}
@@ -106,6 +107,9 @@ comma-separated string without blanks or empty entries. */}}
 {{- $args = append $args (printf "--kube-api-burst=%v" .Values.kubeAPI.burst) }}
 {{- if include "nudge.leaderElect" . }}
 {{- $args = append $args "--leader-elect" }}
+{{- /* The Lease is named after the release, as its Role grants it by name:
+       two releases in one namespace never share one. */}}
+{{- $args = append $args (printf "--leader-election-id=%s" (include "nudge.fullname" .)) }}
 {{- end }}
 {{- if not $r.watchGlobally }}
 {{- /* Expanded by the kubelet from the container's env, so the manifests

@@ -43,6 +43,8 @@ read is a list and watch of an informer: nudge never gets one object.
   verbs: ["update"]
 {{- end }}
 {{- if include "nudge.rollouts" . }}
+# Argo Rollouts, granted whether or not it is installed yet: nudge finds out
+# from API discovery, which needs no rule, and starts on them when it is.
 - apiGroups: ["argoproj.io"]
   resources: ["rollouts"]
   verbs: ["list", "watch", "patch"]

@@ -26,9 +26,12 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/discovery"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -82,23 +85,37 @@ func run(m *testing.M) int {
 var auto = map[string]string{"reloader.stakater.com/auto": "true"}
 
 // The Magnum spec's install: watchGlobally=false in one namespace. nudge
-// rolls there, and neither reads nor rolls the same workload next door.
+// rolls there, and neither reads nor rolls the same workload next door. Argo
+// Rollouts, installed after nudge started, is found by API discovery (no
+// cluster-wide permission) and its Rollouts in the namespace handled too.
 func TestNamespacedInstall(t *testing.T) {
 	g := NewWithT(t)
+	removeRolloutCRD(t) // whatever test ran before: installed after nudge starts
 	ns, other := namespace(t, "chart-ns-"), namespace(t, "chart-other-")
 	rel := install(t, "nudge", ns, charttest.Values{"reloader": map[string]any{"watchGlobally": false}})
 	n := start(t, rel)
+	g.Expect(n.logs()).To(ContainSubstring("Waiting for the API server to serve a kind"), "Argo Rollouts not installed yet")
 
 	app(t, ns, "web")
 	app(t, other, "web")
 	baselined(t, ns, "web")
+	installRolloutCRD(t)
+	rollout, outside := argoRollout(ns, "canary"), argoRollout(other, "canary")
+	g.Expect(k8s.Create(t.Context(), rollout)).To(Succeed())
+	g.Expect(k8s.Create(t.Context(), outside)).To(Succeed())
+	rolloutBaselined(t, rollout)
+
 	changeConfigMap(t, ns, "web")
 	changeConfigMap(t, other, "web")
 	g.Eventually(replicaSets(t, ns, "web")).WithTimeout(30*time.Second).Should(Equal(2), "a new ReplicaSet in the release namespace")
+	rolloutRolled(t, rollout)
 	g.Consistently(replicaSets(t, other, "web")).WithTimeout(5*time.Second).Should(Equal(1), "no rollout outside it")
 	var d appsv1.Deployment
 	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: other, Name: "web"}, &d)).To(Succeed())
 	g.Expect(d.Annotations).NotTo(HaveKey(controller.AppliedAnnotation), "never seen outside it")
+	g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(outside), outside)).To(Succeed())
+	g.Expect(outside.GetAnnotations()).NotTo(HaveKey(controller.AppliedAnnotation), "no Rollout seen outside it")
+	g.Expect(outside.GetGeneration()).To(Equal(int64(1)), "no Rollout rolled outside it")
 
 	n.stop(t)
 	n.expectNoForbidden(t)
@@ -109,16 +126,17 @@ func TestNamespacedInstall(t *testing.T) {
 	}
 }
 
-// The default install: ClusterRoles. With two replicas (leader election)
-// nudge rolls Deployments in any namespace, and Argo Rollouts once their CRD
-// appears.
+// The default install: a ClusterRole. With two replicas (leader election,
+// with a Lease named after the release) nudge rolls Deployments in any
+// namespace, and Argo Rollouts once their CRD appears.
 func TestGlobalInstall(t *testing.T) {
 	g := NewWithT(t)
+	removeRolloutCRD(t) // whatever test ran before: installed after nudge starts
 	ns, a, b := namespace(t, "chart-global-"), namespace(t, "chart-a-"), namespace(t, "chart-b-")
 	rel := install(t, "nudge-global", ns, charttest.Values{"replicas": 2})
 	g.Expect(rel.m.OfKind("PodDisruptionBudget")).To(HaveLen(1))
 	n := start(t, rel)
-	g.Expect(n.args).To(ContainElement("--leader-elect"))
+	g.Expect(n.args).To(ContainElements("--leader-elect", "--leader-election-id="+rel.deploy.Name))
 
 	app(t, a, "web")
 	app(t, b, "web")
@@ -127,22 +145,17 @@ func TestGlobalInstall(t *testing.T) {
 	g.Expect(k8s.Create(t.Context(), rollout)).To(Succeed())
 	baselined(t, a, "web")
 	baselined(t, b, "web")
-	g.Eventually(func() string {
-		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(rollout), rollout)).To(Succeed())
-		return rollout.GetAnnotations()[controller.AppliedAnnotation]
-	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "the Rollout baselined")
+	rolloutBaselined(t, rollout)
 
 	changeConfigMap(t, a, "web")
 	changeConfigMap(t, b, "web")
 	g.Eventually(replicaSets(t, a, "web")).WithTimeout(30*time.Second).Should(Equal(2), "a new ReplicaSet in %s", a)
 	g.Eventually(replicaSets(t, b, "web")).WithTimeout(30*time.Second).Should(Equal(2), "a new ReplicaSet in %s", b)
-	g.Eventually(func() int64 {
-		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(rollout), rollout)).To(Succeed())
-		return rollout.GetGeneration()
-	}).WithTimeout(30*time.Second).Should(Equal(int64(2)), "the Rollout's template rolled")
-	var lease coordinationv1.Lease
-	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "nudge.dev"}, &lease)).To(Succeed())
-	g.Expect(lease.Spec.HolderIdentity).To(HaveValue(Not(BeEmpty())), "nudge elected itself")
+	rolloutRolled(t, rollout)
+	var leases coordinationv1.LeaseList
+	g.Expect(k8s.List(t.Context(), &leases, client.InNamespace(ns))).To(Succeed())
+	g.Expect(leases.Items).To(ConsistOf(HaveField("Name", "nudge-global")), "one Lease, named after the release")
+	g.Expect(leases.Items[0].Spec.HolderIdentity).To(HaveValue(Not(BeEmpty())), "nudge elected itself")
 
 	n.stop(t)
 	n.expectNoForbidden(t)
@@ -259,7 +272,8 @@ type nudge struct {
 // start runs the nudge binary as the chart's Deployment would run it: its
 // args ($(POD_NAMESPACE) expanded as the kubelet does), POD_NAMESPACE, and
 // the ServiceAccount's token as its only credential. Only the metrics and
-// probe servers are off, as their ports could clash.
+// probe servers are off, as their ports could clash, and API discovery is
+// polled every second.
 func start(t *testing.T, r *release) *nudge {
 	t.Helper()
 	g := NewWithT(t)
@@ -282,7 +296,10 @@ func start(t *testing.T, r *release) *nudge {
 	for _, a := range c.Args {
 		args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", r.namespace))
 	}
-	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0")
+	// Discovery polled every second rather than every 30 s, for the tests
+	// that install Argo Rollouts after nudge.
+	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--discovery-interval=1s")
 	n := &nudge{args: args, log: filepath.Join(dir, "nudge.log"), done: make(chan error, 1)}
 	logFile, err := os.Create(n.log)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -404,16 +421,30 @@ func replicaSets(t *testing.T, ns, name string) func() int {
 	}
 }
 
+// rolloutCRD returns Argo Rollouts' CRD.
+func rolloutCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(charttest.Root(t), "test", "testdata", "argo-rollouts", "rollout-crd.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(b, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd
+}
+
 // installRolloutCRD installs Argo Rollouts' CRD and waits until it is
-// established.
+// established. The CRD is the plane's, shared by every test: it is removed
+// when t ends, so that a test that wants it installed after nudge starts
+// finds it absent (they also remove it first: see removeRolloutCRD).
 func installRolloutCRD(t *testing.T) {
 	t.Helper()
 	g := NewWithT(t)
-	b, err := os.ReadFile(filepath.Join(charttest.Root(t), "test", "testdata", "argo-rollouts", "rollout-crd.yaml"))
-	g.Expect(err).NotTo(HaveOccurred())
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	g.Expect(yaml.Unmarshal(b, crd)).To(Succeed())
+	crd := rolloutCRD(t)
 	g.Expect(client.IgnoreAlreadyExists(k8s.Create(t.Context(), crd))).To(Succeed())
+	t.Cleanup(func() { removeRolloutCRD(t) })
 	g.Eventually(func() bool {
 		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(crd), crd)).To(Succeed())
 		for _, c := range crd.Status.Conditions {
@@ -423,6 +454,54 @@ func installRolloutCRD(t *testing.T) {
 		}
 		return false
 	}).WithTimeout(30*time.Second).Should(BeTrue(), "the Rollout CRD established")
+}
+
+// removeRolloutCRD deletes Argo Rollouts' CRD, with every Rollout, and waits
+// until API discovery no longer serves argoproj.io/v1alpha1: nudge started
+// then must find Argo Rollouts not installed.
+func removeRolloutCRD(t *testing.T) {
+	t.Helper()
+	// Not t.Context(): also run from a cleanup, when it is done.
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if err := client.IgnoreNotFound(k8s.Delete(ctx, rolloutCRD(t))); err != nil {
+		t.Fatalf("Deleting the Rollout CRD: %v", err)
+	}
+	dc, err := discovery.NewDiscoveryClientForConfig(plane.Config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if err := k8s.Get(ctx, client.ObjectKey{Name: "rollouts.argoproj.io"}, &apiextensionsv1.CustomResourceDefinition{}); !apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		_, err := dc.ServerResourcesForGroupVersion(workload.RolloutGVK.GroupVersion().String())
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Fatalf("The Rollout CRD still served 60 s after its deletion: %v", err)
+	}
+}
+
+// rolloutBaselined waits until nudge has recorded the Rollout's applied
+// state.
+func rolloutBaselined(t *testing.T, rollout *unstructured.Unstructured) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func() string {
+		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(rollout), rollout)).To(Succeed())
+		return rollout.GetAnnotations()[controller.AppliedAnnotation]
+	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge's baseline of the Rollout %s/%s", rollout.GetNamespace(), rollout.GetName())
+}
+
+// rolloutRolled waits until nudge has rolled the Rollout's template once.
+func rolloutRolled(t *testing.T, rollout *unstructured.Unstructured) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Eventually(func() int64 {
+		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(rollout), rollout)).To(Succeed())
+		return rollout.GetGeneration()
+	}).WithTimeout(30*time.Second).Should(Equal(int64(2)), "the Rollout %s/%s's template rolled", rollout.GetNamespace(), rollout.GetName())
 }
 
 // argoRollout returns an Argo Rollout annotated reloader.stakater.com/auto
@@ -445,7 +524,7 @@ func argoRollout(ns, name string) *unstructured.Unstructured {
 // auditEvent is what the tests read of an audit.k8s.io/v1 Event.
 type auditEvent struct {
 	Verb, Resource, Namespace, Name, URI string
-	Code                                int
+	Code                                 int
 }
 
 // requestsOf returns the requests of user in the plane's audit log, and
