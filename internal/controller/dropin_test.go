@@ -1,20 +1,17 @@
 package controller_test
 
 import (
-	"os"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
@@ -110,28 +107,6 @@ func TestJobsAreRecreatedOnlyWhenAskedFor(t *testing.T) {
 	}
 }
 
-// rolloutCRD installs Argo Rollouts' CRD (shared by every test) and waits
-// until it is established.
-func rolloutCRD(e *env) {
-	e.t.Helper()
-	b, err := os.ReadFile("../../test/testdata/argo-rollouts/rollout-crd.yaml")
-	e.g.Expect(err).NotTo(HaveOccurred())
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	e.g.Expect(yaml.Unmarshal(b, crd)).To(Succeed())
-	if err := k8s.Create(e.ctx, crd); err != nil {
-		e.g.Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
-	}
-	e.g.Eventually(func() bool {
-		e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(crd), crd)).To(Succeed())
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	}).WithTimeout(30*time.Second).Should(BeTrue(), "the Rollout CRD established")
-}
-
 func argoRollout(ns, name string, annotations map[string]string, opts ...nt.PodOption) *unstructured.Unstructured {
 	d := nt.Deployment(ns, name, 1, annotations, opts...)
 	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&d.Spec)
@@ -152,7 +127,7 @@ func argoRollout(ns, name string, annotations map[string]string, opts ...nt.PodO
 // Reloader's rollout-strategy "restart".
 func TestArgoRollouts(t *testing.T) {
 	e := setup(t, true, nil) // started before the CRD may exist
-	rolloutCRD(e)
+	nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
 	// A second nudge started now finds the CRD at start.
 	ns2, err := plane.GenerateNamespace(e.ctx, "it-")
 	e.g.Expect(err).NotTo(HaveOccurred())

@@ -31,7 +31,7 @@ func TestEveryKind(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := setup(t, false, nil)
 			if name == "Rollout" {
-				rolloutCRD(e)
+				nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
 			}
 			e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.RolloutWindow = 0 })
 			obj := build(e.ns)

@@ -37,7 +37,6 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
@@ -421,39 +420,14 @@ func replicaSets(t *testing.T, ns, name string) func() int {
 	}
 }
 
-// rolloutCRD returns Argo Rollouts' CRD.
-func rolloutCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join(charttest.Root(t), "test", "testdata", "argo-rollouts", "rollout-crd.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(b, crd); err != nil {
-		t.Fatal(err)
-	}
-	return crd
-}
-
 // installRolloutCRD installs Argo Rollouts' CRD and waits until it is
 // established. The CRD is the plane's, shared by every test: it is removed
 // when t ends, so that a test that wants it installed after nudge starts
 // finds it absent (they also remove it first: see removeRolloutCRD).
 func installRolloutCRD(t *testing.T) {
 	t.Helper()
-	g := NewWithT(t)
-	crd := rolloutCRD(t)
-	g.Expect(client.IgnoreAlreadyExists(k8s.Create(t.Context(), crd))).To(Succeed())
 	t.Cleanup(func() { removeRolloutCRD(t) })
-	g.Eventually(func() bool {
-		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(crd), crd)).To(Succeed())
-		for _, c := range crd.Status.Conditions {
-			if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-				return true
-			}
-		}
-		return false
-	}).WithTimeout(30*time.Second).Should(BeTrue(), "the Rollout CRD established")
+	nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
 }
 
 // removeRolloutCRD deletes Argo Rollouts' CRD, with every Rollout, and waits
@@ -464,7 +438,7 @@ func removeRolloutCRD(t *testing.T) {
 	// Not t.Context(): also run from a cleanup, when it is done.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if err := client.IgnoreNotFound(k8s.Delete(ctx, rolloutCRD(t))); err != nil {
+	if err := client.IgnoreNotFound(k8s.Delete(ctx, nt.RolloutCRD(t))); err != nil {
 		t.Fatalf("Deleting the Rollout CRD: %v", err)
 	}
 	dc, err := discovery.NewDiscoveryClientForConfig(plane.Config())

@@ -1,0 +1,46 @@
+package nudgetest
+
+import (
+	_ "embed"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+)
+
+// rolloutCRD is Argo Rollouts' Rollout CRD; see testdata/argo-rollouts.
+//
+//go:embed testdata/argo-rollouts/rollout-crd.yaml
+var rolloutCRD []byte
+
+// RolloutCRD returns Argo Rollouts' Rollout CustomResourceDefinition
+// (v1.10.2), for tests of nudge's handling of Rollouts. No Argo Rollouts
+// controller runs in the tests.
+func RolloutCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.Unmarshal(rolloutCRD, crd); err != nil {
+		t.Fatalf("decoding the Rollout CRD: %v", err)
+	}
+	return crd
+}
+
+// InstallCRD creates crd with c (an existing one is fine) and waits up to
+// 30 s until it is established. c's scheme must know apiextensions/v1.
+func InstallCRD(t testing.TB, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) {
+	t.Helper()
+	g := NewWithT(t)
+	g.Expect(client.IgnoreAlreadyExists(c.Create(t.Context(), crd))).To(Succeed(), "creating CRD %s", crd.Name)
+	g.Eventually(func() bool {
+		g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(crd), crd)).To(Succeed())
+		for _, cond := range crd.Status.Conditions {
+			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "CRD %s established", crd.Name)
+}
