@@ -105,6 +105,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	newReconciler := func(k workload.Kind) *controller.Reconciler {
 		return &controller.Reconciler{
 			Client:        mgr.GetClient(),
+			APIReader:     mgr.GetAPIReader(),
 			Kind:          k,
 			Key:           key,
 			Recorder:      mgr.GetEventRecorder("nudge"),

@@ -163,6 +163,7 @@ func TestEnvVarsStrategy(t *testing.T) {
 	e.rolledTo("web", 1)
 	got := e.deployment("web")
 	e.g.Expect(got.Spec.Template.Spec.Containers[0].Env).To(BeEmpty(), "the sidecar does not use the Secret")
+	e.g.Expect(got.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example/side:1"), "the rest of the containers kept")
 	e.g.Expect(got.Spec.Template.Spec.Containers[1].Env).To(ConsistOf(And(
 		HaveField("Name", workload.EnvVarName(secretSource(e.ns, "db"))),
 		HaveField("Value", MatchRegexp(`^[A-Za-z0-9_-]{16}$`)),

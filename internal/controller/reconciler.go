@@ -52,6 +52,9 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API.
 	Client client.Client
+	// APIReader reads from the API directly, for the rare write that needs
+	// what the cache trims (see TrimWorkload).
+	APIReader client.Reader
 	// Kind is the workload kind reconciled.
 	Kind workload.Kind
 	// Key is the installation's fingerprint key.
@@ -161,7 +164,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		log.V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
-		if err := r.roll(ctx, obj, tmpl, d, in.Now); err != nil {
+		if err := r.roll(ctx, obj, d, in.Now); err != nil {
 			return r.retry(ctx, err)
 		}
 	}

@@ -2,15 +2,16 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
@@ -63,7 +64,7 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Ch
 
 // roll writes the trigger and the new applied state in one patch, in the way
 // the kind and the options call for, then records the rollout.
-func (r *Reconciler) roll(ctx context.Context, obj client.Object, tmpl *corev1.PodTemplateSpec, d rollout.Decision, now time.Time) error {
+func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Decision, now time.Time) error {
 	stamp := now.UTC().Format(time.RFC3339Nano)
 	c := r.stateChange(obj, d.Write)
 	if r.NotifyOnly {
@@ -75,7 +76,15 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, tmpl *corev1.P
 		return nil
 	}
 	c.Annotations[LastRolloutAnnotation] = &stamp
-	if job, ok := obj.(*batchv1.Job); ok {
+	if _, ok := obj.(*batchv1.Job); ok {
+		// The cache holds a trimmed pod template: re-create from the API's.
+		job := &batchv1.Job{}
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), job); err != nil {
+			return err
+		}
+		if job.ResourceVersion != obj.GetResourceVersion() {
+			return apierrors.NewConflict(batchv1.Resource("jobs"), job.Name, errors.New("the Job changed since it was read"))
+		}
 		if err := r.recreateJob(ctx, job, c, stamp, d); err != nil {
 			return err
 		}
@@ -87,9 +96,19 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, tmpl *corev1.P
 	case r.Kind == workload.Rollout && obj.GetAnnotations()[RolloutStrategyAnnotation] == "restart":
 		c.Spec = map[string]any{"restartAt": now.UTC().Format(time.RFC3339)}
 	case r.EnvVars:
-		containers := tmpl.Spec.Containers
+		// The cache holds trimmed containers: the whole list comes from the
+		// API, and the write is guarded by the version read there.
+		live := r.Kind.New()
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+			return err
+		}
+		if live.GetResourceVersion() != obj.GetResourceVersion() {
+			return apierrors.NewConflict(schema.GroupResource{Resource: r.Kind.Plural()}, obj.GetName(), errors.New("the workload changed since it was read"))
+		}
+		spec := &r.Kind.Template(live).Spec
+		containers := spec.Containers
 		for _, src := range d.Changed {
-			containers = workload.SetEnv(containers, workload.ContainerFor(&tmpl.Spec, src), workload.EnvVarName(src), d.Write.Entries[src].Digest)
+			containers = workload.SetEnv(containers, workload.ContainerFor(spec, src), workload.EnvVarName(src), d.Write.Entries[src].Digest)
 		}
 		c.Containers = containers
 	default:

@@ -98,9 +98,11 @@ var sourceChanged = predicate.Funcs{
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // TrimWorkload is the cache transform for workloads: it drops managedFields,
-// kubectl's last-applied-configuration annotation and the status, none of
-// which nudge reads. Other objects pass through unchanged but for
-// managedFields. It is idempotent.
+// kubectl's last-applied-configuration annotation, the status, and from the
+// pod template everything but what references a source (see trimPodSpec),
+// none of which nudge reads. A write that needs the whole object (the
+// env-vars strategy, re-creating a Job) reads it from the API first. Other
+// objects pass through unchanged but for managedFields. It is idempotent.
 func TrimWorkload(obj any) (any, error) {
 	if o, ok := obj.(client.Object); ok {
 		o.SetManagedFields(nil)
@@ -113,16 +115,57 @@ func TrimWorkload(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		o.Status = appsv1.DeploymentStatus{}
+		trimPodSpec(&o.Spec.Template.Spec)
 	case *appsv1.StatefulSet:
 		o.Status = appsv1.StatefulSetStatus{}
+		o.Spec.VolumeClaimTemplates = nil
+		trimPodSpec(&o.Spec.Template.Spec)
 	case *appsv1.DaemonSet:
 		o.Status = appsv1.DaemonSetStatus{}
+		trimPodSpec(&o.Spec.Template.Spec)
 	case *batchv1.CronJob:
 		o.Status = batchv1.CronJobStatus{}
+		trimPodSpec(&o.Spec.JobTemplate.Spec.Template.Spec)
 	case *batchv1.Job:
 		o.Status = batchv1.JobStatus{}
+		trimPodSpec(&o.Spec.Template.Spec)
 	case *unstructured.Unstructured:
 		delete(o.Object, "status")
 	}
 	return obj, nil
+}
+
+// trimPodSpec keeps of a pod spec what refs.FromPodSpec and
+// workload.ContainerFor read: containers' names, env, envFrom and volume
+// mount names, and the ConfigMap, Secret and projected volumes.
+func trimPodSpec(p *corev1.PodSpec) {
+	trimmed := corev1.PodSpec{
+		Containers:     trimContainers(p.Containers),
+		InitContainers: trimContainers(p.InitContainers),
+	}
+	for _, e := range p.EphemeralContainers {
+		trimmed.EphemeralContainers = append(trimmed.EphemeralContainers, corev1.EphemeralContainer{
+			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: e.Name, Env: e.Env, EnvFrom: e.EnvFrom}})
+	}
+	for _, v := range p.Volumes {
+		if v.ConfigMap != nil || v.Secret != nil || v.Projected != nil {
+			trimmed.Volumes = append(trimmed.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
+				ConfigMap: v.ConfigMap, Secret: v.Secret, Projected: v.Projected}})
+		}
+	}
+	*p = trimmed
+}
+
+func trimContainers(cs []corev1.Container) []corev1.Container {
+	if cs == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(cs))
+	for i, c := range cs {
+		out[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}
+		for _, m := range c.VolumeMounts {
+			out[i].VolumeMounts = append(out[i].VolumeMounts, corev1.VolumeMount{Name: m.Name})
+		}
+	}
+	return out
 }
