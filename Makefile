@@ -34,6 +34,13 @@ demo: kube-bins build
 	$(GO) build -o $(BIN)/demo ./hack/demo
 	$(BIN)/demo -nudge $(BIN)/nudge
 
+## bench: measure nudge at the default scale (see docs/performance.md): a
+## markdown table on stdout, $(BIN)/bench.json and $(BIN)/bench.md; add flags
+## with BENCH_FLAGS, e.g. BENCH_FLAGS=-scale-run.
+bench: kube-bins build
+	$(GO) build -o $(BIN)/bench ./hack/bench
+	$(BIN)/bench -json $(BIN)/bench.json -md $(BIN)/bench.md $(BENCH_FLAGS)
+
 clean:
 	rm -rf $(BIN)
 

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"nudge.dev/nudge/internal/testbed"
+)
+
+// adminUser is the user name of the testbed's admin identity, which the
+// benchmark uses.
+const adminUser = "testbed:admin"
+
+// stopGrace is how long the controller has to exit after SIGTERM.
+const stopGrace = 10 * time.Second
+
+// bench is one run in progress.
+type bench struct {
+	cfg     Config
+	res     *Results
+	layout  Layout
+	alloc   allocator
+	cs      kubernetes.Interface
+	changer *changer
+	watcher *Watcher
+	audit   *AuditLog
+	// adminWatches are the watches of the benchmark's own identity: a
+	// restarted watch of Deployments delays what the benchmark sees.
+	adminWatches *AuditLog
+	terminated   map[string]int // apiserver_terminated_watchers_total by resource, at the phase's start
+
+	kubeconfig string // the controller's
+	workDir    string
+	ctrl       *Controller
+	cpuOffset  float64 // CPU seconds of controller processes already stopped
+
+	phases   []Phase
+	phaseCPU float64 // total controller CPU when the current phase began
+}
+
+// run starts a plane, creates the population, runs the controller through
+// the scenarios and returns what it measured. The plane and the controller
+// are stopped before it returns.
+func run(ctx context.Context, cfg Config, command string) (res *Results, err error) {
+	res = &Results{
+		Controller:    cfg.ControllerName,
+		ControllerCmd: cfg.ControllerCmd,
+		Command:       command,
+		Binary:        binaryID(cfg.ControllerCmd),
+		Revision:      revision(),
+		Started:       time.Now(),
+		Machine:       machine(),
+		Scale: Scale{Namespaces: cfg.Namespaces, Secrets: cfg.Secrets, ConfigMaps: cfg.ConfigMaps,
+			Deployments: cfg.Deployments, FanOut: cfg.FanOut, SourceBytes: cfg.SourceBytes, Keys: cfg.Keys, ScaleRun: cfg.ScaleRun},
+	}
+	b := &bench{cfg: cfg, res: res, layout: newLayout(cfg), alloc: allocator{total: cfg.Deployments}}
+	if b.workDir = cfg.WorkDir; b.workDir == "" {
+		if b.workDir, err = os.MkdirTemp("", "nudge-bench-"); err != nil {
+			return nil, err
+		}
+	} else if err := os.MkdirAll(b.workDir, 0o755); err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cfg.Keep || err != nil || strings.Contains(cfg.ControllerCmd, "{pprof-addr}") {
+			logf("Kept the controller's log and kubeconfig in %s", b.workDir)
+		} else {
+			_ = os.RemoveAll(b.workDir)
+		}
+	}()
+
+	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	plane, err := testbed.Start(startCtx, testbed.Options{Mode: testbed.APIServer, AuditLog: true, BinDir: cfg.BinDir, Logf: logf})
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if b.ctrl != nil {
+			err = errors.Join(err, b.ctrl.Stop(stopGrace))
+		}
+		err = errors.Join(err, plane.Stop(cfg.Keep || err != nil))
+	}()
+	if err := b.connect(ctx, plane); err != nil {
+		return nil, err
+	}
+	data := newContent(cfg.Keys, cfg.SourceBytes)
+	b.changer = &changer{cs: b.cs, data: data}
+	if res.Population, err = populate(ctx, b.cs, cfg, b.layout, data); err != nil {
+		return nil, err
+	}
+
+	if err := b.sync(ctx); err != nil {
+		return res, err
+	}
+	if err := b.idle(ctx); err != nil {
+		return res, err
+	}
+	scenarios := map[string]func(context.Context) error{
+		"latency": b.latency, "fanout": b.fanout, "burst": b.burst,
+		"noop": b.noop, "coalesce": b.coalesce, "downtime": b.downtime,
+	}
+	for _, name := range allScenarios {
+		if !cfg.Has(name) {
+			continue
+		}
+		if err := scenarios[name](ctx); err != nil {
+			return res, fmt.Errorf("scenario %s: %w", name, err)
+		}
+		if err := b.ctrl.Exited(); err != nil {
+			return res, fmt.Errorf("after scenario %s: %w", name, err)
+		}
+	}
+	if res.Process == nil {
+		s, err := b.ctrl.Stats()
+		if err != nil {
+			return res, err
+		}
+		res.Process = processResult(s)
+	}
+	if err := b.endPhase(); err != nil {
+		return res, err
+	}
+	if n := b.layout.Shared(); n > 1 {
+		res.Notes = append(res.Notes, fmt.Sprintf("Sources are shared by up to %d Deployments (fewer than 2 Secrets and 2 ConfigMaps per Deployment in a namespace): a change rolls each of them, and the scenarios expect it.", n))
+	}
+	if b.alloc.wrapped {
+		res.Notes = append(res.Notes, "The scenarios needed more Deployments than the population has: some Deployments changed in two scenarios.")
+	}
+	res.Machine.LoadEnd = loadAvg()
+	res.Seconds = seconds(time.Since(res.Started))
+	res.Targets = targets(res)
+	return res, nil
+}
+
+// connect builds the admin client, writes the controller's kubeconfig, opens
+// the audit log and starts the Deployment watch.
+func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
+	admin := plane.Config()
+	admin.QPS, admin.Burst = 1e5, 1e5 // the creators must never wait on the client
+	cs, err := kubernetes.NewForConfig(admin)
+	if err != nil {
+		return err
+	}
+	b.cs = cs
+	user, err := plane.UserConfig(b.cfg.ControllerUser, b.cfg.ControllerGroup)
+	if err != nil {
+		return err
+	}
+	b.kubeconfig = filepath.Join(b.workDir, "controller.kubeconfig")
+	if err := writeKubeconfig(b.kubeconfig, b.cfg.ControllerUser, user); err != nil {
+		return err
+	}
+	b.audit = newAuditLog(plane.AuditLogPath(), b.cfg.ControllerUser, "")
+	b.adminWatches = newAuditLog(plane.AuditLogPath(), adminUser, "watch")
+	b.watcher, err = startWatcher(ctx, cs, b.cfg.BaselineAnnotation)
+	return err
+}
+
+// prof returns the profiler of the running controller.
+func (b *bench) prof() profiler {
+	return profiler{base: b.ctrl.pprofURL, dir: b.workDir}
+}
+
+// startController starts the controller under test and logs to
+// controller.log in the work directory.
+func (b *bench) startController() error {
+	c, err := startController(b.cfg.ControllerCmd, b.kubeconfig, filepath.Join(b.workDir, "controller.log"))
+	if err != nil {
+		return err
+	}
+	b.ctrl = c
+	return nil
+}
+
+// stopController stops the controller, first adding its CPU time to the
+// offset so that phases keep counting the controller's total.
+func (b *bench) stopController() (ProcStats, error) {
+	s, err := b.ctrl.Stats()
+	if err != nil {
+		return s, err
+	}
+	b.cpuOffset += s.CPUSeconds
+	return s, b.ctrl.Stop(stopGrace)
+}
+
+// cpu returns the CPU seconds of every controller process so far; the
+// current one's only while it runs.
+func (b *bench) cpu() float64 {
+	if b.ctrl == nil || b.ctrl.Exited() != nil {
+		return b.cpuOffset
+	}
+	s, err := b.ctrl.Stats()
+	if err != nil {
+		return b.cpuOffset
+	}
+	return b.cpuOffset + s.CPUSeconds
+}
+
+// phase ends the current phase and begins one named name.
+func (b *bench) phase(name string) error {
+	if err := b.endPhase(); err != nil {
+		return err
+	}
+	logf("Phase %s (load %s)", name, loadAvg())
+	b.phases = append(b.phases, Phase{Name: name, From: time.Now(), Load: loadAvg()})
+	b.phaseCPU = b.cpu()
+	b.terminated = terminatedWatchers(context.Background(), b.cs)
+	return nil
+}
+
+// endPhase closes the current phase, if any, with the controller's
+// requests, CPU and the rollouts seen in it.
+func (b *bench) endPhase() error {
+	if len(b.phases) == 0 || !b.phases[len(b.phases)-1].To.IsZero() {
+		return nil
+	}
+	p := &b.phases[len(b.phases)-1]
+	p.To = time.Now()
+	p.CPUSeconds = round(b.cpu()-b.phaseCPU, 2)
+	if err := b.audit.Read(); err != nil {
+		return err
+	}
+	p.Requests = countRequests(b.audit.Between(p.From, p.To))
+	if err := b.adminWatches.Read(); err != nil {
+		return err
+	}
+	p.BenchWatchRestarts = countRequests(b.adminWatches.Between(p.From, p.To))["watch deployments"]
+	for resource, n := range terminatedWatchers(context.Background(), b.cs) {
+		if d := n - b.terminated[resource]; d > 0 {
+			if p.TerminatedWatchers == nil {
+				p.TerminatedWatchers = Counts{}
+			}
+			p.TerminatedWatchers[resource] = d
+		}
+	}
+	p.Rollouts = len(b.rollouts(p.From, p.To))
+	if p.Rollouts > 0 {
+		p.WritesPerRollout = round(float64(p.Requests.Of("deployments", "patch", "update"))/float64(p.Rollouts), 2)
+		p.EventsPerRollout = round(float64(p.Requests.Of("events", "create", "patch"))/float64(p.Rollouts), 2)
+	}
+	b.res.Phases = append(b.res.Phases[:0], b.phases...)
+	return nil
+}
+
+// rollouts returns the rollouts seen after from and not after to, but the
+// probe's.
+func (b *bench) rollouts(from, to time.Time) []Rollout {
+	var out []Rollout
+	for _, r := range b.watcher.RolloutsBetween(from, to) {
+		if r.Key != probeNamespace+"/"+probeName {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// writeKubeconfig writes a kubeconfig at path for cfg's client certificate.
+func writeKubeconfig(path, user string, cfg *rest.Config) error {
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["bench"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData}
+	kc.Contexts["bench"] = &clientcmdapi.Context{Cluster: "bench", AuthInfo: user}
+	kc.CurrentContext = "bench"
+	return clientcmd.WriteToFile(*kc, path)
+}
+
+func processResult(s ProcStats) *ProcessResult {
+	return &ProcessResult{RSSMiB: mib(s.RSSBytes), PeakRSSMiB: mib(s.PeakBytes), CPUSeconds: round(s.CPUSeconds, 2), Threads: s.Threads}
+}
+
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+func ptrSeconds(d time.Duration) *float64 {
+	s := seconds(d)
+	return &s
+}
+
+// terminatedWatchers returns kube-apiserver's apiserver_terminated_watchers_total
+// by resource: watches it closed because their client did not keep up.
+func terminatedWatchers(ctx context.Context, cs kubernetes.Interface) map[string]int {
+	out := map[string]int{}
+	data, err := cs.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return out
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if !strings.HasPrefix(line, "apiserver_terminated_watchers_total{") {
+			continue
+		}
+		labels, value, _ := strings.Cut(strings.TrimPrefix(line, "apiserver_terminated_watchers_total{"), "} ")
+		resource := ""
+		for _, l := range strings.Split(labels, ",") {
+			if v, ok := strings.CutPrefix(l, "resource="); ok {
+				resource = strings.Trim(v, `"`)
+			}
+		}
+		n, _ := strconv.ParseFloat(strings.TrimSpace(value), 64)
+		out[resource] += int(n)
+	}
+	return out
+}

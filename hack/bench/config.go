@@ -1,0 +1,182 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Config is one benchmark run: the population, the scenarios and the
+// controller under test. Counts of sources are per namespace; counts of
+// Deployments are totals.
+type Config struct {
+	// Population.
+	Namespaces  int // namespaces holding the sources and Deployments
+	Secrets     int // Secrets per namespace
+	ConfigMaps  int // ConfigMaps per namespace
+	Deployments int // Deployments over all namespaces, each using 2 Secrets and 2 ConfigMaps
+	SourceBytes int // bytes of data per source
+	Keys        int // keys per source, sharing SourceBytes
+	FanOut      int // Deployments using the single fan-out ConfigMap (own namespace)
+
+	// Scenarios and their sizes.
+	Scenarios   []string
+	Latency     int           // sequential single changes
+	Burst       int           // Secrets changed at once
+	NoOp        int           // label-only changes
+	Coalesce    int           // changes to one ConfigMap ...
+	CoalesceGap time.Duration // ... this far apart
+	Downtime    int           // changes while the controller is stopped
+
+	// Timing.
+	Idle          time.Duration // quiet time after sync before idle figures
+	Settle        time.Duration // quiet time that catches unwanted rollouts
+	Window        time.Duration // controller's rollout window: wait for trailing rollouts
+	ChangeTimeout time.Duration // wait for one change's rollout
+	WaitTimeout   time.Duration // wait for many rollouts (fan-out, burst)
+	DowntimeWait  time.Duration // wait for the changes made while the controller was stopped
+	SyncTimeout   time.Duration // wait from start to synced
+
+	// Controller under test.
+	ControllerCmd      string
+	ControllerName     string // column name in reports
+	ControllerUser     string
+	ControllerGroup    string
+	BaselineAnnotation string // metadata annotation a first-sight write sets ("" = none)
+
+	// Harness.
+	Creators       int           // parallel creators
+	JSON           string        // JSON output path
+	MD             string        // markdown output path
+	WorkDir        string        // controller logs and kubeconfig; temporary when empty
+	Keep           bool          // keep the plane's and controller's logs
+	ProfileSeconds time.Duration // CPU profile of the start, with {pprof-addr}
+	ScaleRun       bool          // preset, see scalePreset
+	BinDir         string        // control-plane binaries (testbed default when empty)
+}
+
+// allScenarios lists every scenario in the order they run. "sync" and
+// "idle" always run: every other scenario needs a synced controller.
+var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime"}
+
+// defaultControllerCmd runs bin/nudge as it ships, apart from the addresses
+// of its servers (free ports, so that runs never collide).
+const defaultControllerCmd = "bin/nudge --kubeconfig {kubeconfig} --system-namespace nudge-system " +
+	"--metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr}"
+
+// parseConfig returns the configuration of args. -scale-run sets the scale
+// run's preset for every flag not given explicitly.
+func parseConfig(args []string) (Config, error) {
+	var c Config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.IntVar(&c.Namespaces, "namespaces", 10, "namespaces holding the sources and Deployments")
+	fs.IntVar(&c.Secrets, "secrets", 200, "Secrets per namespace")
+	fs.IntVar(&c.ConfigMaps, "configmaps", 200, "ConfigMaps per namespace")
+	fs.IntVar(&c.Deployments, "deployments", 1000, "Deployments in all, spread over the namespaces; each uses 2 Secrets and 2 ConfigMaps")
+	fs.IntVar(&c.SourceBytes, "source-bytes", 8192, "bytes of data in each source")
+	fs.IntVar(&c.Keys, "keys", 4, "keys in each source")
+	fs.IntVar(&c.FanOut, "fanout", 500, "Deployments sharing the fan-out ConfigMap, in a namespace of their own (0: no fan-out scenario)")
+	scenarios := fs.String("scenarios", strings.Join(allScenarios, ","), "comma-separated scenarios after sync and idle: "+strings.Join(allScenarios, ", "))
+	fs.IntVar(&c.Latency, "latency", 100, "sequential single changes in the latency scenario")
+	fs.IntVar(&c.Burst, "burst", 200, "Secrets changed at once in the burst scenario")
+	fs.IntVar(&c.NoOp, "noop", 100, "label-only changes in the no-op scenario")
+	fs.IntVar(&c.Coalesce, "coalesce", 10, "changes to one ConfigMap in the coalescing scenario")
+	fs.DurationVar(&c.CoalesceGap, "coalesce-gap", 50*time.Millisecond, "time between the coalescing scenario's changes")
+	fs.IntVar(&c.Downtime, "downtime", 20, "changes made while the controller is stopped")
+	fs.DurationVar(&c.Idle, "idle", 10*time.Second, "quiet time after sync before the idle figures are taken")
+	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "quiet time after a scenario that catches unwanted rollouts")
+	fs.DurationVar(&c.Window, "window", 5*time.Second, "the controller's rollout window (trailing rollouts are awaited this long)")
+	fs.DurationVar(&c.ChangeTimeout, "change-timeout", 10*time.Second, "wait for the rollout of one change before counting a miss")
+	fs.DurationVar(&c.WaitTimeout, "wait-timeout", 90*time.Second, "wait for the rollouts of the fan-out and burst scenarios")
+	fs.DurationVar(&c.DowntimeWait, "downtime-timeout", 30*time.Second, "wait after the restart for the changes made while the controller was stopped")
+	fs.DurationVar(&c.SyncTimeout, "sync-timeout", 5*time.Minute, "wait from the controller's start until it is synced")
+	fs.StringVar(&c.ControllerCmd, "controller-cmd", defaultControllerCmd, "command line of the controller under test, run by sh -c 'exec …'; {kubeconfig} is its kubeconfig, {metrics-addr}, {probe-addr} and {pprof-addr} free 127.0.0.1 addresses (/readyz is polled at {probe-addr}; profiles are taken from {pprof-addr})")
+	fs.StringVar(&c.ControllerName, "name", "", "name of the controller in reports (default: the command's first word)")
+	fs.StringVar(&c.ControllerUser, "controller-user", "nudge-bench", "user name of the controller's client certificate")
+	fs.StringVar(&c.ControllerGroup, "controller-group", "system:masters", "group of the controller's client certificate")
+	fs.StringVar(&c.BaselineAnnotation, "baseline-annotation", "nudge.dev/applied-fingerprint", `metadata annotation the controller writes at first sight; synced waits until every workload has it, if the controller writes it at all ("" to skip)`)
+	fs.IntVar(&c.Creators, "creators", 32, "parallel creators of the objects")
+	fs.StringVar(&c.JSON, "json", "", "write the results as JSON to this file")
+	fs.StringVar(&c.MD, "md", "", "write the markdown report to this file too")
+	fs.StringVar(&c.WorkDir, "workdir", "", "directory for the controller's kubeconfig and log (temporary when empty)")
+	fs.BoolVar(&c.Keep, "keep", false, "keep the plane's logs (audit log included) and the work directory")
+	fs.DurationVar(&c.ProfileSeconds, "profile", 10*time.Second, "with {pprof-addr} in -controller-cmd: length of the CPU profile of the start (fan-out and burst get 4 s each, idle a heap profile), saved in the work directory")
+	fs.BoolVar(&c.ScaleRun, "scale-run", false, "scale run: 100 namespaces × (200 Secrets + 200 ConfigMaps), 10,000 Deployments; sync, idle and latency (flags given explicitly win)")
+	fs.StringVar(&c.BinDir, "kube-bins", "", "directory of the control-plane binaries (default: the testbed's)")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	c.Scenarios = splitList(*scenarios)
+	if c.ScaleRun {
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		scalePreset(&c, set)
+	}
+	if c.ControllerName == "" {
+		c.ControllerName = strings.Fields(c.ControllerCmd + " controller")[0]
+		c.ControllerName = c.ControllerName[strings.LastIndex(c.ControllerName, "/")+1:]
+	}
+	return c, c.validate()
+}
+
+// scalePreset sets the scale run's values of every flag not in set.
+func scalePreset(c *Config, set map[string]bool) {
+	preset := map[string]func(){
+		"namespaces":   func() { c.Namespaces = 100 },
+		"secrets":      func() { c.Secrets = 200 },
+		"configmaps":   func() { c.ConfigMaps = 200 },
+		"deployments":  func() { c.Deployments = 10000 },
+		"fanout":       func() { c.FanOut = 0 },
+		"scenarios":    func() { c.Scenarios = []string{"latency"} },
+		"sync-timeout": func() { c.SyncTimeout = 10 * time.Minute },
+	}
+	for name, apply := range preset {
+		if !set[name] {
+			apply()
+		}
+	}
+}
+
+func (c *Config) validate() error {
+	var errs []error
+	if c.Namespaces < 1 || c.Secrets < 2 || c.ConfigMaps < 2 || c.Deployments < 1 {
+		errs = append(errs, errors.New("-namespaces and -deployments must be at least 1, -secrets and -configmaps at least 2"))
+	}
+	if c.Keys < 1 || c.SourceBytes < c.Keys*16 {
+		errs = append(errs, errors.New("-keys must be at least 1 and -source-bytes at least 16 per key"))
+	}
+	for _, s := range c.Scenarios {
+		if !slices.Contains(allScenarios, s) {
+			errs = append(errs, fmt.Errorf("unknown scenario %q (known: %s)", s, strings.Join(allScenarios, ", ")))
+		}
+	}
+	if c.Has("fanout") && c.FanOut < 1 {
+		errs = append(errs, errors.New("the fanout scenario needs -fanout of at least 1"))
+	}
+	if !strings.Contains(c.ControllerCmd, "{kubeconfig}") {
+		errs = append(errs, errors.New("-controller-cmd must contain {kubeconfig}"))
+	}
+	if c.Creators < 1 {
+		errs = append(errs, errors.New("-creators must be at least 1"))
+	}
+	return errors.Join(errs...)
+}
+
+// Has reports whether scenario runs.
+func (c *Config) Has(scenario string) bool { return slices.Contains(c.Scenarios, scenario) }
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}

@@ -1,0 +1,189 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// figure is one line of the report: a scenario, what is measured, the value,
+// and the load when the scenario began.
+type figure struct {
+	scenario, name, value string
+	load                  *Load
+}
+
+// figures returns the figures of res in report order.
+func figures(res *Results) []figure {
+	var fs []figure
+	add := func(scenario, name string, load *Load, format string, args ...any) {
+		fs = append(fs, figure{scenario, name, fmt.Sprintf(format, args...), load})
+	}
+	if s := res.Sync; s != nil {
+		add("sync", "ready / probe rolled / all baselined / synced (s from start)", &s.Load, "%s / %s / %s / %s",
+			optSeconds(s.ReadySeconds), optSeconds(s.ProbeRolledSeconds), optSeconds(s.AllBaselinedSeconds), optSeconds(s.SyncedSeconds))
+		add("sync", "first-sight writes (baselines)", &s.Load, "%d of %d workloads", s.BaselinesWritten, s.Workloads)
+		add("sync", "rollouts at first start", &s.Load, "%d", s.FirstStartRollouts)
+	}
+	if i := res.Idle; i != nil {
+		add("idle", "RSS (anonymous) / peak RSS", &i.Load, "%.1f (%.1f) / %.1f MiB", i.RSSMiB, i.AnonRSSMiB, i.PeakRSSMiB)
+		add("idle", "CPU since start / during idle", &i.Load, "%.2f / %.2f s (%.0f s idle)", i.CPUSeconds, i.IdleCPUSeconds, i.Seconds)
+	}
+	if l := res.Latency; l != nil {
+		add("latency", fmt.Sprintf("%d changes: p50 / p90 / p99 / max", l.Changes), &l.Load, "%.1f / %.1f / %.1f / %.1f ms",
+			l.Latency.P50, l.Latency.P90, l.Latency.P99, l.Latency.Max)
+		add("latency", "misses / rollouts of other workloads", &l.Load, "%d / %d", l.Misses, l.OtherRollouts)
+		add("latency", "the benchmark's patch round trip p50 / p99", &l.Load, "%.1f / %.1f ms", l.PatchRTT.P50, l.PatchRTT.P99)
+	}
+	many := func(scenario, what string, m *ManyResult) {
+		if m == nil {
+			return
+		}
+		add(scenario, what+": all rolled (first / p50)", &m.Load, "%s s (%s / %s s), %d misses",
+			optSeconds(m.AllSeconds), optSeconds(m.FirstSeconds), optSeconds(m.P50Seconds), m.Misses)
+		add(scenario, "changes sent in / rollouts of other workloads", &m.Load, "%.3f s / %d", m.SentSeconds, m.OtherRollouts)
+	}
+	if f := res.FanOut; f != nil {
+		many("fanout", fmt.Sprintf("1 ConfigMap → %d Deployments", f.Workloads), f)
+	}
+	if b := res.Burst; b != nil {
+		many("burst", fmt.Sprintf("%d Secrets at once", b.Changes), b)
+	}
+	if n := res.NoOp; n != nil {
+		add("noop", fmt.Sprintf("rollouts from %d label-only changes", n.Changes), &n.Load, "%d", n.Rollouts)
+	}
+	if c := res.Coalesce; c != nil {
+		add("coalesce", fmt.Sprintf("rollouts from %d changes %.0f ms apart (s after the first)", c.Changes, c.GapMS), &c.Load, "%d (%s)", c.Rollouts, floats(c.RolloutSeconds))
+	}
+	if d := res.Downtime; d != nil {
+		add("downtime", fmt.Sprintf("%d changes while stopped: caught / all caught after restart", d.Changes), &d.Load, "%d/%d / %s s", d.Caught, d.Workloads, optSeconds(d.AllSeconds))
+		add("downtime", "ready after restart / rollouts of other workloads", &d.Load, "%s s / %d", optSeconds(d.ReadySeconds), d.OtherRollouts)
+	}
+	if p := res.Process; p != nil {
+		add("end", "RSS / peak RSS / CPU of the first process at its end", nil, "%.1f / %.1f MiB / %.2f s", p.RSSMiB, p.PeakRSSMiB, p.CPUSeconds)
+	}
+	return fs
+}
+
+// markdown renders one run.
+func markdown(res *Results) string {
+	var b strings.Builder
+	m := res.Machine
+	fmt.Fprintf(&b, "## %s, %s\n\n", res.Controller, res.Started.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintf(&b, "- machine: %d CPUs (%s), %.1f GiB, Linux %s, %s; load %s at start, %s at end\n",
+		m.CPUs, m.CPUModel, float64(m.MemoryMiB)/1024, m.Kernel, m.Go, m.LoadStart, m.LoadEnd)
+	fmt.Fprintf(&b, "- command: `%s`\n", res.Command)
+	fmt.Fprintf(&b, "- controller: `%s`", res.ControllerCmd)
+	if res.Binary != "" {
+		fmt.Fprintf(&b, " (%s)", res.Binary)
+	}
+	if res.Revision != "" {
+		fmt.Fprintf(&b, ", tree %s", res.Revision)
+	}
+	b.WriteString("\n")
+	fmt.Fprintf(&b, "- population: %s; created in %.1f s; run %.0f s\n\n", population(res), res.Population.Seconds, res.Seconds)
+	b.WriteString("| scenario | figure | value | load at start |\n|---|---|---|---|\n")
+	for _, f := range figures(res) {
+		load := ""
+		if f.load != nil {
+			load = f.load.String()
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.scenario, f.name, f.value, load)
+	}
+	b.WriteString("\n| target | wanted | measured | met |\n|---|---|---|---|\n")
+	for _, t := range res.Targets {
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, t.Target, t.Value, met(t.Met))
+	}
+	b.WriteString("\nThe controller's API requests (audit log, its own identity), by phase:\n\n")
+	b.WriteString("| phase | s | load at start | controller CPU s | rollouts | writes / Events per rollout | requests | watches closed by the API server |\n|---|---|---|---|---|---|---|---|\n")
+	for _, p := range res.Phases {
+		per := "—"
+		if p.Rollouts > 0 {
+			per = fmt.Sprintf("%.2f / %.2f", p.WritesPerRollout, p.EventsPerRollout)
+		}
+		closed := "none"
+		if len(p.TerminatedWatchers) > 0 {
+			closed = p.TerminatedWatchers.Resources()
+		}
+		if p.BenchWatchRestarts > 0 {
+			closed += fmt.Sprintf(" (the benchmark's restarted %d)", p.BenchWatchRestarts)
+		}
+		fmt.Fprintf(&b, "| %s | %.1f | %s | %.2f | %d | %s | %s | %s |\n", p.Name, p.To.Sub(p.From).Seconds(), p.Load, p.CPUSeconds, p.Rollouts, per, p.Requests, closed)
+	}
+	for _, n := range res.Notes {
+		fmt.Fprintf(&b, "\nNote: %s\n", n)
+	}
+	return b.String()
+}
+
+// compare renders several runs side by side, one column each.
+func compare(runs []*Results) string {
+	var b strings.Builder
+	b.WriteString("| scenario | figure |")
+	for _, r := range runs {
+		fmt.Fprintf(&b, " %s |", r.Controller)
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(runs)) + "\n")
+	type key struct{ scenario, name string }
+	order := []key{{"run", "load at start → end (1, 5, 15 min)"}}
+	values := map[key][]string{order[0]: make([]string, len(runs))}
+	for i, r := range runs {
+		values[order[0]][i] = r.Machine.LoadStart.String() + " → " + r.Machine.LoadEnd.String()
+		for _, f := range figures(r) {
+			k := key{f.scenario, f.name}
+			if _, ok := values[k]; !ok {
+				order = append(order, k)
+				values[k] = make([]string, len(runs))
+			}
+			values[k][i] = f.value
+		}
+		for _, p := range r.Phases {
+			k := key{"requests", p.Name}
+			if _, ok := values[k]; !ok {
+				order = append(order, k)
+				values[k] = make([]string, len(runs))
+			}
+			values[k][i] = p.Requests.String()
+		}
+	}
+	for _, k := range order {
+		fmt.Fprintf(&b, "| %s | %s |", k.scenario, k.name)
+		for _, v := range values[k] {
+			fmt.Fprintf(&b, " %s |", v)
+		}
+		b.WriteString("\n")
+	}
+	b.WriteString("\n")
+	for _, r := range runs {
+		fmt.Fprintf(&b, "- %s: `%s`, load %s → %s, population %s\n", r.Controller, r.Command, r.Machine.LoadStart, r.Machine.LoadEnd, population(r))
+	}
+	return b.String()
+}
+
+func population(res *Results) string {
+	s := res.Scale
+	out := fmt.Sprintf("%d namespaces × (%d Secrets + %d ConfigMaps of %d bytes in %d keys), %d Deployments using 2 of each",
+		s.Namespaces, s.Secrets, s.ConfigMaps, s.SourceBytes, s.Keys, s.Deployments)
+	if s.FanOut > 0 {
+		out += fmt.Sprintf(", %d fan-out Deployments sharing 1 ConfigMap", s.FanOut)
+	}
+	return out + ", 1 probe"
+}
+
+func met(m *bool) string {
+	switch {
+	case m == nil:
+		return "not measured"
+	case *m:
+		return "yes"
+	default:
+		return "**no**"
+	}
+}
+
+func floats(fs []float64) string {
+	parts := make([]string, len(fs))
+	for i, f := range fs {
+		parts[i] = fmt.Sprintf("%.3f", f)
+	}
+	return strings.Join(parts, ", ")
+}

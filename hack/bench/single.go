@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// latency changes cfg.Latency sources one after another, each used by one
+// Deployment, and times each from sending the patch to seeing the
+// Deployment's pod template change. Change i changes source (i div 4) mod 4
+// of Deployment i of its range, so that both kinds are changed in each of
+// the four ways.
+func (b *bench) latency(ctx context.Context) error {
+	res := &LatencyResult{Load: loadAvg(), Changes: b.cfg.Latency}
+	b.res.Latency = res
+	if err := b.phase("latency"); err != nil {
+		return err
+	}
+	begin := time.Now()
+	var lats, rtts []time.Duration
+	byWay := map[string][]time.Duration{}
+	expected := map[string]bool{}
+	for i, g := range b.alloc.take(b.cfg.Latency) {
+		use := b.layout.Uses(g)[(i/4)%4]
+		key := b.layout.Deployment(g).String()
+		for _, k := range b.layout.Users(use.Source) {
+			expected[k] = true
+		}
+		sent, rtt, err := b.changer.Change(ctx, use.Source)
+		if err != nil {
+			return err
+		}
+		rtts = append(rtts, rtt)
+		rolled, missing := b.watcher.WaitRolled(ctx, []string{key}, sent, b.cfg.ChangeTimeout)
+		if len(missing) > 0 {
+			res.Misses++
+			logf("Missed: %s (%s) did not roll within %v of a change of %s", key, use.Way, b.cfg.ChangeTimeout, use.Source)
+			continue
+		}
+		lat := rolled[key].Sub(sent)
+		lats = append(lats, lat)
+		way := use.Source.Kind + " " + use.Way.String()
+		byWay[way] = append(byWay[way], lat)
+	}
+	if err := b.settle(ctx, b.cfg.Settle); err != nil {
+		return err
+	}
+	res.OtherRollouts = unexpected(b.rollouts(begin, time.Now()), expected)
+	res.Latency, res.PatchRTT = distribution(lats), distribution(rtts)
+	res.ByWay = map[string]Distribution{}
+	for way, ds := range byWay {
+		res.ByWay[way] = distribution(ds)
+	}
+	logf("Latency: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d misses, %d other rollouts",
+		res.Latency.P50, res.Latency.P90, res.Latency.P99, res.Latency.Max, res.Misses, res.OtherRollouts)
+	return nil
+}
+
+// noop changes only a label of cfg.NoOp sources (Secrets and ConfigMaps in
+// turn), each used by one Deployment, and counts the rollouts that follow,
+// waiting cfg.Settle after the last: there must be none.
+func (b *bench) noop(ctx context.Context) error {
+	res := &NoOpResult{Load: loadAvg(), Changes: b.cfg.NoOp}
+	b.res.NoOp = res
+	if err := b.phase("noop"); err != nil {
+		return err
+	}
+	begin := time.Now()
+	for i, g := range b.alloc.take(b.cfg.NoOp) {
+		use := b.layout.Uses(g)[i%2]
+		if err := b.changer.Relabel(ctx, use.Source, fmt.Sprint(i)); err != nil {
+			return err
+		}
+	}
+	if err := b.settle(ctx, b.cfg.Settle); err != nil {
+		return err
+	}
+	res.Rollouts = len(b.rollouts(begin, time.Now()))
+	logf("No-op: %d rollouts from %d label-only changes", res.Rollouts, res.Changes)
+	return nil
+}
+
+// coalesce changes one ConfigMap, used by one Deployment, cfg.Coalesce times
+// cfg.CoalesceGap apart, then waits the controller's rollout window and
+// cfg.Settle, and counts that Deployment's rollouts.
+func (b *bench) coalesce(ctx context.Context) error {
+	res := &CoalesceResult{Load: loadAvg(), Changes: b.cfg.Coalesce, GapMS: ms(b.cfg.CoalesceGap)}
+	b.res.Coalesce = res
+	if err := b.phase("coalesce"); err != nil {
+		return err
+	}
+	g := b.alloc.take(1)[0]
+	use := b.layout.Uses(g)[1]
+	key := b.layout.Deployment(g).String()
+	begin := time.Now()
+	for i := range b.cfg.Coalesce {
+		time.Sleep(time.Until(begin.Add(time.Duration(i) * b.cfg.CoalesceGap)))
+		if _, _, err := b.changer.Change(ctx, use.Source); err != nil {
+			return err
+		}
+	}
+	if err := b.settle(ctx, b.cfg.Window+b.cfg.Settle); err != nil {
+		return err
+	}
+	for _, r := range b.rollouts(begin, time.Now()) {
+		if r.Key == key {
+			res.Rollouts++
+			res.RolloutSeconds = append(res.RolloutSeconds, seconds(r.At.Sub(begin)))
+		} else {
+			res.OtherRollouts++
+		}
+	}
+	logf("Coalescing: %d rollouts from %d changes %v apart, at %v s", res.Rollouts, res.Changes, b.cfg.CoalesceGap, res.RolloutSeconds)
+	return nil
+}
+
+// settle waits d, failing early if the controller exits.
+func (b *bench) settle(ctx context.Context, d time.Duration) error {
+	deadline := time.Now().Add(d)
+	for time.Now().Before(deadline) {
+		if err := b.ctrl.Exited(); err != nil {
+			return err
+		}
+		select {
+		case <-time.After(min(time.Until(deadline), 200*time.Millisecond)):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// unexpected counts the rollouts beyond one of each expected Deployment
+// (several changes to sources of one Deployment count once: the scenarios
+// never change one Deployment's sources twice, but the coalescing one).
+func unexpected(rollouts []Rollout, expected map[string]bool) int {
+	seen := map[string]bool{}
+	n := 0
+	for _, r := range rollouts {
+		if expected[r.Key] && !seen[r.Key] {
+			seen[r.Key] = true
+			continue
+		}
+		n++
+	}
+	return n
+}

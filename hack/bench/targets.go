@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+)
+
+// steadyPhases are the phases after the controller's start in which it must
+// not LIST: every lookup is a cache read. (sync and downtime hold starts.)
+var steadyPhases = []string{"idle", "latency", "fanout", "burst", "noop", "coalesce"}
+
+// rolloutPhases are the phases whose rollouts count for the writes per
+// rollout.
+var rolloutPhases = []string{"latency", "fanout", "burst", "coalesce", "downtime"}
+
+// targets returns issue 6's targets and whether res meets them; a target the
+// run did not measure has Met nil.
+func targets(res *Results) []Target {
+	var ts []Target
+	add := func(name, target, value string, measured, met bool) {
+		t := Target{Name: name, Target: target, Value: value}
+		if measured {
+			t.Met = &met
+		}
+		ts = append(ts, t)
+	}
+	if l := res.Latency; l != nil {
+		add("change → rollout p99", "≤ 30 ms, no miss", fmt.Sprintf("%.1f ms, %d misses", l.Latency.P99, l.Misses), true, l.Latency.P99 <= 30 && l.Misses == 0)
+		add("rollouts of other workloads (latency)", "0", fmt.Sprint(l.OtherRollouts), true, l.OtherRollouts == 0)
+	}
+	if f := res.FanOut; f != nil {
+		add(fmt.Sprintf("fan-out: 1 ConfigMap → %d Deployments, all rolled", f.Workloads), "≤ 1.5 s", manyValue(f), true, f.AllSeconds != nil && *f.AllSeconds <= 1.5)
+	}
+	if b := res.Burst; b != nil {
+		add(fmt.Sprintf("burst: %d Secrets at once, all rolled", b.Changes), "≤ 1.5 s", manyValue(b), true, b.AllSeconds != nil && *b.AllSeconds <= 1.5)
+	}
+	if i := res.Idle; i != nil {
+		if res.Scale.ScaleRun {
+			add("idle RSS (scale run)", "≤ 250 MiB", fmt.Sprintf("%.1f MiB", i.RSSMiB), true, i.RSSMiB <= 250)
+		} else {
+			add("idle RSS", "≤ 50 MiB", fmt.Sprintf("%.1f MiB", i.RSSMiB), true, i.RSSMiB <= 50)
+		}
+	}
+	if s := res.Sync; s != nil && res.Scale.ScaleRun {
+		add("start → synced (scale run)", "≤ 60 s", optSeconds(s.SyncedSeconds)+" s", true, s.SyncedSeconds != nil && *s.SyncedSeconds <= 60)
+	}
+	lists, measured := 0, false
+	writes, events, rollouts := 0, 0, 0
+	for _, p := range res.Phases {
+		if slices.Contains(steadyPhases, p.Name) {
+			lists += p.Requests.Verb("list")
+			measured = true
+		}
+		if slices.Contains(rolloutPhases, p.Name) {
+			writes += p.Requests.Of("deployments", "patch", "update")
+			events += p.Requests.Of("events", "create", "patch")
+			rollouts += p.Rollouts
+		}
+	}
+	add("LIST requests after start", "0", fmt.Sprint(lists), measured, lists == 0)
+	if rollouts > 0 {
+		add("writes per rolled workload", "1 write + its Event",
+			fmt.Sprintf("%d writes + %d Event writes for %d rollouts", writes, events, rollouts), true, writes == rollouts && events <= rollouts)
+	}
+	if s := res.Sync; s != nil && res.Idle != nil {
+		add(fmt.Sprintf("rollouts at first start over %d workloads", s.Workloads-1), "0", fmt.Sprint(s.FirstStartRollouts), true, s.FirstStartRollouts == 0)
+	}
+	if n := res.NoOp; n != nil {
+		add(fmt.Sprintf("rollouts from %d label-only changes", n.Changes), "0", fmt.Sprint(n.Rollouts), true, n.Rollouts == 0)
+	}
+	if c := res.Coalesce; c != nil {
+		add(fmt.Sprintf("rollouts from %d changes %.0f ms apart", c.Changes, c.GapMS), "≤ 2", fmt.Sprint(c.Rollouts), true, c.Rollouts <= 2 && c.Rollouts >= 1)
+	}
+	if d := res.Downtime; d != nil {
+		add("changes made while stopped, caught after start", fmt.Sprintf("%d/%d, nothing else rolled", d.Workloads, d.Workloads),
+			fmt.Sprintf("%d/%d, %d other rollouts", d.Caught, d.Workloads, d.OtherRollouts), true, d.Caught == d.Workloads && d.OtherRollouts == 0)
+	}
+	return ts
+}
+
+func manyValue(m *ManyResult) string {
+	if m.AllSeconds != nil {
+		return fmt.Sprintf("%.3f s", *m.AllSeconds)
+	}
+	return fmt.Sprintf("%d of %d rolled (missed)", m.Rolled, m.Workloads)
+}
+
+func optSeconds(s *float64) string {
+	if s == nil {
+		return "—"
+	}
+	return fmt.Sprintf("%.3f", *s)
+}

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Rollout is a change of one Deployment's pod template, seen by the
+// benchmark's watch at At. No workload controller runs in apiserver mode, so
+// a pod-template change is the rollout a reloader causes; a Deployment's
+// generation is no measure, as it grows on metadata changes too.
+type Rollout struct {
+	Key string // namespace/name
+	At  time.Time
+}
+
+// Watcher watches every Deployment through an informer of the admin client
+// and records each pod-template change, and the first time each Deployment
+// carries the controller's baseline annotation.
+type Watcher struct {
+	baselineAnnotation string
+
+	mu        sync.Mutex
+	rollouts  []Rollout              // in the order seen
+	byKey     map[string][]time.Time // rollout times of each Deployment
+	baselined map[string]time.Time
+	changed   chan struct{} // closed and replaced on every record
+}
+
+// startWatcher starts the watch and returns once its cache has synced.
+func startWatcher(ctx context.Context, cs kubernetes.Interface, baselineAnnotation string) (*Watcher, error) {
+	w := &Watcher{
+		baselineAnnotation: baselineAnnotation,
+		byKey:              map[string][]time.Time{},
+		baselined:          map[string]time.Time{},
+		changed:            make(chan struct{}),
+	}
+	factory := informers.NewSharedInformerFactory(cs, 0)
+	inf := factory.Apps().V1().Deployments().Informer()
+	if err := inf.SetTransform(func(obj any) (any, error) {
+		if m, err := meta.Accessor(obj); err == nil {
+			m.SetManagedFields(nil)
+		}
+		return obj, nil
+	}); err != nil {
+		return nil, err
+	}
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { w.observe(nil, obj) },
+		UpdateFunc: w.observe,
+	}); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, errors.New("the Deployment watch did not sync")
+	}
+	return w, nil
+}
+
+func (w *Watcher) observe(oldObj, newObj any) {
+	now := time.Now()
+	n, ok := newObj.(*appsv1.Deployment)
+	if !ok {
+		return
+	}
+	key := n.Namespace + "/" + n.Name
+	o, _ := oldObj.(*appsv1.Deployment)
+	rolled := o != nil && !equality.Semantic.DeepEqual(o.Spec.Template, n.Spec.Template)
+	_, hasBaseline := n.Annotations[w.baselineAnnotation]
+	hasBaseline = hasBaseline && w.baselineAnnotation != ""
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, seen := w.baselined[key]; hasBaseline && !seen {
+		w.baselined[key] = now
+	}
+	if rolled {
+		w.rollouts = append(w.rollouts, Rollout{Key: key, At: now})
+		w.byKey[key] = append(w.byKey[key], now)
+	}
+	close(w.changed)
+	w.changed = make(chan struct{})
+}
+
+// firstAfter returns the first rollout of key after t; the caller holds mu.
+func (w *Watcher) firstAfter(key string, t time.Time) (time.Time, bool) {
+	for _, at := range w.byKey[key] {
+		if at.After(t) {
+			return at, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// RolloutsBetween returns every rollout seen after from and not after to.
+func (w *Watcher) RolloutsBetween(from, to time.Time) []Rollout {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []Rollout
+	for _, r := range w.rollouts {
+		if r.At.After(from) && !r.At.After(to) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// WaitRolled waits until every key has rolled after since, or timeout. It
+// returns the time of each key's first rollout after since, and the keys that
+// did not roll in time.
+func (w *Watcher) WaitRolled(ctx context.Context, keys []string, since time.Time, timeout time.Duration) (map[string]time.Time, []string) {
+	pending := map[string]bool{}
+	for _, k := range keys {
+		pending[k] = true
+	}
+	rolled := map[string]time.Time{}
+	w.wait(ctx, timeout, func() bool {
+		for k := range pending {
+			if at, ok := w.firstAfter(k, since); ok {
+				rolled[k] = at
+				delete(pending, k)
+			}
+		}
+		return len(pending) == 0
+	})
+	var missing []string
+	for _, k := range keys {
+		if pending[k] {
+			missing = append(missing, k)
+		}
+	}
+	return rolled, missing
+}
+
+// WaitBaselined waits until n Deployments carry the baseline annotation, or
+// timeout; it returns how many do and when the last of them was seen.
+func (w *Watcher) WaitBaselined(ctx context.Context, n int, timeout time.Duration) (int, time.Time) {
+	w.wait(ctx, timeout, func() bool { return len(w.baselined) >= n })
+	return w.Baselined()
+}
+
+// Baselined returns how many Deployments carry the baseline annotation and
+// when the last of them was first seen with it.
+func (w *Watcher) Baselined() (int, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, at := range w.baselined {
+		if at.After(last) {
+			last = at
+		}
+	}
+	return len(w.baselined), last
+}
+
+// wait calls done, with mu held, on every record until it returns true;
+// it returns false when timeout passes or ctx ends first.
+func (w *Watcher) wait(ctx context.Context, timeout time.Duration, done func() bool) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		ok := done()
+		ch := w.changed
+		w.mu.Unlock()
+		if ok {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
