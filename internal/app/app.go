@@ -4,17 +4,22 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/http"
 	"slices"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -22,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -91,7 +97,23 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	synced := &atomic.Bool{}
+	if err := mgr.AddReadyzCheck("synced", func(*http.Request) error {
+		if !synced.Load() {
+			return errors.New("caches not synced yet")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		synced.Store(mgr.GetCache().WaitForCacheSync(ctx))
+		return nil
+	})); err != nil {
+		return err
+	}
+	recorder, err := eventRecorder(ctx, cfg, scheme, opts)
+	if err != nil {
 		return err
 	}
 	m, err := controller.NewMetrics(metrics.Registry)
@@ -108,7 +130,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			APIReader:     mgr.GetAPIReader(),
 			Kind:          k,
 			Key:           key,
-			Recorder:      mgr.GetEventRecorder("nudge"),
+			Recorder:      recorder,
 			Window:        opts.RolloutWindow,
 			Watched:       watchedNamespaces(opts, mgr.GetClient()),
 			AutoReloadAll: opts.AutoReloadAll,
@@ -231,4 +253,33 @@ func addNotifiers(ctx context.Context, mgr ctrl.Manager, opts options.Options, b
 		s.Send(alert.Alert{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Sources: sources, Time: r.Time})
 	}
 	return nil
+}
+
+// eventsQPS and eventsBurst bound nudge's Event writes on a client of their
+// own: Events queue behind rollouts instead of competing with them for the
+// client's rate limit and the API server's time (1 Event per rollout; the
+// broadcaster buffers 1,000).
+const (
+	eventsQPS   = 50
+	eventsBurst = 100
+)
+
+// eventRecorder returns an events.k8s.io recorder writing through its own,
+// slower client; it stops with ctx.
+func eventRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options) (events.EventRecorder, error) {
+	ecfg := rest.CopyConfig(cfg)
+	ecfg.QPS, ecfg.Burst = min(eventsQPS, opts.QPS), min(eventsBurst, opts.Burst)
+	cs, err := kubernetes.NewForConfig(ecfg)
+	if err != nil {
+		return nil, fmt.Errorf("creating the Events client: %w", err)
+	}
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
+		return nil, fmt.Errorf("starting the Event broadcaster: %w", err)
+	}
+	go func() {
+		<-ctx.Done()
+		b.Shutdown()
+	}()
+	return b.NewRecorder(scheme, "nudge"), nil
 }

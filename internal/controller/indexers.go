@@ -85,7 +85,8 @@ func (r *Reconciler) workloadsOf(ctx context.Context, obj client.Object) []recon
 		indexKey(kind, obj.GetNamespace(), anyName),
 	} {
 		list := r.Kind.NewList()
-		if err := r.Client.List(ctx, list, client.MatchingFields{sourceIndex: key}); err != nil {
+		// Only names are read: no deep copy of every workload.
+		if err := r.Client.List(ctx, list, client.MatchingFields{sourceIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to list workloads from the index", "kind", r.Kind.Name(), "key", key)
 			continue
 		}

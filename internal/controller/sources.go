@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -21,8 +22,10 @@ import (
 const digestedMark = "nudge:digested"
 
 // DigestSource is the cache transform for ConfigMaps and Secrets: it replaces
-// every value (data and binaryData) with its SHA-256 (see fingerprint.Sum)
-// and drops managedFields, so the cache never holds a source's content. Other
+// every value (data and binaryData) with its SHA-256 (see fingerprint.Sum),
+// so the cache never holds a source's content, and keeps of the metadata only
+// what nudge reads: name, namespace, resourceVersion, labels (for
+// --resource-label-selector) and the ignore and match annotations. Other
 // objects pass through unchanged. It is idempotent.
 func DigestSource(obj any) (any, error) {
 	switch o := obj.(type) {
@@ -37,8 +40,7 @@ func DigestSource(obj any) (any, error) {
 		for k, v := range o.BinaryData {
 			d[k] = fingerprint.Sum(v)
 		}
-		o.Data, o.BinaryData = d, nil
-		o.ManagedFields, o.SelfLink = nil, digestedMark
+		*o = corev1.ConfigMap{ObjectMeta: sourceMeta(o.ObjectMeta), Data: d}
 	case *corev1.Secret:
 		if o.SelfLink == digestedMark {
 			return o, nil
@@ -46,10 +48,24 @@ func DigestSource(obj any) (any, error) {
 		for k, v := range o.Data {
 			o.Data[k] = []byte(fingerprint.Sum(v))
 		}
-		o.StringData = nil
-		o.ManagedFields, o.SelfLink = nil, digestedMark
+		*o = corev1.Secret{ObjectMeta: sourceMeta(o.ObjectMeta), Data: o.Data}
 	}
 	return obj, nil
+}
+
+// sourceMeta keeps what nudge reads of a source's metadata, marked digested.
+func sourceMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
+		Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp, SelfLink: digestedMark}
+	for _, k := range dialect.SourceAnnotations {
+		if v, ok := m.Annotations[k]; ok {
+			if out.Annotations == nil {
+				out.Annotations = map[string]string{}
+			}
+			out.Annotations[k] = v
+		}
+	}
+	return out
 }
 
 // digestsOf returns the per-key digests of a source read from the cache, or
@@ -73,6 +89,9 @@ func digestsOf(obj client.Object) fingerprint.Digests {
 // other labels or annotations is dropped here (rule 2) before any workload is
 // looked up.
 var sourceChanged = predicate.Funcs{
+	// A source listed at start brings no news: every workload is reconciled
+	// from its own initial event.
+	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		if e.ObjectOld == nil || e.ObjectNew == nil {
 			return true
@@ -106,6 +125,7 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 func TrimWorkload(obj any) (any, error) {
 	if o, ok := obj.(client.Object); ok {
 		o.SetManagedFields(nil)
+		o.SetOwnerReferences(nil)
 		if a := o.GetAnnotations(); a[lastApplied] != "" {
 			a = maps.Clone(a)
 			delete(a, lastApplied)

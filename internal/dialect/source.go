@@ -35,3 +35,7 @@ func parseBool(v string) (bool, error) {
 		return false, notBool(v)
 	}
 }
+
+// SourceAnnotations are the annotations of a source that Ignored and Matched
+// read; a cache of sources may drop every other.
+var SourceAnnotations = []string{NudgeIgnore, ReloaderIgnore, ReloaderMatch}
