@@ -26,7 +26,7 @@ vet:
 
 ## test: every test — unit, integration (apiserver mode), end to end (cluster mode).
 test: kube-bins helm vet
-	$(GO) test -count=1 -timeout 45m -p 1 ./...
+	$(GO) test -count=1 -timeout 45m -p 1 -parallel 8 ./...
 
 ## demo: built, then run, rather than `go run`: go run exits 1 on Ctrl-C even
 ## when the demo stopped everything and exited 0.
