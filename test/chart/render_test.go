@@ -270,6 +270,12 @@ func TestRender(t *testing.T) {
 				g.Expect(r.can("get", "", "secrets", namespace)).To(BeFalse(), "only the key by name")
 			},
 		},
+		"a memory limit also bounds Go's heap (GOMEMLIMIT)": {
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Env).To(ContainElement(And(HaveField("Name", "GOMEMLIMIT"),
+					HaveField("ValueFrom.ResourceFieldRef.Resource", "limits.memory"))))
+			},
+		},
 		"a ServiceMonitor when asked for": {
 			values: charttest.Values{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true, "interval": "30s"}}},
 			check: func(g Gomega, r rendered) {
