@@ -21,8 +21,10 @@ build:
 kube-bins:
 	hack/kube-bins.sh $(KUBE_BINS_DIR)
 
+## vet: go vet and staticcheck (pinned, built from the Go module proxy).
 vet:
 	$(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
 ## test: every test — unit, integration (apiserver mode), end to end (cluster mode).
 test: kube-bins helm vet

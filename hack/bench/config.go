@@ -48,14 +48,14 @@ type Config struct {
 	BaselineAnnotation string // metadata annotation a first-sight write sets ("" = none)
 
 	// Harness.
-	Creators       int           // parallel creators
-	JSON           string        // JSON output path
-	MD             string        // markdown output path
-	WorkDir        string        // controller logs and kubeconfig; temporary when empty
-	Keep           bool          // keep the plane's and controller's logs
-	ProfileSeconds time.Duration // CPU profile of the start, with {pprof-addr}
-	ScaleRun       bool          // preset, see scalePreset
-	BinDir         string        // control-plane binaries (testbed default when empty)
+	Creators   int           // parallel creators
+	JSON       string        // JSON output path
+	MD         string        // markdown output path
+	WorkDir    string        // controller logs and kubeconfig; temporary when empty
+	Keep       bool          // keep the plane's and controller's logs
+	ProfileFor time.Duration // CPU profile of the start, with {pprof-addr}
+	ScaleRun   bool          // preset, see scalePreset
+	BinDir     string        // control-plane binaries (testbed default when empty)
 }
 
 // allScenarios lists every scenario in the order they run. "sync" and
@@ -103,7 +103,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.StringVar(&c.MD, "md", "", "write the markdown report to this file too")
 	fs.StringVar(&c.WorkDir, "workdir", "", "directory for the controller's kubeconfig and log (temporary when empty)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the plane's logs (audit log included) and the work directory")
-	fs.DurationVar(&c.ProfileSeconds, "profile", 10*time.Second, "with {pprof-addr} in -controller-cmd: length of the CPU profile of the start (fan-out and burst get 4 s each, idle a heap profile), saved in the work directory")
+	fs.DurationVar(&c.ProfileFor, "profile", 10*time.Second, "with {pprof-addr} in -controller-cmd: length of the CPU profile of the start (fan-out and burst get 4 s each, idle a heap profile), saved in the work directory")
 	fs.BoolVar(&c.ScaleRun, "scale-run", false, "scale run: 100 namespaces × (200 Secrets + 200 ConfigMaps), 10,000 Deployments; sync, idle and latency (flags given explicitly win)")
 	fs.StringVar(&c.BinDir, "kube-bins", "", "directory of the control-plane binaries (default: the testbed's)")
 	if err := fs.Parse(args); err != nil {

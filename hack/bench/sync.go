@@ -27,7 +27,7 @@ func (b *bench) sync(ctx context.Context) error {
 	deadline := start.Add(b.cfg.SyncTimeout)
 	ready := make(chan time.Time, 1)
 	go func() { ready <- b.ctrl.WaitReady(ctx, b.cfg.SyncTimeout) }()
-	profiled := b.prof().cpu(ctx, "cpu-sync.pprof", b.cfg.ProfileSeconds)
+	profiled := b.prof().cpu(ctx, "cpu-sync.pprof", b.cfg.ProfileFor)
 	defer profiled()
 
 	probed, err := b.probe(ctx, deadline)

@@ -46,7 +46,7 @@ func LoadKey(ctx context.Context, c client.Client, namespace, name string) (fing
 	}
 	k, err := fingerprint.NewKey(s.Data[keyField])
 	if err != nil {
-		return fingerprint.Key{}, fmt.Errorf("Secret %s/%s field %q: %w", namespace, name, keyField, err)
+		return fingerprint.Key{}, fmt.Errorf("the key Secret %s/%s, field %q: %w", namespace, name, keyField, err)
 	}
 	return k, nil
 }

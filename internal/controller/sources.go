@@ -17,8 +17,10 @@ import (
 	"nudge.dev/nudge/internal/fingerprint"
 )
 
-// digestedMark is written to the (long unused) selfLink of a source once its
-// values are replaced by digests, so the transform is idempotent.
+// digestedMark is written to the selfLink of a cached source once its values
+// are replaced by digests, so the transform is idempotent. selfLink is
+// deprecated precisely because the API server no longer sets it, which makes
+// it a field no real object carries.
 const digestedMark = "nudge:digested"
 
 // DigestSource is the cache transform for ConfigMaps and Secrets: it replaces
@@ -30,6 +32,7 @@ const digestedMark = "nudge:digested"
 func DigestSource(obj any) (any, error) {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
+		//lint:ignore SA1019 see digestedMark
 		if o.SelfLink == digestedMark {
 			return o, nil
 		}
@@ -42,6 +45,7 @@ func DigestSource(obj any) (any, error) {
 		}
 		*o = corev1.ConfigMap{ObjectMeta: sourceMeta(o.ObjectMeta), Data: d}
 	case *corev1.Secret:
+		//lint:ignore SA1019 see digestedMark
 		if o.SelfLink == digestedMark {
 			return o, nil
 		}
@@ -56,7 +60,9 @@ func DigestSource(obj any) (any, error) {
 // sourceMeta keeps what nudge reads of a source's metadata, marked digested.
 func sourceMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
-		Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp, SelfLink: digestedMark}
+		Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp}
+	//lint:ignore SA1019 see digestedMark
+	out.SelfLink = digestedMark
 	for _, k := range dialect.SourceAnnotations {
 		if v, ok := m.Annotations[k]; ok {
 			if out.Annotations == nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -32,15 +32,15 @@ func RolloutCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 // 30 s until it is established. c's scheme must know apiextensions/v1.
 func InstallCRD(t testing.TB, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
-	g := NewWithT(t)
-	g.Expect(client.IgnoreAlreadyExists(c.Create(t.Context(), crd))).To(Succeed(), "creating CRD %s", crd.Name)
+	g := gomega.NewWithT(t)
+	g.Expect(client.IgnoreAlreadyExists(c.Create(t.Context(), crd))).To(gomega.Succeed(), "creating CRD %s", crd.Name)
 	g.Eventually(func() bool {
-		g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(crd), crd)).To(Succeed())
+		g.Expect(c.Get(t.Context(), client.ObjectKeyFromObject(crd), crd)).To(gomega.Succeed())
 		for _, cond := range crd.Status.Conditions {
 			if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
 				return true
 			}
 		}
 		return false
-	}).WithTimeout(30*time.Second).Should(BeTrue(), "CRD %s established", crd.Name)
+	}).WithTimeout(30*time.Second).Should(gomega.BeTrue(), "CRD %s established", crd.Name)
 }

@@ -198,10 +198,10 @@ func (p *Plane) waitForCluster(ctx context.Context, n int, procs []*process) err
 				return err
 			}
 			if !nodeReady(node) {
-				return fmt.Errorf("Node %s is not Ready", node.Name)
+				return fmt.Errorf("node %s is not Ready", node.Name)
 			}
 			if len(node.Spec.Taints) > 0 {
-				return fmt.Errorf("Node %s has taints %v", node.Name, node.Spec.Taints)
+				return fmt.Errorf("node %s has taints %v", node.Name, node.Spec.Taints)
 			}
 		}
 		return nil
