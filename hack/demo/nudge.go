@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -58,7 +57,7 @@ func startNudge(ctx context.Context, p *printer, plane *testbed.Plane, bin strin
 	logPath := filepath.Join(plane.Dir(), "nudge.log")
 	for attempt := 1; ; attempt++ {
 		begin := time.Now()
-		ports, err := freePorts(2)
+		ports, err := testbed.FreePorts(2)
 		if err != nil {
 			return nil, err
 		}
@@ -249,20 +248,4 @@ func (n *nudgeProcess) logTail() string {
 		lines = lines[len(lines)-20:]
 	}
 	return strings.Join(lines, "\n")
-}
-
-// freePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment
-// ago. Another process may take one before nudge binds it.
-func freePorts(n int) ([]int, error) {
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		// Held open until every port is chosen, so that the n differ.
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

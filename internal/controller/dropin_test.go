@@ -9,14 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
-	"nudge.dev/nudge/internal/workload"
 )
 
 func cronJob(ns, name string, annotations map[string]string, opts ...nt.PodOption) *batchv1.CronJob {
@@ -107,21 +105,6 @@ func TestJobsAreRecreatedOnlyWhenAskedFor(t *testing.T) {
 	}
 }
 
-func argoRollout(ns, name string, annotations map[string]string, opts ...nt.PodOption) *unstructured.Unstructured {
-	d := nt.Deployment(ns, name, 1, annotations, opts...)
-	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&d.Spec)
-	if err != nil {
-		panic(err)
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetGroupVersionKind(workload.RolloutGVK)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	u.SetAnnotations(annotations)
-	_ = unstructured.SetNestedField(u.Object, map[string]any{"canary": map[string]any{}}, "spec", "strategy")
-	return u
-}
-
 // Argo Rollouts: detected when its CRD appears after nudge started, and when
 // it is there at start; the pod template by default, spec.restartAt with
 // Reloader's rollout-strategy "restart".
@@ -132,12 +115,12 @@ func TestArgoRollouts(t *testing.T) {
 	ns2, err := plane.GenerateNamespace(e.ctx, "it-")
 	e.g.Expect(err).NotTo(HaveOccurred())
 	nt.Start(t, plane.Config(), ns2, nil)
-	atStart := argoRollout(ns2, "web", auto, nt.EnvFrom("ConfigMap", "app"))
+	atStart := nt.Rollout(ns2, "web", auto, nt.EnvFrom("ConfigMap", "app"))
 	e.create(nt.ConfigMap(ns2, "app", map[string]string{"a": "1"}), atStart)
 	e.baselinedObj(atStart)
 
-	byTemplate := argoRollout(e.ns, "canary", auto, nt.EnvFrom("ConfigMap", "app"))
-	byRestart := argoRollout(e.ns, "restart", map[string]string{"nudge.dev/auto": "true", controller.RolloutStrategyAnnotation: "restart"},
+	byTemplate := nt.Rollout(e.ns, "canary", auto, nt.EnvFrom("ConfigMap", "app"))
+	byRestart := nt.Rollout(e.ns, "restart", map[string]string{"nudge.dev/auto": "true", controller.RolloutStrategyAnnotation: "restart"},
 		nt.EnvFrom("ConfigMap", "app"))
 	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), byTemplate, byRestart)
 	e.baselinedObj(byTemplate)

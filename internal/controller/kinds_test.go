@@ -25,7 +25,7 @@ func TestEveryKind(t *testing.T) {
 		},
 		"DaemonSet": func(ns string) client.Object { return nt.DaemonSet(ns, "w", auto, nt.EnvFrom("ConfigMap", "app")) },
 		"CronJob":   func(ns string) client.Object { return cronJob(ns, "w", auto, nt.EnvFrom("ConfigMap", "app")) },
-		"Rollout":   func(ns string) client.Object { return argoRollout(ns, "w", auto, nt.EnvFrom("ConfigMap", "app")) },
+		"Rollout":   func(ns string) client.Object { return nt.Rollout(ns, "w", auto, nt.EnvFrom("ConfigMap", "app")) },
 	}
 	for name, build := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -4,7 +4,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+
+	"nudge.dev/nudge/internal/workload"
 )
 
 // ConfigMap returns a ConfigMap with data.
@@ -120,4 +124,22 @@ func DaemonSet(namespace, name string, annotations map[string]string, opts ...Po
 			Template: Template(name, opts...),
 		},
 	}
+}
+
+// Rollout returns an Argo Rollout (an unstructured object) with the pod
+// template and selector of Deployment(namespace, name, 1, annotations,
+// opts...) and a canary strategy.
+func Rollout(namespace, name string, annotations map[string]string, opts ...PodOption) *unstructured.Unstructured {
+	d := Deployment(namespace, name, 1, annotations, opts...)
+	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&d.Spec)
+	if err != nil {
+		panic(err) // a DeploymentSpec always converts
+	}
+	spec["strategy"] = map[string]any{"canary": map[string]any{}}
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
+	u.SetGroupVersionKind(workload.RolloutGVK)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetAnnotations(annotations)
+	return u
 }

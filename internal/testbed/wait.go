@@ -58,7 +58,7 @@ func waitFor(ctx context.Context, timeout time.Duration, what string, procs []*p
 // fresh ports, up to portAttempts times.
 func (p *Plane) startOnFreePorts(ctx context.Context, n int, start func(ports []int) (*process, error), ready func(context.Context, *process) error) (*process, error) {
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(n)
+		ports, err := FreePorts(n)
 		if err != nil {
 			return nil, err
 		}
@@ -77,9 +77,9 @@ func (p *Plane) startOnFreePorts(ctx context.Context, n int, start func(ports []
 	}
 }
 
-// freePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment
+// FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment
 // ago. Another process may take one before the caller binds it.
-func freePorts(n int) ([]int, error) {
+func FreePorts(n int) ([]int, error) {
 	ports := make([]int, 0, n)
 	for range n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")

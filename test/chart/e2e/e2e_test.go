@@ -481,18 +481,7 @@ func rolloutRolled(t *testing.T, rollout *unstructured.Unstructured) {
 // argoRollout returns an Argo Rollout annotated reloader.stakater.com/auto
 // that reads the ConfigMap "web" with envFrom.
 func argoRollout(ns, name string) *unstructured.Unstructured {
-	d := nt.Deployment(ns, name, 1, auto, nt.EnvFrom("ConfigMap", "web"), restricted)
-	spec, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&d.Spec)
-	if err != nil {
-		panic(err)
-	}
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": spec}}
-	u.SetGroupVersionKind(workload.RolloutGVK)
-	u.SetNamespace(ns)
-	u.SetName(name)
-	u.SetAnnotations(auto)
-	_ = unstructured.SetNestedField(u.Object, map[string]any{"canary": map[string]any{}}, "spec", "strategy")
-	return u
+	return nt.Rollout(ns, name, auto, nt.EnvFrom("ConfigMap", "web"), restricted)
 }
 
 // auditEvent is what the tests read of an audit.k8s.io/v1 Event.
