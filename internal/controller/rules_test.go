@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
@@ -247,4 +248,32 @@ func TestMalformedAnnotationWarnsOnce(t *testing.T) {
 	// The well-formed annotation still works.
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.rolledTo("web", 1)
+}
+
+// Every rollout counts in nudge_rollouts_total{kind}.
+func TestRolloutsAreCounted(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+	count := func() float64 {
+		families, err := metrics.Registry.Gather()
+		e.g.Expect(err).NotTo(HaveOccurred())
+		for _, f := range families {
+			if f.GetName() != "nudge_rollouts_total" {
+				continue
+			}
+			for _, m := range f.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "kind" && l.GetValue() == "StatefulSet" {
+						return m.GetCounter().GetValue()
+					}
+				}
+			}
+		}
+		return 0
+	}
+	before := count() // other tests running in parallel may add to it too
+	sts := nt.StatefulSet(e.ns, "db", 1, auto, nt.EnvFrom("ConfigMap", "app"))
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), sts)
+	e.baselinedObj(sts)
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.g.Eventually(count).WithTimeout(10*time.Second).Should(BeNumerically(">=", before+1), "nudge_rollouts_total{kind=StatefulSet} up")
 }
