@@ -138,7 +138,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Behaviour:     b,
 		}
 	}
-	copts := controller.Options{Workers: opts.Workers, IgnoreSources: b.IgnoreSources}
+	copts := controller.Options{Workers: opts.Workers, IgnoreSources: b.IgnoreSources, NamespaceLabels: opts.NamespaceSelector != ""}
 	for _, k := range workload.Builtin() {
 		if opts.Ignores(k.Plural()) || (k == workload.Job && !opts.RecreateJobs) {
 			continue

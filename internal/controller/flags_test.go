@@ -228,3 +228,22 @@ func TestCrossNamespaceOutsideScopeWarns(t *testing.T) {
 func secretSource(ns, name string) refs.Source {
 	return refs.Source{Kind: refs.Secret, Namespace: ns, Name: name}
 }
+
+// --namespace-selector: a namespace that comes to match is handled at once,
+// without waiting for its workloads to change.
+func TestNamespaceSelectorFollowsLabels(t *testing.T) {
+	e := setup(t, false, nil)
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.NamespaceSelector = "team=blue"; o.RolloutWindow = 0 })
+	e.g.Consistently(func() string { return e.deployment("web").Annotations[controller.AppliedAnnotation] }).
+		WithTimeout(2*time.Second).Should(BeEmpty(), "an unselected namespace left alone")
+
+	var ns corev1.Namespace
+	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Name: e.ns}, &ns)).To(Succeed())
+	ns.Labels = map[string]string{"team": "blue"}
+	e.g.Expect(k8s.Update(e.ctx, &ns)).To(Succeed())
+	e.baselined("web")
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.rolledTo("web", 1)
+}

@@ -72,6 +72,29 @@ func kindOf(obj client.Object) refs.Kind {
 	return ""
 }
 
+// workloadsIn maps a Namespace to a request for every workload of kind k in
+// it, from the cache.
+func (r *Reconciler) workloadsIn(ctx context.Context, ns client.Object) []reconcile.Request {
+	list := r.Kind.NewList()
+	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list workloads of a namespace from the cache", "kind", r.Kind.Name(), "namespace", ns.GetName())
+		return nil
+	}
+	return requests(list)
+}
+
+// requests returns a request for every object of list.
+func requests(list client.ObjectList) []reconcile.Request {
+	var reqs []reconcile.Request
+	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+		if m, ok := o.(client.Object); ok {
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
+		}
+		return nil
+	})
+	return reqs
+}
+
 // workloadsOf maps a source to a request for every workload of kind k that
 // may reference it, reading only the cache's index.
 func (r *Reconciler) workloadsOf(ctx context.Context, obj client.Object) []reconcile.Request {
@@ -90,12 +113,7 @@ func (r *Reconciler) workloadsOf(ctx context.Context, obj client.Object) []recon
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to list workloads from the index", "kind", r.Kind.Name(), "key", key)
 			continue
 		}
-		_ = apimeta.EachListItem(list, func(o runtime.Object) error {
-			if m, ok := o.(client.Object); ok {
-				reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: m.GetNamespace(), Name: m.GetName()}})
-			}
-			return nil
-		})
+		reqs = append(reqs, requests(list)...)
 	}
 	return reqs
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
@@ -20,6 +21,9 @@ type Options struct {
 	Workers int
 	// IgnoreSources are source kinds not watched at all.
 	IgnoreSources map[refs.Kind]bool
+	// NamespaceLabels re-reconciles a namespace's workloads when its labels
+	// change (with --namespace-selector, they decide whether it is watched).
+	NamespaceLabels bool
 }
 
 // SetupWithManager registers the source index for r.Kind and a controller
@@ -43,6 +47,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	if !opts.IgnoreSources[refs.Secret] {
 		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sourceChanged))
+	}
+	if opts.NamespaceLabels {
+		ns := &metav1.PartialObjectMetadata{}
+		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		b = b.WatchesMetadata(ns, handler.EnqueueRequestsFromMapFunc(r.workloadsIn),
+			builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
 	return b.Complete(r)
 }
