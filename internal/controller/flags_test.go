@@ -247,3 +247,17 @@ func TestNamespaceSelectorFollowsLabels(t *testing.T) {
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.rolledTo("web", 1)
 }
+
+// A Deployment its owner paused stays paused: nudge ends only its own pause.
+func TestPausePeriodLeavesAnOwnersPause(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+	d := nt.Deployment(e.ns, "web", 1, map[string]string{"nudge.dev/auto": "true", controller.PausePeriodAnnotation: "1s"},
+		nt.EnvFrom("ConfigMap", "app"))
+	d.Spec.Paused = true
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), d)
+	e.baselined("web")
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.rolledTo("web", 1)
+	e.g.Consistently(func() bool { return e.deployment("web").Spec.Paused }).WithTimeout(2*time.Second).Should(BeTrue(), "still paused")
+	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(controller.PausedAtAnnotation))
+}

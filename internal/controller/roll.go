@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -114,7 +115,9 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 	default:
 		c.TemplateAnnotations = map[string]string{RestartedAtAnnotation: stamp, RestartedForAnnotation: names(d.Changed)}
 	}
-	if r.Kind == workload.Deployment && pausePeriod(obj) > 0 && obj.GetAnnotations()[PausedAtAnnotation] == "" {
+	// Pause with the trigger, unless already paused: by nudge (the period
+	// runs) or by someone else (whose pause nudge must not end).
+	if dep, ok := obj.(*appsv1.Deployment); ok && pausePeriod(obj) > 0 && !dep.Spec.Paused {
 		if c.Spec == nil {
 			c.Spec = map[string]any{}
 		}
