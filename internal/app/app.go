@@ -27,7 +27,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -106,7 +105,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}); err != nil {
 		return err
 	}
-	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+	// Every replica serves reads from its caches, so every replica is ready
+	// once they are synced, the leader or not.
+	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
 		synced.Store(mgr.GetCache().WaitForCacheSync(ctx))
 		return nil
 	})); err != nil {
@@ -283,3 +284,9 @@ func eventRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	}()
 	return b.NewRecorder(scheme, "nudge"), nil
 }
+
+// everyReplica is a Runnable that runs on every replica, not only the leader.
+type everyReplica func(context.Context) error
+
+func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
+func (everyReplica) NeedLeaderElection() bool          { return false }
