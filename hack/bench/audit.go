@@ -1,15 +1,12 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"encoding/json"
 	"fmt"
-	"io"
-	"os"
 	"sort"
 	"strings"
 	"time"
+
+	"nudge.dev/nudge/internal/testbed"
 )
 
 // Request is one API request of the controller, from the audit log.
@@ -27,7 +24,6 @@ type Request struct {
 // only when it ends.
 type AuditLog struct {
 	path     string
-	needle   []byte // the user's name as it appears in a line: a cheap prefilter
 	user     string
 	verb     string // keep only this verb, when not empty
 	offset   int64
@@ -37,58 +33,16 @@ type AuditLog struct {
 // newAuditLog returns a reader of the requests of user in the audit log at
 // path; of those with verb only, unless verb is "".
 func newAuditLog(path, user, verb string) *AuditLog {
-	return &AuditLog{path: path, user: user, verb: verb, needle: []byte(`"username":"` + user + `"`)}
-}
-
-type auditEvent struct {
-	Stage                    string    `json:"stage"`
-	Verb                     string    `json:"verb"`
-	RequestURI               string    `json:"requestURI"`
-	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-	User                     struct {
-		Username string `json:"username"`
-	} `json:"user"`
-	ObjectRef *struct {
-		Resource    string `json:"resource"`
-		Subresource string `json:"subresource"`
-		APIGroup    string `json:"apiGroup"`
-	} `json:"objectRef"`
-	ResponseStatus *struct {
-		Code int `json:"code"`
-	} `json:"responseStatus"`
+	return &AuditLog{path: path, user: user, verb: verb}
 }
 
 // Read reads the lines written since the last Read.
 func (a *AuditLog) Read() error {
-	f, err := os.Open(a.path)
-	if err != nil {
-		return fmt.Errorf("opening the audit log: %w", err)
-	}
-	defer f.Close()
-	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
-		return err
-	}
-	r := bufio.NewReaderSize(f, 1<<20)
-	for {
-		line, err := r.ReadBytes('\n')
-		if err == io.EOF {
-			return nil // a partial line is read again next time
+	offset, err := testbed.ReadAuditLog(a.path, a.offset, a.user, func(ev testbed.AuditEvent) {
+		if a.verb != "" && ev.Verb != a.verb || !(ev.Stage == "ResponseComplete" && ev.Verb != "watch" || ev.Stage == "ResponseStarted" && ev.Verb == "watch") {
+			return
 		}
-		if err != nil {
-			return fmt.Errorf("reading the audit log: %w", err)
-		}
-		a.offset += int64(len(line))
-		if !bytes.Contains(line, a.needle) {
-			continue
-		}
-		var ev auditEvent
-		if err := json.Unmarshal(line, &ev); err != nil {
-			return fmt.Errorf("parsing the audit log: %w", err)
-		}
-		if ev.User.Username != a.user || a.verb != "" && ev.Verb != a.verb || !(ev.Stage == "ResponseComplete" && ev.Verb != "watch" || ev.Stage == "ResponseStarted" && ev.Verb == "watch") {
-			continue
-		}
-		req := Request{At: ev.RequestReceivedTimestamp, Verb: ev.Verb, What: ev.RequestURI}
+		req := Request{At: ev.Received, Verb: ev.Verb, What: ev.RequestURI, Code: ev.Code()}
 		if o := ev.ObjectRef; o != nil {
 			req.What = o.Resource
 			if o.Subresource != "" {
@@ -100,11 +54,10 @@ func (a *AuditLog) Read() error {
 		} else if i := strings.IndexByte(req.What, '?'); i >= 0 {
 			req.What = req.What[:i]
 		}
-		if ev.ResponseStatus != nil {
-			req.Code = ev.ResponseStatus.Code
-		}
 		a.requests = append(a.requests, req)
-	}
+	})
+	a.offset = offset
+	return err
 }
 
 // Between returns the requests received at or after from and before to.

@@ -1,7 +1,6 @@
 package testbed
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -261,38 +260,15 @@ type auditEvent struct {
 // readAudit returns the events of the audit log at path.
 func readAudit(t *testing.T, path string) []auditEvent {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatalf("Opening audit log: %v", err)
-	}
-	defer f.Close()
 	var events []auditEvent
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		var e struct {
-			Verb string `json:"verb"`
-			User struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			ObjectRef struct {
-				Resource  string `json:"resource"`
-				Namespace string `json:"namespace"`
-				Name      string `json:"name"`
-			} `json:"objectRef"`
-			ResponseStatus struct {
-				Code int `json:"code"`
-			} `json:"responseStatus"`
+	_, err := ReadAuditLog(path, 0, "", func(e AuditEvent) {
+		ev := auditEvent{Verb: e.Verb, User: e.User.Username, Resource: e.Resource(), Code: e.Code()}
+		if e.ObjectRef != nil {
+			ev.Namespace, ev.Name = e.ObjectRef.Namespace, e.ObjectRef.Name
 		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("Parsing audit event %q: %v", sc.Text(), err)
-		}
-		events = append(events, auditEvent{
-			Verb: e.Verb, User: e.User.Username, Resource: e.ObjectRef.Resource,
-			Namespace: e.ObjectRef.Namespace, Name: e.ObjectRef.Name, Code: e.ResponseStatus.Code,
-		})
-	}
-	if err := sc.Err(); err != nil {
+		events = append(events, ev)
+	})
+	if err != nil {
 		t.Fatalf("Reading audit log: %v", err)
 	}
 	return events

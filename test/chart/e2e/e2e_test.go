@@ -9,9 +9,7 @@ package e2e
 
 import (
 	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -494,43 +492,18 @@ type auditEvent struct {
 // fails t for every one that was refused.
 func requestsOf(t *testing.T, user string) []auditEvent {
 	t.Helper()
-	b, err := os.ReadFile(plane.AuditLogPath())
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []auditEvent
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for sc.Scan() {
-		var e struct {
-			Verb       string `json:"verb"`
-			RequestURI string `json:"requestURI"`
-			User       struct {
-				Username string `json:"username"`
-			} `json:"user"`
-			ObjectRef struct {
-				Resource  string `json:"resource"`
-				Namespace string `json:"namespace"`
-				Name      string `json:"name"`
-			} `json:"objectRef"`
-			ResponseStatus struct {
-				Code int `json:"code"`
-			} `json:"responseStatus"`
+	_, err := testbed.ReadAuditLog(plane.AuditLogPath(), 0, user, func(e testbed.AuditEvent) {
+		ev := auditEvent{Verb: e.Verb, Resource: e.Resource(), URI: e.RequestURI, Code: e.Code()}
+		if e.ObjectRef != nil {
+			ev.Namespace, ev.Name = e.ObjectRef.Namespace, e.ObjectRef.Name
 		}
-		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
-			t.Fatalf("Parsing audit event %q: %v", sc.Text(), err)
-		}
-		if e.User.Username != user {
-			continue
-		}
-		ev := auditEvent{Verb: e.Verb, Resource: e.ObjectRef.Resource, Namespace: e.ObjectRef.Namespace,
-			Name: e.ObjectRef.Name, URI: e.RequestURI, Code: e.ResponseStatus.Code}
 		if ev.Code == 403 {
 			t.Errorf("%s was refused: %+v", user, ev)
 		}
 		out = append(out, ev)
-	}
-	if err := sc.Err(); err != nil {
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
 	if len(out) == 0 {
