@@ -125,6 +125,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err := addNotifiers(ctx, mgr, opts, &b); err != nil {
 		return err
 	}
+	watched := watchedNamespaces(opts, mgr.GetClient())
 	newReconciler := func(k workload.Kind) *controller.Reconciler {
 		return &controller.Reconciler{
 			Client:        mgr.GetClient(),
@@ -133,7 +134,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Key:           key,
 			Recorder:      recorder,
 			Window:        opts.RolloutWindow,
-			Watched:       watchedNamespaces(opts, mgr.GetClient()),
+			Watched:       watched,
 			AutoReloadAll: opts.AutoReloadAll,
 			Metrics:       m,
 			Behaviour:     b,
