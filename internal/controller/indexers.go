@@ -8,6 +8,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -107,13 +108,80 @@ func (r *Reconciler) workloadsOf(ctx context.Context, obj client.Object) []recon
 		indexKey(kind, obj.GetNamespace(), obj.GetName()),
 		indexKey(kind, obj.GetNamespace(), anyName),
 	} {
-		list := r.Kind.NewList()
-		// Only names are read: no deep copy of every workload.
-		if err := r.Client.List(ctx, list, client.MatchingFields{sourceIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Failed to list workloads from the index", "kind", r.Kind.Name(), "key", key)
+		found, err := r.index.lookup(ctx, key)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to look workloads up in the index", "kind", r.Kind.Name(), "key", key)
 			continue
 		}
-		reqs = append(reqs, requests(list)...)
+		reqs = append(reqs, found...)
 	}
 	return reqs
+}
+
+// workloadIndex is the source index of one workload kind.
+type workloadIndex struct {
+	// indexer is the informer's own, when the cache has one informer for the
+	// kind; nil when it has one per namespace (--namespaces).
+	indexer toolscache.Indexer
+	// list reads a field index through the cache when indexer is nil.
+	list func(ctx context.Context, key string) ([]reconcile.Request, error)
+}
+
+// indexer is what a single informer of controller-runtime's cache is (a
+// client-go SharedIndexInformer); its per-namespace informers are not.
+type indexer interface{ GetIndexer() toolscache.Indexer }
+
+// newWorkloadIndex registers sourceIndex for kind k in mgr's cache. With one
+// informer for the kind, the index is that informer's own and holds each key
+// once; with one informer per namespace (--namespaces) it is a
+// controller-runtime field index, which holds each key twice (per namespace
+// and for all), and is read by listing.
+func newWorkloadIndex(ctx context.Context, mgr ctrl.Manager, k workload.Kind, autoReloadAll bool) (workloadIndex, error) {
+	keys := sourceKeys(k, autoReloadAll)
+	inf, err := mgr.GetCache().GetInformer(ctx, k.New())
+	if err != nil {
+		return workloadIndex{}, err
+	}
+	if si, ok := inf.(indexer); ok {
+		err := inf.AddIndexers(toolscache.Indexers{sourceIndex: func(obj any) ([]string, error) {
+			if o, ok := obj.(client.Object); ok {
+				return keys(o), nil
+			}
+			return nil, nil
+		}})
+		return workloadIndex{indexer: si.GetIndexer()}, err
+	}
+	if err := mgr.GetFieldIndexer().IndexField(ctx, k.New(), sourceIndex, keys); err != nil {
+		return workloadIndex{}, err
+	}
+	c := mgr.GetClient()
+	return workloadIndex{list: func(ctx context.Context, key string) ([]reconcile.Request, error) {
+		list := k.NewList()
+		// Only names are read: no deep copy of every workload.
+		if err := c.List(ctx, list, client.MatchingFields{sourceIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+			return nil, err
+		}
+		return requests(list), nil
+	}}, nil
+}
+
+// lookup returns a request for every workload whose index keys include key.
+func (x workloadIndex) lookup(ctx context.Context, key string) ([]reconcile.Request, error) {
+	if x.indexer == nil {
+		return x.list(ctx, key)
+	}
+	// Store keys are "namespace/name": no object is read or copied.
+	ids, err := x.indexer.IndexKeys(sourceIndex, key)
+	if err != nil {
+		return nil, err
+	}
+	reqs := make([]reconcile.Request, 0, len(ids))
+	for _, id := range ids {
+		ns, name, err := toolscache.SplitMetaNamespaceKey(id)
+		if err != nil {
+			return nil, err
+		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+	}
+	return reqs, nil
 }

@@ -30,9 +30,11 @@ type Options struct {
 // that reconciles r.Kind on its own changes and on changes of the sources it
 // references.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	if err := mgr.GetFieldIndexer().IndexField(ctx, r.Kind.New(), sourceIndex, sourceKeys(r.Kind, r.AutoReloadAll)); err != nil {
+	index, err := newWorkloadIndex(ctx, mgr, r.Kind, r.AutoReloadAll)
+	if err != nil {
 		return fmt.Errorf("indexing %ss by source: %w", r.Kind.Name(), err)
 	}
+	r.index = index
 	toWorkloads := handler.EnqueueRequestsFromMapFunc(r.workloadsOf)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Kind.Name()).

@@ -78,6 +78,7 @@ type Reconciler struct {
 	Behaviour
 
 	warnings warnings
+	index    workloadIndex // set by SetupWithManager
 }
 
 // Behaviour is what Reloader's flags and nudge's options change in how a
