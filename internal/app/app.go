@@ -161,10 +161,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 }
 
 // cacheOptions keeps ConfigMaps and Secrets as per-key digests (never their
-// values), drops managedFields from everything cached, and limits the cache
-// to opts.Namespaces when set.
+// values), their labels only for --resource-label-selector, trims workloads to
+// what nudge reads, and limits the cache to opts.Namespaces when set.
 func cacheOptions(opts options.Options) cache.Options {
-	digested := cache.ByObject{Transform: controller.DigestSource, UnsafeDisableDeepCopy: ptr.To(true)}
+	digested := cache.ByObject{Transform: controller.DigestSource(opts.ResourceLabelSelector != ""), UnsafeDisableDeepCopy: ptr.To(true)}
 	co := cache.Options{
 		DefaultTransform: controller.TrimWorkload,
 		ByObject: map[client.Object]cache.ByObject{

@@ -23,44 +23,50 @@ import (
 // it a field no real object carries.
 const digestedMark = "nudge:digested"
 
-// DigestSource is the cache transform for ConfigMaps and Secrets: it replaces
-// every value (data and binaryData) with its SHA-256 (see fingerprint.Sum),
-// so the cache never holds a source's content, and keeps of the metadata only
-// what nudge reads: name, namespace, resourceVersion, labels (for
-// --resource-label-selector) and the ignore and match annotations. Other
-// objects pass through unchanged. It is idempotent.
-func DigestSource(obj any) (any, error) {
-	switch o := obj.(type) {
-	case *corev1.ConfigMap:
-		//lint:ignore SA1019 see digestedMark
-		if o.SelfLink == digestedMark {
-			return o, nil
+// DigestSource returns the cache transform for ConfigMaps and Secrets: it
+// replaces every value (data and binaryData) with its SHA-256 (see
+// fingerprint.Sum), so the cache never holds a source's content, and keeps of
+// the metadata only what nudge reads: name, namespace, resourceVersion, the
+// ignore and match annotations, and the labels only when keepLabels (for
+// --resource-label-selector). Other objects pass through unchanged. It is
+// idempotent.
+func DigestSource(keepLabels bool) func(any) (any, error) {
+	return func(obj any) (any, error) {
+		switch o := obj.(type) {
+		case *corev1.ConfigMap:
+			//lint:ignore SA1019 see digestedMark
+			if o.SelfLink == digestedMark {
+				return o, nil
+			}
+			d := make(map[string]string, len(o.Data)+len(o.BinaryData))
+			for k, v := range o.Data {
+				d[k] = fingerprint.Sum([]byte(v))
+			}
+			for k, v := range o.BinaryData {
+				d[k] = fingerprint.Sum(v)
+			}
+			*o = corev1.ConfigMap{ObjectMeta: sourceMeta(o.ObjectMeta, keepLabels), Data: d}
+		case *corev1.Secret:
+			//lint:ignore SA1019 see digestedMark
+			if o.SelfLink == digestedMark {
+				return o, nil
+			}
+			for k, v := range o.Data {
+				o.Data[k] = []byte(fingerprint.Sum(v))
+			}
+			*o = corev1.Secret{ObjectMeta: sourceMeta(o.ObjectMeta, keepLabels), Data: o.Data}
 		}
-		d := make(map[string]string, len(o.Data)+len(o.BinaryData))
-		for k, v := range o.Data {
-			d[k] = fingerprint.Sum([]byte(v))
-		}
-		for k, v := range o.BinaryData {
-			d[k] = fingerprint.Sum(v)
-		}
-		*o = corev1.ConfigMap{ObjectMeta: sourceMeta(o.ObjectMeta), Data: d}
-	case *corev1.Secret:
-		//lint:ignore SA1019 see digestedMark
-		if o.SelfLink == digestedMark {
-			return o, nil
-		}
-		for k, v := range o.Data {
-			o.Data[k] = []byte(fingerprint.Sum(v))
-		}
-		*o = corev1.Secret{ObjectMeta: sourceMeta(o.ObjectMeta), Data: o.Data}
+		return obj, nil
 	}
-	return obj, nil
 }
 
 // sourceMeta keeps what nudge reads of a source's metadata, marked digested.
-func sourceMeta(m metav1.ObjectMeta) metav1.ObjectMeta {
+func sourceMeta(m metav1.ObjectMeta, keepLabels bool) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
-		Labels: m.Labels, DeletionTimestamp: m.DeletionTimestamp}
+		DeletionTimestamp: m.DeletionTimestamp}
+	if keepLabels {
+		out.Labels = m.Labels
+	}
 	//lint:ignore SA1019 see digestedMark
 	out.SelfLink = digestedMark
 	for _, k := range dialect.SourceAnnotations {
@@ -122,12 +128,16 @@ var sourceChanged = predicate.Funcs{
 // never reads it and it can double an object's size in the cache.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// TrimWorkload is the cache transform for workloads: it drops managedFields,
-// kubectl's last-applied-configuration annotation, the status, and from the
-// pod template everything but what references a source (see trimPodSpec),
-// none of which nudge reads. A write that needs the whole object (the
-// env-vars strategy, re-creating a Job) reads it from the API first. Other
-// objects pass through unchanged but for managedFields. It is idempotent.
+// TrimWorkload is the cache transform for workloads. It keeps what the
+// reconciler and the source index read: the metadata nudge reads (name,
+// namespace, resourceVersion, generation, annotations but kubectl's
+// last-applied-configuration, and of the labels only nudge's seal), a
+// Deployment's paused flag, and of the pod template its annotations and what
+// references a source (see trimPodSpec). A write that needs the whole object
+// (the env-vars strategy, re-creating a Job) reads it from the API first, and
+// a patch's response replaces the trimmed object it was given. Other objects
+// lose only their managedFields, owner references and that annotation; an
+// unstructured one (an Argo Rollout) its status too. It is idempotent.
 func TrimWorkload(obj any) (any, error) {
 	if o, ok := obj.(client.Object); ok {
 		o.SetManagedFields(nil)
@@ -140,25 +150,50 @@ func TrimWorkload(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
+		o.Labels = sealOnly(o.Labels)
+		o.Spec = appsv1.DeploymentSpec{Paused: o.Spec.Paused, Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.DeploymentStatus{}
-		trimPodSpec(&o.Spec.Template.Spec)
 	case *appsv1.StatefulSet:
+		o.Labels = sealOnly(o.Labels)
+		o.Spec = appsv1.StatefulSetSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.StatefulSetStatus{}
-		o.Spec.VolumeClaimTemplates = nil
-		trimPodSpec(&o.Spec.Template.Spec)
 	case *appsv1.DaemonSet:
+		o.Labels = sealOnly(o.Labels)
+		o.Spec = appsv1.DaemonSetSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.DaemonSetStatus{}
-		trimPodSpec(&o.Spec.Template.Spec)
 	case *batchv1.CronJob:
+		o.Labels = sealOnly(o.Labels)
+		o.Spec = batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{
+			Spec: batchv1.JobSpec{Template: trimTemplate(o.Spec.JobTemplate.Spec.Template)}}}
 		o.Status = batchv1.CronJobStatus{}
-		trimPodSpec(&o.Spec.JobTemplate.Spec.Template.Spec)
 	case *batchv1.Job:
+		o.Labels = sealOnly(o.Labels)
+		o.Spec = batchv1.JobSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = batchv1.JobStatus{}
-		trimPodSpec(&o.Spec.Template.Spec)
 	case *unstructured.Unstructured:
 		delete(o.Object, "status")
 	}
 	return obj, nil
+}
+
+// sealOnly returns labels' SealLabel alone, or nil without it: nudge reads
+// no other label of a workload.
+func sealOnly(labels map[string]string) map[string]string {
+	if v, ok := labels[SealLabel]; ok {
+		if len(labels) == 1 {
+			return labels
+		}
+		return map[string]string{SealLabel: v}
+	}
+	return nil
+}
+
+// trimTemplate keeps of a pod template its annotations (dialects read some)
+// and what its pod spec references.
+func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	out := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: t.Annotations}, Spec: t.Spec}
+	trimPodSpec(&out.Spec)
+	return out
 }
 
 // trimPodSpec keeps of a pod spec what refs.FromPodSpec and
