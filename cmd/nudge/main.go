@@ -23,7 +23,7 @@ import (
 // instead of Go's 2× costs little CPU: at 40,000 sources and 10,000
 // Deployments, idle RSS 248 MiB instead of 314 MiB for 22 s of CPU to sync
 // instead of 19 s (docs/performance.md). $GOGC still wins when set.
-const gcPercent = 50
+const gcPercent = 25
 
 func main() {
 	if os.Getenv("GOGC") == "" {

@@ -10,13 +10,15 @@ import (
 	"slices"
 	"sync/atomic"
 
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/kubernetes"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
@@ -55,12 +57,27 @@ func RESTConfig(opts options.Options) (*rest.Config, error) {
 	return cfg, nil
 }
 
+// newScheme returns a scheme of the API groups nudge reads and writes, and
+// of no other: each registered type costs memory for the life of the process.
+// Argo Rollouts are read as unstructured objects and need no type.
+func newScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, eventsv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
 // Run runs nudge against the API server of cfg until ctx is done. It returns
 // an error when start-up fails (no key, no cache sync) or the manager stops
 // with one.
 func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+	scheme, err := newScheme()
+	if err != nil {
 		return err
 	}
 
@@ -271,11 +288,13 @@ const (
 func eventRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options) (events.EventRecorder, error) {
 	ecfg := rest.CopyConfig(cfg)
 	ecfg.QPS, ecfg.Burst = min(eventsQPS, opts.QPS), min(eventsBurst, opts.Burst)
-	cs, err := kubernetes.NewForConfig(ecfg)
+	// The events.k8s.io client alone: the whole clientset would link (and
+	// map into memory) a client for every API group.
+	cs, err := eventsv1client.NewForConfig(ecfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating the Events client: %w", err)
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs.EventsV1()})
+	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs})
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
 		return nil, fmt.Errorf("starting the Event broadcaster: %w", err)
 	}

@@ -38,9 +38,13 @@ func DigestSource(keepLabels bool) func(any) (any, error) {
 			if o.SelfLink == digestedMark {
 				return o, nil
 			}
-			d := make(map[string]string, len(o.Data)+len(o.BinaryData))
-			for k, v := range o.Data {
+			// In place: the decoded map is the one kept, no second one.
+			d := o.Data
+			for k, v := range d {
 				d[k] = fingerprint.Sum([]byte(v))
+			}
+			if d == nil && len(o.BinaryData) > 0 {
+				d = make(map[string]string, len(o.BinaryData))
 			}
 			for k, v := range o.BinaryData {
 				d[k] = fingerprint.Sum(v)
@@ -176,16 +180,14 @@ func TrimWorkload(obj any) (any, error) {
 	return obj, nil
 }
 
-// sealOnly returns labels' SealLabel alone, or nil without it: nudge reads
-// no other label of a workload.
+// sealOnly returns labels with only SealLabel left (in place), or nil
+// without it: nudge reads no other label of a workload.
 func sealOnly(labels map[string]string) map[string]string {
-	if v, ok := labels[SealLabel]; ok {
-		if len(labels) == 1 {
-			return labels
-		}
-		return map[string]string{SealLabel: v}
+	if _, ok := labels[SealLabel]; !ok {
+		return nil
 	}
-	return nil
+	maps.DeleteFunc(labels, func(k, _ string) bool { return k != SealLabel })
+	return labels
 }
 
 // trimTemplate keeps of a pod template its annotations (dialects read some)
@@ -196,17 +198,39 @@ func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	return out
 }
 
-// trimPodSpec keeps of a pod spec what refs.FromPodSpec and
-// workload.ContainerFor read: containers' names, env, envFrom and volume
-// mount names, and the ConfigMap, Secret and projected volumes.
+// trimPodSpec keeps of a pod spec what refs.FromPodSpec reads, compacted:
+// the source references of every container (init, regular and ephemeral)
+// gathered into one container, and the ConfigMap, Secret and projected
+// volumes. FromPodSpec merges and sorts what it finds, so it reads the same
+// references from the trimmed spec as from the whole one. Nothing else reads
+// the cached pod spec: the env-vars strategy reads the live object.
 func trimPodSpec(p *corev1.PodSpec) {
-	trimmed := corev1.PodSpec{
-		Containers:     trimContainers(p.Containers),
-		InitContainers: trimContainers(p.InitContainers),
+	var refsOnly corev1.Container
+	keep := func(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
+		for _, e := range env {
+			if e.ValueFrom != nil && (e.ValueFrom.ConfigMapKeyRef != nil || e.ValueFrom.SecretKeyRef != nil) {
+				refsOnly.Env = append(refsOnly.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
+					ConfigMapKeyRef: e.ValueFrom.ConfigMapKeyRef, SecretKeyRef: e.ValueFrom.SecretKeyRef}})
+			}
+		}
+		for _, e := range envFrom {
+			if e.ConfigMapRef != nil || e.SecretRef != nil {
+				refsOnly.EnvFrom = append(refsOnly.EnvFrom, corev1.EnvFromSource{ConfigMapRef: e.ConfigMapRef, SecretRef: e.SecretRef})
+			}
+		}
 	}
-	for _, e := range p.EphemeralContainers {
-		trimmed.EphemeralContainers = append(trimmed.EphemeralContainers, corev1.EphemeralContainer{
-			EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: e.Name, Env: e.Env, EnvFrom: e.EnvFrom}})
+	for _, c := range p.InitContainers {
+		keep(c.Env, c.EnvFrom)
+	}
+	for _, c := range p.Containers {
+		keep(c.Env, c.EnvFrom)
+	}
+	for _, c := range p.EphemeralContainers {
+		keep(c.Env, c.EnvFrom)
+	}
+	var trimmed corev1.PodSpec
+	if len(refsOnly.Env) > 0 || len(refsOnly.EnvFrom) > 0 {
+		trimmed.Containers = []corev1.Container{refsOnly}
 	}
 	for _, v := range p.Volumes {
 		if v.ConfigMap != nil || v.Secret != nil || v.Projected != nil {
@@ -215,18 +239,4 @@ func trimPodSpec(p *corev1.PodSpec) {
 		}
 	}
 	*p = trimmed
-}
-
-func trimContainers(cs []corev1.Container) []corev1.Container {
-	if cs == nil {
-		return nil
-	}
-	out := make([]corev1.Container, len(cs))
-	for i, c := range cs {
-		out[i] = corev1.Container{Name: c.Name, Env: c.Env, EnvFrom: c.EnvFrom}
-		for _, m := range c.VolumeMounts {
-			out[i].VolumeMounts = append(out[i].VolumeMounts, corev1.VolumeMount{Name: m.Name})
-		}
-	}
-	return out
 }
