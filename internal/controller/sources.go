@@ -15,6 +15,7 @@ import (
 
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/refs"
 )
 
 // digestedMark is written to the selfLink of a cached source once its values
@@ -198,45 +199,40 @@ func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	return out
 }
 
-// trimPodSpec keeps of a pod spec what refs.FromPodSpec reads, compacted:
-// the source references of every container (init, regular and ephemeral)
-// gathered into one container, and the ConfigMap, Secret and projected
-// volumes. FromPodSpec merges and sorts what it finds, so it reads the same
-// references from the trimmed spec as from the whole one. Nothing else reads
-// the cached pod spec: the env-vars strategy reads the live object.
+// trimPodSpec replaces a pod spec with one container that reads exactly the
+// sources the pod spec reads (refs.FromPodSpec), in the fewest objects: a
+// whole source as an envFrom entry, a source read only in part as one env
+// entry per key read, each as optional as the reference. FromPodSpec reads
+// the same references from the trimmed spec as from the whole one, and
+// nothing else reads the cached pod spec: the env-vars strategy reads the
+// live object.
 func trimPodSpec(p *corev1.PodSpec) {
-	var refsOnly corev1.Container
-	keep := func(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
-		for _, e := range env {
-			if e.ValueFrom != nil && (e.ValueFrom.ConfigMapKeyRef != nil || e.ValueFrom.SecretKeyRef != nil) {
-				refsOnly.Env = append(refsOnly.Env, corev1.EnvVar{Name: e.Name, ValueFrom: &corev1.EnvVarSource{
-					ConfigMapKeyRef: e.ValueFrom.ConfigMapKeyRef, SecretKeyRef: e.ValueFrom.SecretKeyRef}})
+	var c corev1.Container
+	for _, r := range refs.FromPodSpec("", p) {
+		optional := r.Optional
+		name := corev1.LocalObjectReference{Name: r.Name}
+		if r.Whole() {
+			from := corev1.EnvFromSource{}
+			if r.Kind == refs.ConfigMap {
+				from.ConfigMapRef = &corev1.ConfigMapEnvSource{LocalObjectReference: name, Optional: &optional}
+			} else {
+				from.SecretRef = &corev1.SecretEnvSource{LocalObjectReference: name, Optional: &optional}
 			}
+			c.EnvFrom = append(c.EnvFrom, from)
+			continue
 		}
-		for _, e := range envFrom {
-			if e.ConfigMapRef != nil || e.SecretRef != nil {
-				refsOnly.EnvFrom = append(refsOnly.EnvFrom, corev1.EnvFromSource{ConfigMapRef: e.ConfigMapRef, SecretRef: e.SecretRef})
+		for _, key := range r.Keys {
+			from := &corev1.EnvVarSource{}
+			if r.Kind == refs.ConfigMap {
+				from.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: name, Key: key, Optional: &optional}
+			} else {
+				from.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: name, Key: key, Optional: &optional}
 			}
+			c.Env = append(c.Env, corev1.EnvVar{ValueFrom: from})
 		}
 	}
-	for _, c := range p.InitContainers {
-		keep(c.Env, c.EnvFrom)
+	*p = corev1.PodSpec{}
+	if len(c.Env) > 0 || len(c.EnvFrom) > 0 {
+		p.Containers = []corev1.Container{c}
 	}
-	for _, c := range p.Containers {
-		keep(c.Env, c.EnvFrom)
-	}
-	for _, c := range p.EphemeralContainers {
-		keep(c.Env, c.EnvFrom)
-	}
-	var trimmed corev1.PodSpec
-	if len(refsOnly.Env) > 0 || len(refsOnly.EnvFrom) > 0 {
-		trimmed.Containers = []corev1.Container{refsOnly}
-	}
-	for _, v := range p.Volumes {
-		if v.ConfigMap != nil || v.Secret != nil || v.Projected != nil {
-			trimmed.Volumes = append(trimmed.Volumes, corev1.Volume{Name: v.Name, VolumeSource: corev1.VolumeSource{
-				ConfigMap: v.ConfigMap, Secret: v.Secret, Projected: v.Projected}})
-		}
-	}
-	*p = trimmed
 }
