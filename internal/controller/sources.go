@@ -42,7 +42,7 @@ func DigestSource(keepLabels bool) func(any) (any, error) {
 			// In place: the decoded map is the one kept, no second one.
 			d := o.Data
 			for k, v := range d {
-				d[k] = fingerprint.Sum([]byte(v))
+				d[k] = fingerprint.SumString(v)
 			}
 			if d == nil && len(o.BinaryData) > 0 {
 				d = make(map[string]string, len(o.BinaryData))

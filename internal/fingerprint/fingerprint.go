@@ -26,6 +26,7 @@ import (
 	"fmt"
 	"hash"
 	"slices"
+	"unsafe"
 
 	"nudge.dev/nudge/internal/refs"
 )
@@ -75,6 +76,13 @@ type Digests map[string]string
 func Sum(value []byte) string {
 	s := sha256.Sum256(value)
 	return string(s[:])
+}
+
+// SumString is Sum of a string's bytes, hashed in place: a ConfigMap's values
+// are strings, often large, and a copy of each would only be garbage.
+func SumString(value string) string {
+	// Safe: SHA-256 only reads its input, and keeps nothing of it.
+	return Sum(unsafe.Slice(unsafe.StringData(value), len(value)))
 }
 
 // Source returns the digest of what ref reads from a source whose per-key

@@ -2,6 +2,8 @@ package fingerprint_test
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -156,4 +158,13 @@ func TestSeal(t *testing.T) {
 	g.Expect(key(1).Seal("v1.abc ConfigMap/a=AAAA")).To(Equal(s))
 	g.Expect(key(1).Seal("v1.abc ConfigMap/a=AAAB")).NotTo(Equal(s))
 	g.Expect(key(2).Seal("v1.abc ConfigMap/a=AAAA")).NotTo(Equal(s))
+}
+
+func TestSumString(t *testing.T) {
+	for _, v := range []string{"", "a", strings.Repeat("value ", 2000)} {
+		want := sha256.Sum256([]byte(v))
+		if got := fingerprint.SumString(v); got != string(want[:]) || got != fingerprint.Sum([]byte(v)) {
+			t.Errorf("SumString(%d bytes) = %x, want %x", len(v), got, want)
+		}
+	}
 }
