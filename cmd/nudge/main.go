@@ -18,13 +18,12 @@ import (
 	"nudge.dev/nudge/internal/options"
 )
 
-// gcPercent is nudge's default GOGC. nudge holds a large, long-lived cache
-// and allocates little once synced, so a heap goal of 1.2× the live heap
-// instead of Go's 2× costs little CPU and saves much memory. Measured with
-// `make bench` (docs/performance.md): at the default scale idle RSS 49.4 MiB
-// instead of 63.2, for 0.5 s more CPU to sync; at 40,000 sources and 10,000
-// Deployments 152 MiB instead of about 300, for 26.6 s of CPU to sync instead
-// of about 19 s. $GOGC still wins when set.
+// gcPercent is nudge's default GOGC: a heap goal of 1.2× the live heap
+// instead of Go's 2×. nudge's heap is mostly its long-lived cache and it
+// allocates little once synced, so the extra collections cost CPU mostly at
+// start, and the memory saved is most of the GC's headroom (measured with
+// `make bench` for GOGC 100, 50, 25 and 20: docs/performance.md). $GOGC still
+// wins when set.
 const gcPercent = 20
 
 func main() {
