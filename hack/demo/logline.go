@@ -1,38 +1,52 @@
 package main
 
 import (
+	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
-	"time"
 )
 
 // rolledMessage starts the message nudge logs, in Reloader's words, when it
 // rolls a workload.
 const rolledMessage = "Changes detected in "
 
-// logLine is one line of nudge's console log, split into its parts.
+// logLine is one line of nudge's log, split into its parts.
 type logLine struct {
 	level   string // INFO, ERROR, …
 	message string
-	fields  string // the JSON object of the line's key-value pairs, if any
-	raw     string // the whole line, timestamp and fields included
+	fields  string // the line's other key-value pairs, as key=value, sorted
+	raw     string // the whole line, time and fields included
 }
 
-// parseLogLine splits a line of nudge's console log (zap's console encoder:
-// time, level, message and a JSON object of fields, separated by tabs). A
-// line in another format (klog, a fatal error printed by main) has only raw.
+// parseLogLine splits a line of nudge's JSON log (--log-format json: log/slog's
+// JSON handler, an object with time, level, msg and the line's key-value
+// pairs). A line in another format (a fatal error printed by main) has only
+// raw.
 func parseLogLine(raw string) logLine {
 	l := logLine{raw: raw}
-	fields := strings.Split(raw, "\t")
-	if len(fields) < 3 {
+	var obj map[string]any
+	if err := json.Unmarshal([]byte(raw), &obj); err != nil {
 		return l
 	}
-	if _, err := time.Parse(time.RFC3339Nano, fields[0]); err != nil {
-		if _, err := time.Parse("2006-01-02T15:04:05.000Z0700", fields[0]); err != nil {
-			return l
-		}
+	level, _ := obj["level"].(string)
+	msg, _ := obj["msg"].(string)
+	if level == "" {
+		return l
 	}
-	l.level, l.message = fields[1], fields[2]
-	l.fields = strings.Join(fields[3:], " ")
+	l.level, l.message = level, msg
+	delete(obj, "time")
+	delete(obj, "level")
+	delete(obj, "msg")
+	var fields []string
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
+		v, err := json.Marshal(obj[k])
+		if err != nil {
+			continue
+		}
+		fields = append(fields, k+"="+string(v))
+	}
+	l.fields = strings.Join(fields, " ")
 	return l
 }
 
@@ -52,7 +66,7 @@ func (l logLine) interesting() bool {
 
 // display returns the line as the demo shows it: the message alone for a
 // rollout (its fields repeat it), the message and its fields for other
-// information, the level and everything after it otherwise.
+// information, the level, message and fields otherwise.
 func (l logLine) display() string {
 	switch {
 	case l.level == "":
@@ -62,7 +76,6 @@ func (l logLine) display() string {
 	case l.level == "INFO":
 		return strings.TrimSpace(l.message + " " + l.fields)
 	default:
-		_, rest, _ := strings.Cut(l.raw, "\t")
-		return strings.ReplaceAll(rest, "\t", "  ")
+		return strings.TrimSpace(l.level + "  " + l.message + "  " + l.fields)
 	}
 }

@@ -13,22 +13,22 @@ func TestLogLine(t *testing.T) {
 		display     string
 	}{
 		"a rollout shows its message alone": {
-			raw:         "2026-11-22T06:14:50.220Z\tINFO\tChanges detected in 'app-config' of type 'CONFIGMAP' in namespace 'shop'; updated 'web' of type 'Deployment' in namespace 'shop'\t{\"controller\": \"Deployment\", \"sources\": \"ConfigMap shop/app-config\"}",
+			raw:         `{"time":"2026-11-22T06:14:50.220Z","level":"INFO","msg":"Changes detected in 'app-config' of type 'CONFIGMAP' in namespace 'shop'; updated 'web' of type 'Deployment' in namespace 'shop'","controller":"Deployment","sources":"ConfigMap shop/app-config"}`,
 			interesting: true,
 			display:     "Changes detected in 'app-config' of type 'CONFIGMAP' in namespace 'shop'; updated 'web' of type 'Deployment' in namespace 'shop'",
 		},
 		"the start shows its fields": {
-			raw:         "2026-11-22T06:14:49.784Z\tINFO\tStarting nudge\t{\"keyID\": \"8540e158\", \"rolloutWindow\": \"5s\"}",
+			raw:         `{"time":"2026-11-22T06:14:49.784Z","level":"INFO","msg":"Starting nudge","rolloutWindow":"5s","keyID":"8540e158"}`,
 			interesting: true,
-			display:     "Starting nudge {\"keyID\": \"8540e158\", \"rolloutWindow\": \"5s\"}",
+			display:     `Starting nudge keyID="8540e158" rolloutWindow="5s"`,
 		},
 		"other information is hidden": {
-			raw: "2026-11-22T06:14:49.784Z\tINFO\tcontroller-runtime.metrics\tStarting metrics server",
+			raw: `{"time":"2026-11-22T06:14:49.784Z","level":"INFO","msg":"Starting metrics server","logger":"controller-runtime.metrics"}`,
 		},
 		"an error shows its level and fields": {
-			raw:         "2026-11-22T06:14:49.784Z\tERROR\tReconciler error\t{\"error\": \"boom\"}",
+			raw:         `{"time":"2026-11-22T06:14:49.784Z","level":"ERROR","msg":"Reconciler error","err":"boom"}`,
 			interesting: true,
-			display:     "ERROR  Reconciler error  {\"error\": \"boom\"}",
+			display:     `ERROR  Reconciler error  err="boom"`,
 		},
 		"a line in another format is shown as it is": {
 			raw:         "nudge: loading API client configuration: no such file",

@@ -67,6 +67,7 @@ func startNudge(ctx context.Context, p *printer, plane *testbed.Plane, bin strin
 			"--system-namespace", systemNamespace,
 			"--metrics-bind-address", "127.0.0.1:" + strconv.Itoa(ports[0]),
 			"--health-probe-bind-address", probeAddr,
+			"--log-format", "json", // one JSON object a line: see parseLogLine
 		}
 		n, err := execNudge(bin, args, probeAddr, logPath, func(l logLine) { p.detailf("nudge | %s", l.display()) })
 		if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -130,7 +131,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	})); err != nil {
 		return err
 	}
-	recorder, err := eventRecorder(ctx, cfg, scheme, opts)
+	lull := &controller.Lull{}
+	recorder, err := eventRecorder(ctx, cfg, scheme, opts, lull)
 	if err != nil {
 		return err
 	}
@@ -154,6 +156,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Watched:       watched,
 			AutoReloadAll: opts.AutoReloadAll,
 			Metrics:       m,
+			Lull:          lull,
 			Behaviour:     b,
 		}
 	}
@@ -274,18 +277,22 @@ func addNotifiers(ctx context.Context, mgr ctrl.Manager, opts options.Options, b
 	return nil
 }
 
-// eventsQPS and eventsBurst bound nudge's Event writes on a client of their
-// own: Events queue behind rollouts instead of competing with them for the
-// client's rate limit and the API server's time (1 Event per rollout; the
-// broadcaster buffers 1,000).
+// Events are written after rollouts, not among them (1 Event per rollout;
+// the broadcaster buffers 1,000): on a client of their own, limited to
+// eventsQPS and eventsBurst, so they never take the rollouts' share of the
+// client's rate limit; and each waits until no workload has been written for
+// eventsQuiet, or until eventsMaxDelay after it was recorded, so a burst of
+// rollouts does not share the API server with its own Events.
 const (
-	eventsQPS   = 50
-	eventsBurst = 100
+	eventsQPS      = 50
+	eventsBurst    = 100
+	eventsQuiet    = 100 * time.Millisecond
+	eventsMaxDelay = 5 * time.Second
 )
 
 // eventRecorder returns an events.k8s.io recorder writing through its own,
-// slower client; it stops with ctx.
-func eventRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options) (events.EventRecorder, error) {
+// slower client, after lulls in workload writes; it stops with ctx.
+func eventRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options, lull *controller.Lull) (events.EventRecorder, error) {
 	ecfg := rest.CopyConfig(cfg)
 	ecfg.QPS, ecfg.Burst = min(eventsQPS, opts.QPS), min(eventsBurst, opts.Burst)
 	// The events.k8s.io client alone: the whole clientset would link (and
@@ -294,7 +301,7 @@ func eventRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	if err != nil {
 		return nil, fmt.Errorf("creating the Events client: %w", err)
 	}
-	b := events.NewBroadcaster(&events.EventSinkImpl{Interface: cs})
+	b := events.NewBroadcaster(yieldingSink{EventSink: &events.EventSinkImpl{Interface: cs}, lull: lull})
 	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
 		return nil, fmt.Errorf("starting the Event broadcaster: %w", err)
 	}
@@ -303,6 +310,17 @@ func eventRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 		b.Shutdown()
 	}()
 	return b.NewRecorder(scheme, "nudge"), nil
+}
+
+// yieldingSink creates each Event once lull allows it (see eventsQuiet).
+type yieldingSink struct {
+	events.EventSink
+	lull *controller.Lull
+}
+
+func (s yieldingSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
+	s.lull.Wait(ctx, eventsQuiet, e.EventTime.Add(eventsMaxDelay))
+	return s.EventSink.Create(ctx, e)
 }
 
 // everyReplica is a Runnable that runs on every replica, not only the leader.

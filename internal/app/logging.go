@@ -1,25 +1,37 @@
 package app
 
 import (
+	"log/slog"
+	"os"
+
 	"github.com/go-logr/logr"
-	"go.uber.org/zap/zapcore"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"nudge.dev/nudge/internal/options"
 )
 
-// Logger returns the logger opts ask for: JSON or console text, at the level
-// of --log-level (Reloader's names; "trace" and "debug" enable V(1) and more).
+// logLevels maps --log-level (Reloader's names) to slog levels; logr's V(n)
+// logs at level -n, so "debug" enables V(1) and "trace" V(2).
+var logLevels = map[string]slog.Level{
+	"trace": -2, "debug": -1, "info": slog.LevelInfo, "warning": slog.LevelWarn,
+	"error": slog.LevelError, "fatal": slog.LevelError + 4, "panic": slog.LevelError + 4,
+}
+
+// Logger returns the logger opts ask for: log/slog's text (key=value) or JSON
+// handler on standard error, at the level of --log-level. Unlike zap's
+// production logger it keeps no sampling state: every line is written.
 func Logger(opts options.Options) logr.Logger {
-	level := map[string]zapcore.Level{
-		"trace": -2, "debug": zapcore.DebugLevel, "info": zapcore.InfoLevel, "warning": zapcore.WarnLevel,
-		"error": zapcore.ErrorLevel, "fatal": zapcore.FatalLevel, "panic": zapcore.PanicLevel,
-	}[opts.LogLevel]
-	zo := []zap.Opts{zap.Level(level), zap.UseDevMode(false)}
+	ho := &slog.HandlerOptions{Level: logLevels[opts.LogLevel], ReplaceAttr: durationText}
 	if opts.LogFormat == "json" {
-		zo = append(zo, zap.JSONEncoder())
-	} else {
-		zo = append(zo, zap.ConsoleEncoder())
+		return logr.FromSlogHandler(slog.NewJSONHandler(os.Stderr, ho))
 	}
-	return zap.New(zo...)
+	return logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, ho))
+}
+
+// durationText writes a duration as Go writes it ("5s"), not in nanoseconds
+// as the JSON handler would.
+func durationText(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.String(a.Key, a.Value.Duration().String())
+	}
+	return a
 }

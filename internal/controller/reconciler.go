@@ -73,6 +73,8 @@ type Reconciler struct {
 	AutoReloadAll bool
 	// Metrics counts what the reconciler does; may be nil.
 	Metrics *Metrics
+	// Lull, when not nil, is told of every workload write (see Lull).
+	Lull *Lull
 
 	// Behaviour pinned by Reloader's flags; see options.Options.
 	Behaviour

@@ -60,7 +60,13 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Ch
 	if err != nil {
 		return err
 	}
-	return r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body))
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+		return err
+	}
+	if r.Lull != nil {
+		r.Lull.Wrote(time.Now())
+	}
+	return nil
 }
 
 // roll writes the trigger and the new applied state in one patch, in the way

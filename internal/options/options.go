@@ -135,7 +135,7 @@ func Default() Options {
 		SystemNamespace:   "nudge-system",
 		KeySecret:         "nudge-fingerprint-key",
 		RolloutWindow:     5 * time.Second,
-		Workers:           8,
+		Workers:           16,
 		LogFormat:         "text",
 		ReloadStrategy:    "annotations",
 		LogLevel:          "info",

@@ -1,0 +1,39 @@
+package controller
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+)
+
+// Lull tells when the reconcilers last wrote a workload, so that writes of
+// lower priority (Events) can wait for a pause in rollouts instead of
+// competing with them for the API server. The zero value is ready to use;
+// it is safe for concurrent use.
+type Lull struct {
+	last atomic.Int64 // Unix nanoseconds of the last workload write; 0: none
+}
+
+// Wrote records a workload write at now.
+func (l *Lull) Wrote(now time.Time) { l.last.Store(now.UnixNano()) }
+
+// Wait returns once no workload has been written for quiet, once deadline
+// has passed, or once ctx is done, whichever comes first.
+func (l *Lull) Wait(ctx context.Context, quiet time.Duration, deadline time.Time) {
+	for {
+		wait := time.Until(time.Unix(0, l.last.Load()).Add(quiet))
+		if until := time.Until(deadline); until < wait {
+			wait = until
+		}
+		if wait <= 0 {
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}

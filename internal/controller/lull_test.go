@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// waitDone runs l.Wait and fails t if it has not returned within 10 s.
+func waitDone(t *testing.T, ctx context.Context, l *Lull, quiet time.Duration, deadline time.Time) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		l.Wait(ctx, quiet, deadline)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lull.Wait did not return within 10 s")
+	}
+}
+
+func TestLull(t *testing.T) {
+	t.Run("without writes it does not wait", func(t *testing.T) {
+		start := time.Now()
+		waitDone(t, t.Context(), &Lull{}, time.Hour, start.Add(time.Hour))
+	})
+	t.Run("it waits for quiet after the last write", func(t *testing.T) {
+		var l Lull
+		wrote := time.Now()
+		l.Wrote(wrote)
+		waitDone(t, t.Context(), &l, 50*time.Millisecond, wrote.Add(time.Hour))
+		if since := time.Since(wrote); since < 50*time.Millisecond {
+			t.Errorf("returned %v after the write, before 50ms of quiet", since)
+		}
+	})
+	t.Run("it stops waiting at the deadline while writes go on", func(t *testing.T) {
+		var l Lull
+		ctx, stop := context.WithCancel(t.Context())
+		defer stop()
+		l.Wrote(time.Now())
+		go func() {
+			for ctx.Err() == nil {
+				l.Wrote(time.Now())
+				time.Sleep(time.Millisecond)
+			}
+		}()
+		deadline := time.Now().Add(50 * time.Millisecond)
+		waitDone(t, t.Context(), &l, time.Hour, deadline)
+		if time.Now().Before(deadline) {
+			t.Error("returned before the deadline, with writes going on")
+		}
+	})
+	t.Run("it stops waiting when ctx is done", func(t *testing.T) {
+		var l Lull
+		l.Wrote(time.Now())
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		waitDone(t, ctx, &l, time.Hour, time.Now().Add(time.Hour))
+	})
+}
