@@ -1,6 +1,7 @@
 package app
 
 import (
+	"io"
 	"log/slog"
 	"os"
 
@@ -19,12 +20,14 @@ var logLevels = map[string]slog.Level{
 // Logger returns the logger opts ask for: log/slog's text (key=value) or JSON
 // handler on standard error, at the level of --log-level. Unlike zap's
 // production logger it keeps no sampling state: every line is written.
-func Logger(opts options.Options) logr.Logger {
+func Logger(opts options.Options) logr.Logger { return loggerTo(os.Stderr, opts) }
+
+func loggerTo(w io.Writer, opts options.Options) logr.Logger {
 	ho := &slog.HandlerOptions{Level: logLevels[opts.LogLevel], ReplaceAttr: durationText}
 	if opts.LogFormat == "json" {
-		return logr.FromSlogHandler(slog.NewJSONHandler(os.Stderr, ho))
+		return logr.FromSlogHandler(slog.NewJSONHandler(w, ho))
 	}
-	return logr.FromSlogHandler(slog.NewTextHandler(os.Stderr, ho))
+	return logr.FromSlogHandler(slog.NewTextHandler(w, ho))
 }
 
 // durationText writes a duration as Go writes it ("5s"), not in nanoseconds

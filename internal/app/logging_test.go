@@ -2,11 +2,10 @@ package app
 
 import (
 	"bytes"
-	"log/slog"
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
+	"nudge.dev/nudge/internal/options"
 )
 
 // TestLogLevels: --log-level decides which of logr's verbosities are written,
@@ -17,7 +16,7 @@ func TestLogLevels(t *testing.T) {
 		"warning": {false, false, false}, "error": {false, false, false},
 	} {
 		var buf bytes.Buffer
-		log := logr.FromSlogHandler(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: logLevels[level], ReplaceAttr: durationText}))
+		log := loggerTo(&buf, options.Options{LogLevel: level, LogFormat: "json"})
 		for v, w := range want {
 			if got := log.V(v).Enabled(); got != w {
 				t.Errorf("--log-level=%s: V(%d) enabled = %v, want %v", level, v, got, w)

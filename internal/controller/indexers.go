@@ -108,7 +108,7 @@ func (r *Reconciler) workloadsOf(ctx context.Context, obj client.Object) []recon
 		indexKey(kind, obj.GetNamespace(), obj.GetName()),
 		indexKey(kind, obj.GetNamespace(), anyName),
 	} {
-		found, err := r.index.lookup(ctx, key)
+		found, err := r.index(ctx, key)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Failed to look workloads up in the index", "kind", r.Kind.Name(), "key", key)
 			continue
@@ -118,14 +118,9 @@ func (r *Reconciler) workloadsOf(ctx context.Context, obj client.Object) []recon
 	return reqs
 }
 
-// workloadIndex is the source index of one workload kind.
-type workloadIndex struct {
-	// indexer is the informer's own, when the cache has one informer for the
-	// kind; nil when it has one per namespace (--namespaces).
-	indexer toolscache.Indexer
-	// list reads a field index through the cache when indexer is nil.
-	list func(ctx context.Context, key string) ([]reconcile.Request, error)
-}
+// workloadIndex looks up the source index of one workload kind: a request
+// for every workload whose index keys include key.
+type workloadIndex func(ctx context.Context, key string) ([]reconcile.Request, error)
 
 // indexer is what a single informer of controller-runtime's cache is (a
 // client-go SharedIndexInformer); its per-namespace informers are not.
@@ -133,55 +128,56 @@ type indexer interface{ GetIndexer() toolscache.Indexer }
 
 // newWorkloadIndex registers sourceIndex for kind k in mgr's cache. With one
 // informer for the kind, the index is that informer's own and holds each key
-// once; with one informer per namespace (--namespaces) it is a
-// controller-runtime field index, which holds each key twice (per namespace
-// and for all), and is read by listing.
+// once, and a lookup reads only store keys; with one informer per namespace
+// (--namespaces) it is a controller-runtime field index, which holds each key
+// twice (per namespace and for all), and a lookup lists from the cache.
 func newWorkloadIndex(ctx context.Context, mgr ctrl.Manager, k workload.Kind, autoReloadAll bool) (workloadIndex, error) {
 	keys := sourceKeys(k, autoReloadAll)
 	inf, err := mgr.GetCache().GetInformer(ctx, k.New())
 	if err != nil {
-		return workloadIndex{}, err
+		return nil, err
 	}
 	if si, ok := inf.(indexer); ok {
-		err := inf.AddIndexers(toolscache.Indexers{sourceIndex: func(obj any) ([]string, error) {
+		if err := inf.AddIndexers(toolscache.Indexers{sourceIndex: func(obj any) ([]string, error) {
 			if o, ok := obj.(client.Object); ok {
 				return keys(o), nil
 			}
 			return nil, nil
-		}})
-		return workloadIndex{indexer: si.GetIndexer()}, err
+		}}); err != nil {
+			return nil, err
+		}
+		return indexKeys(si.GetIndexer()), nil
 	}
 	if err := mgr.GetFieldIndexer().IndexField(ctx, k.New(), sourceIndex, keys); err != nil {
-		return workloadIndex{}, err
+		return nil, err
 	}
 	c := mgr.GetClient()
-	return workloadIndex{list: func(ctx context.Context, key string) ([]reconcile.Request, error) {
+	return func(ctx context.Context, key string) ([]reconcile.Request, error) {
 		list := k.NewList()
 		// Only names are read: no deep copy of every workload.
 		if err := c.List(ctx, list, client.MatchingFields{sourceIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
 			return nil, err
 		}
 		return requests(list), nil
-	}}, nil
+	}, nil
 }
 
-// lookup returns a request for every workload whose index keys include key.
-func (x workloadIndex) lookup(ctx context.Context, key string) ([]reconcile.Request, error) {
-	if x.indexer == nil {
-		return x.list(ctx, key)
-	}
-	// Store keys are "namespace/name": no object is read or copied.
-	ids, err := x.indexer.IndexKeys(sourceIndex, key)
-	if err != nil {
-		return nil, err
-	}
-	reqs := make([]reconcile.Request, 0, len(ids))
-	for _, id := range ids {
-		ns, name, err := toolscache.SplitMetaNamespaceKey(id)
+// indexKeys looks sourceIndex up in idx by store key ("namespace/name"): no
+// object is read or copied.
+func indexKeys(idx toolscache.Indexer) workloadIndex {
+	return func(_ context.Context, key string) ([]reconcile.Request, error) {
+		ids, err := idx.IndexKeys(sourceIndex, key)
 		if err != nil {
 			return nil, err
 		}
-		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		reqs := make([]reconcile.Request, 0, len(ids))
+		for _, id := range ids {
+			ns, name, err := toolscache.SplitMetaNamespaceKey(id)
+			if err != nil {
+				return nil, err
+			}
+			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
+		}
+		return reqs, nil
 	}
-	return reqs, nil
 }
