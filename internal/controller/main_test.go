@@ -13,7 +13,9 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -84,6 +86,14 @@ func (e *env) deployment(name string) *appsv1.Deployment {
 	var d appsv1.Deployment
 	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &d)).To(Succeed())
 	return &d
+}
+
+// annotate merges annotations, a JSON object whose null values remove a key,
+// into the Deployment's metadata.
+func (e *env) annotate(name, annotations string) {
+	e.t.Helper()
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":`+annotations+`}}`))
+	e.g.Expect(k8s.Patch(e.ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: name}}, patch)).To(Succeed())
 }
 
 // rollouts returns how many times the Deployment's pod template changed

@@ -140,7 +140,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !spec.Enabled(r.AutoReloadAll) {
 		r.warn(ctx, obj, causes)
-		return ctrl.Result{}, nil
+		if err := r.release(ctx, obj); err != nil {
+			return r.retry(ctx, err)
+		}
+		return r.resume(ctx, obj, ctrl.Result{})
 	}
 
 	in, more, err := r.inputs(ctx, obj, spec, tmpl)
@@ -211,6 +214,11 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 		}
 		src, err := r.getSource(ctx, c.Source)
 		switch {
+		case apierrors.IsNotFound(err) && c.namedOnly && !r.ReloadOnDelete:
+			in.Kept = append(in.Kept, c.Reference)
+			causes = append(causes, cause{reason: ReasonSourceMissing, note: fmt.Sprintf(
+				"Named %s %s/%s does not exist; its absence rolls nothing", c.Kind, c.Namespace, c.Name)})
+			continue
 		case apierrors.IsNotFound(err):
 			if c.Optional || r.ReloadOnDelete {
 				if !c.needsMatch {

@@ -20,6 +20,10 @@ type candidate struct {
 	// needsMatch is true when only Reloader's search mode selects the source:
 	// it then counts only if it carries reloader.stakater.com/match.
 	needsMatch bool
+	// namedOnly is true when an annotation names the source and the pod spec
+	// does not read it: its pods start without it, so, as in Reloader, its
+	// deletion rolls nothing (see rollout.Input.Kept).
+	namedOnly bool
 }
 
 // references returns what spec selects of the pod spec and the named
@@ -27,7 +31,9 @@ type candidate struct {
 func (r *Reconciler) references(ctx context.Context, namespace string, spec dialect.Spec, pod *corev1.PodSpec) ([]candidate, error) {
 	var all []refs.Reference
 	searchOnly := map[refs.Source]bool{}
+	inPod := map[refs.Source]bool{}
 	for _, ref := range refs.FromPodSpec(namespace, pod) {
+		inPod[ref.Source] = true
 		sel := spec.For(ref.Kind)
 		auto := sel.Automatic(r.AutoReloadAll)
 		if (!auto && !sel.Search) || spec.Excluded(ref.Source) {
@@ -65,7 +71,7 @@ func (r *Reconciler) references(ctx context.Context, namespace string, spec dial
 	merged := refs.Merge(all)
 	out := make([]candidate, len(merged))
 	for i, ref := range merged {
-		out[i] = candidate{Reference: ref, needsMatch: searchOnly[ref.Source]}
+		out[i] = candidate{Reference: ref, needsMatch: searchOnly[ref.Source], namedOnly: !inPod[ref.Source]}
 	}
 	return out, nil
 }

@@ -54,6 +54,27 @@ func (r *Reconciler) stateChange(obj client.Object, s fingerprint.State) workloa
 	}
 }
 
+// release drops nudge's state from a workload that no longer opts in, so
+// that opting in again is first sight (rule 3): a change made in between is
+// baselined, not rolled. A workload without state costs no write.
+func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
+	_, applied := obj.GetAnnotations()[AppliedAnnotation]
+	_, sealed := obj.GetLabels()[SealLabel]
+	if !applied && !sealed {
+		return nil
+	}
+	c := workload.Change{
+		ResourceVersion: obj.GetResourceVersion(),
+		Labels:          map[string]*string{SealLabel: nil},
+		Annotations:     map[string]*string{AppliedAnnotation: nil, LastRolloutAnnotation: nil},
+	}
+	if err := r.apply(ctx, obj, c); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Dropped the state of a workload that opted out", "kind", r.Kind.Name())
+	return nil
+}
+
 // apply writes c to obj (obj is updated from the response).
 func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Change) error {
 	body, err := c.Patch(r.Kind)

@@ -53,6 +53,28 @@ func TestFirstSightNeverRolls(t *testing.T) {
 	}
 }
 
+// Rule 3: a workload that opts out and in again is first sight: a change
+// made while it was out is baselined, not rolled.
+func TestOptingInAgainNeverRolls(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+
+	e.annotate("web", `{"nudge.dev/auto":null}`)
+	e.g.Eventually(func() map[string]string { return e.deployment("web").Labels }).WithTimeout(10*time.Second).
+		ShouldNot(HaveKey(controller.SealLabel), "nudge to drop its state from the Deployment that opted out")
+	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(controller.AppliedAnnotation))
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.rolledTo("web", 0)
+
+	e.annotate("web", `{"nudge.dev/auto":"true"}`)
+	e.baselined("web")
+	e.rolledTo("web", 0)
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
+	e.rolledTo("web", 1)
+}
+
 // Rule 4: a change made while nudge was down is rolled once when it starts.
 func TestChangeWhileDownIsRolledAtStart(t *testing.T) {
 	e := setup(t, true, nil)
@@ -110,6 +132,32 @@ func TestOptionalSourceAppearsAndDisappears(t *testing.T) {
 	e.g.Expect(k8s.Delete(e.ctx, nt.ConfigMap(e.ns, "flags", nil))).To(Succeed())
 	e.rolledTo("web", 2)
 	e.g.Expect(e.events("web", controller.ReasonSourceMissing)()).To(BeEmpty(), "no Warning for an optional source")
+}
+
+// Rule 5 for a source an annotation names and the pod spec does not read: its
+// pods start without it, so, as in Reloader, its deletion rolls nothing, holds
+// nothing and says so; its return with other content rolls once.
+func TestDeletedNamedSource(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}),
+		nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, map[string]string{
+			"secret.reloader.stakater.com/reload": "db", "reloader.stakater.com/auto": "true",
+		}, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+
+	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
+	e.g.Eventually(e.events("web", controller.ReasonSourceMissing)).WithTimeout(10*time.Second).
+		Should(ContainElement(HaveField("Note", ContainSubstring("Named Secret "+e.ns+"/db"))), "a Warning naming the missing Secret")
+	e.rolledTo("web", 0)
+
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.rolledTo("web", 1)
+	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}))
+	e.rolledTo("web", 1)
+	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
+	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p2"}))
+	e.rolledTo("web", 2)
 }
 
 // Rule 6: a workload rewritten with its manifest (kubectl replace, a GitOps

@@ -56,9 +56,14 @@ type Input struct {
 	Desired fingerprint.State
 	// Missing lists the references to required sources that were not found.
 	Missing []refs.Reference
-	// CreateRolls records a missing required source as absent instead of
-	// keeping its applied entry, so that its return rolls whatever its
-	// content (Reloader's --reload-on-create).
+	// Kept lists the references to sources that were not found but whose
+	// absence is no change and holds nothing: sources an annotation names
+	// that the pod spec does not read. Like Missing, each keeps its applied
+	// entry, so its return with other content rolls.
+	Kept []refs.Reference
+	// CreateRolls records a missing required or kept source as absent
+	// instead of keeping its applied entry, so that its return rolls
+	// whatever its content (Reloader's --reload-on-create).
 	CreateRolls bool
 	// LastRollout is when nudge last rolled the workload; zero if never.
 	LastRollout time.Time
@@ -92,9 +97,9 @@ type Decision struct {
 // read by the pod spec) is re-baselined without a rollout, because either the
 // workload's own change rolls it or nothing its pods read has changed. An
 // optional source that appears or disappears changes its digest from or to
-// fingerprint.Absent, so it rolls. A missing required source keeps its
-// applied entry, so its return with other content rolls and with the same
-// content does not.
+// fingerprint.Absent, so it rolls. A missing required or kept source keeps
+// its applied entry, so its return with other content rolls and with the
+// same content does not; only a missing required one holds other changes.
 func Decide(in Input) Decision {
 	applied, err := fingerprint.Parse(in.Applied, in.Namespace)
 	first := in.Applied == "" || !in.Sealed || err != nil || applied.KeyID != in.Desired.KeyID
@@ -103,7 +108,7 @@ func Decide(in Input) Decision {
 	if write.Entries == nil {
 		write.Entries = map[refs.Source]fingerprint.Entry{}
 	}
-	for _, ref := range in.Missing {
+	for _, ref := range slices.Concat(in.Missing, in.Kept) {
 		if e, ok := applied.Entries[ref.Source]; ok && !first && !in.CreateRolls {
 			write.Entries[ref.Source] = e
 		} else if in.CreateRolls {

@@ -122,6 +122,42 @@ func TestDecide(t *testing.T) {
 			want:        rollout.Hold,
 			wantChanged: []refs.Source{cm},
 		},
+		"a kept source keeps its applied entry and rolls nothing": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "aaaa"}}),
+				Kept:    []refs.Reference{{Source: secret, Keys: []string{"p"}, Optional: true}},
+			},
+			want: rollout.None,
+		},
+		"a kept source holds no other change": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "cccc"}}),
+				Kept:    []refs.Reference{{Source: secret, Keys: []string{"p"}, Optional: true}},
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
+		},
+		"a kept source never seen is not recorded": {
+			in: rollout.Input{
+				Applied: applied("k", entries{cm: {Digest: "aaaa"}}),
+				Desired: state("k", entries{cm: {Digest: "aaaa"}}),
+				Kept:    []refs.Reference{{Source: secret, Optional: true}},
+			},
+			want: rollout.None,
+		},
+		"with CreateRolls a kept source is recorded as absent": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     state("k", entries{cm: {Digest: "aaaa"}}),
+				Kept:        []refs.Reference{{Source: secret, Optional: true}},
+				CreateRolls: true,
+			},
+			want:      rollout.Baseline,
+			wantWrite: entries{cm: {Digest: "aaaa"}, secret: {Digest: fingerprint.Absent}},
+		},
 		"with CreateRolls a missing required source is recorded as absent": {
 			in: rollout.Input{
 				Applied:     applied("k", base),
