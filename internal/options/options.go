@@ -125,8 +125,8 @@ func (o *Options) IgnoresSources(kind string) bool {
 // Default returns the options with every default set.
 func Default() Options {
 	return Options{
-		QPS:               200,
-		Burst:             400,
+		QPS:               500,
+		Burst:             1000,
 		MetricsAddr:       ":9090",
 		ProbeAddr:         ":8081",
 		PprofAddr:         "0",

@@ -1,6 +1,9 @@
 package options_test
 
 import (
+	"os"
+	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -96,4 +99,56 @@ func TestFlags(t *testing.T) {
 			tc.check(g, o)
 		})
 	}
+}
+
+// TestREADMEFlagDefaults: the README's flag table gives every flag's default
+// as nudge registers it (it once said 500 requests per second while nudge
+// used 200).
+func TestREADMEFlagDefaults(t *testing.T) {
+	g := NewWithT(t)
+	readme, err := os.ReadFile("../../README.md")
+	g.Expect(err).NotTo(HaveOccurred())
+	o := options.Default()
+	fs := pflag.NewFlagSet("nudge", pflag.ContinueOnError)
+	o.BindFlags(fs)
+
+	row := regexp.MustCompile("^\\| (`--[^|]+) \\| ([^|]+) \\|")
+	name := regexp.MustCompile("`--([a-z-]+)`")
+	rows := 0
+	for line := range strings.Lines(string(readme)) {
+		m := row.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		rows++
+		flags := name.FindAllStringSubmatch(m[1], -1)
+		values := strings.Split(strings.TrimSpace(m[2]), ", ")
+		for i, f := range flags {
+			flag := fs.Lookup(f[1])
+			g.Expect(flag).NotTo(BeNil(), "README names --%s, which nudge does not have", f[1])
+			want := readmeDefault(values[min(i, len(values)-1)])
+			got := flag.DefValue
+			if got == "[]" {
+				got = ""
+			}
+			g.Expect(got).To(Equal(want), "--%s: the README says %q", f[1], m[2])
+		}
+	}
+	g.Expect(rows).To(BeNumerically(">", 20), "the README's flag table")
+}
+
+// readmeDefault reads a default as the README writes it: "`5s`", "`0` (off)",
+// "`$POD_NAMESPACE` or `nudge-system`" (the last is the flag's own), or a
+// word for an empty value.
+func readmeDefault(s string) string {
+	s, _, _ = strings.Cut(s, " (")
+	if _, after, ok := strings.Cut(s, " or "); ok {
+		s = after
+	}
+	s = strings.Trim(s, "`")
+	switch s {
+	case "none", "all", "in-cluster":
+		return ""
+	}
+	return s
 }
