@@ -140,8 +140,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !spec.Enabled(r.AutoReloadAll) {
 		r.warn(ctx, obj, causes)
-		if err := r.release(ctx, obj); err != nil {
-			return r.retry(ctx, err)
+		// A malformed annotation may be a mistyped opt-in: keep the state,
+		// so that once it is mended a change made meanwhile still rolls.
+		if len(errs) == 0 {
+			if err := r.release(ctx, obj); err != nil {
+				return r.retry(ctx, err)
+			}
 		}
 		return r.resume(ctx, obj, ctrl.Result{})
 	}

@@ -75,6 +75,24 @@ func TestOptingInAgainNeverRolls(t *testing.T) {
 	e.rolledTo("web", 1)
 }
 
+// A mistyped opt-in is not an opt-out: nudge keeps its state, so a change
+// made before the annotation is mended still rolls once it is.
+func TestMistypedOptInKeepsState(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+
+	e.annotate("web", `{"nudge.dev/auto":"yes"}`)
+	e.g.Eventually(e.events("web", controller.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.rolledTo("web", 0)
+	e.g.Expect(e.deployment("web").Labels).To(HaveKey(controller.SealLabel), "the state kept")
+
+	e.annotate("web", `{"nudge.dev/auto":"true"}`)
+	e.rolledTo("web", 1)
+}
+
 // Rule 4: a change made while nudge was down is rolled once when it starts.
 func TestChangeWhileDownIsRolledAtStart(t *testing.T) {
 	e := setup(t, true, nil)
