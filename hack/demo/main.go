@@ -81,12 +81,11 @@ func run(p *printer, nudgeBin string, exit bool) (err error) {
 
 	p.step("Starting the local control plane: etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok with 2 fake nodes")
 	startCtx, cancelStart := context.WithTimeout(ctx, startTimeout)
-	plane, err := testbed.Start(startCtx, testbed.Options{Mode: testbed.Cluster, Nodes: 2, Logf: p.detailf})
+	plane, err := testbed.Start(startCtx, testbed.Options{Mode: testbed.Cluster, Nodes: 2, Logf: p.detailf, CallerHandlesSignals: true})
 	cancelStart()
 	if err != nil {
 		return withCause(ctx, fmt.Errorf("starting the control plane: %w", err))
 	}
-	takeOverSignals(signals)
 	var n *nudgeProcess
 	defer func() {
 		var stopErr error
@@ -126,18 +125,6 @@ func run(p *printer, nudgeBin string, exit bool) (err error) {
 	case <-n.done:
 		return n.exited()
 	}
-}
-
-// takeOverSignals makes the demo alone handle SIGINT and SIGTERM from now on.
-// testbed.Start also handles them, by stopping the plane and re-raising the
-// signal, which suits a test binary; the demo must instead stop nudge before
-// the plane and then exit 0. signal.Reset drops every handler of the
-// process, the plane's among them, and Notify restores the demo's; a signal
-// arriving in between ends the process, and the kernel then kills every
-// child (parent-death signal).
-func takeOverSignals(signals chan os.Signal) {
-	signal.Reset(syscall.SIGINT, syscall.SIGTERM)
-	signal.Notify(signals, syscall.SIGINT, syscall.SIGTERM)
 }
 
 // withCause returns err, or the interruption that cancelled ctx when there

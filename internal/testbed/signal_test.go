@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
@@ -21,8 +22,11 @@ import (
 const helperEnv = "TESTBED_SIGNAL_HELPER"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "1" {
+	switch os.Getenv(helperEnv) {
+	case "1":
 		os.Exit(helperPlane())
+	case "caller":
+		os.Exit(helperCallerHandlesSignals())
 	}
 	os.Exit(m.Run())
 }
@@ -43,9 +47,52 @@ func helperPlane() int {
 	return 3 // not signalled
 }
 
+// helperCallerHandlesSignals starts an apiserver plane with
+// CallerHandlesSignals and a SIGINT handler of its own, prints "PLANE <dir>
+// <pid>...", and once signalled checks for 2 s that the plane still serves
+// before stopping it: exit 0 if it did, 4 if not, 3 if never signalled.
+func helperCallerHandlesSignals() int {
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, syscall.SIGINT)
+	ctx, cancel := context.WithTimeout(context.Background(), startTimeout)
+	defer cancel()
+	p, err := Start(ctx, Options{Mode: APIServer, CallerHandlesSignals: true})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() { _ = p.Stop(false) }()
+	fmt.Printf("PLANE %s %s\n", p.Dir(), strings.Trim(fmt.Sprint(p.pids()), "[]"))
+	select {
+	case <-signals:
+	case <-time.After(time.Minute):
+		return 3
+	}
+	for deadline := time.Now().Add(2 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if _, err := p.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(context.Background()); err != nil {
+			fmt.Fprintf(os.Stderr, "The plane stopped serving after SIGINT: %v\n", err)
+			return 4
+		}
+	}
+	return 0
+}
+
+// With CallerHandlesSignals, a signal is the caller's alone: the plane keeps
+// serving until the caller stops it.
+func TestCallerHandlesSignals(t *testing.T) {
+	g := NewWithT(t)
+	helper, pids := startHelper(t, "caller")
+
+	g.Expect(helper.Process.Signal(syscall.SIGINT)).To(Succeed())
+	g.Expect(waitExit(helper, 30*time.Second)).To(Succeed(), "the helper's plane served for 2 s after SIGINT, then the helper stopped it")
+	for _, pid := range pids {
+		g.Expect(processGone(pid)).To(BeTrue(), "process %d of the plane is gone once the helper stopped it", pid)
+	}
+}
+
 func TestSIGINTStopsThePlane(t *testing.T) {
 	g := NewWithT(t)
-	helper, pids := startHelperPlane(t)
+	helper, pids := startHelper(t, "1")
 
 	g.Expect(helper.Process.Signal(syscall.SIGINT)).To(Succeed())
 	err := waitExit(helper, 30*time.Second)
@@ -61,7 +108,7 @@ func TestSIGINTStopsThePlane(t *testing.T) {
 
 func TestSIGKILLOfTheTestBinaryKillsThePlane(t *testing.T) {
 	g := NewWithT(t)
-	helper, pids := startHelperPlane(t)
+	helper, pids := startHelper(t, "1")
 
 	g.Expect(helper.Process.Kill()).To(Succeed())
 	_ = waitExit(helper, 30*time.Second)
@@ -79,13 +126,14 @@ func TestSIGKILLOfTheTestBinaryKillsThePlane(t *testing.T) {
 	}
 }
 
-// startHelperPlane runs helperPlane in a new process and returns it with
-// the PIDs of its plane's processes once the plane is up. Cleanup kills the
-// helper and removes the plane's directory.
-func startHelperPlane(t *testing.T) (*exec.Cmd, []int) {
+// startHelper runs the helper that helperEnv=which selects (see TestMain)
+// in a new process and returns it with the PIDs of its plane's processes
+// once the plane is up. Cleanup kills the helper and removes the plane's
+// directory.
+func startHelper(t *testing.T, which string) (*exec.Cmd, []int) {
 	t.Helper()
 	helper := exec.Command(os.Args[0])
-	helper.Env = append(os.Environ(), helperEnv+"=1")
+	helper.Env = append(os.Environ(), helperEnv+"="+which)
 	helper.Stderr = os.Stderr
 	helper.SysProcAttr = sysProcAttr()
 	stdout, err := helper.StdoutPipe()

@@ -60,6 +60,11 @@ type Options struct {
 	// Logf receives the plane's own messages: where its logs are, what
 	// failed. Nil means standard error.
 	Logf func(format string, args ...any)
+	// CallerHandlesSignals stops Start from handling SIGINT and SIGTERM
+	// (see Start): the caller stops the plane itself, for example after
+	// stopping what it runs against the plane. A signal during Start should
+	// then cancel Start's context.
+	CallerHandlesSignals bool
 }
 
 // Plane is a running local control plane. Stop it when done.
@@ -89,9 +94,9 @@ type Plane struct {
 // every fake node is Ready and untainted and the default namespace has its
 // default ServiceAccount, so a pod can be created at once.
 //
-// ctx bounds the start only; the plane runs until Stop. Start also stops the
-// plane when the process receives SIGINT or SIGTERM, then re-raises the
-// signal. Every component listens on 127.0.0.1 alone, on ports free at the
+// ctx bounds the start only; the plane runs until Stop. Unless
+// opts.CallerHandlesSignals, Start also stops the plane when the process
+// receives SIGINT or SIGTERM, then re-raises the signal. Every component listens on 127.0.0.1 alone, on ports free at the
 // time, and keeps its state and log in a new temporary directory.
 //
 // Start returns an error wrapping ErrMissingBinary when a binary is missing.
@@ -129,8 +134,10 @@ func Start(ctx context.Context, opts Options) (*Plane, error) {
 			fmt.Fprintf(os.Stderr, "testbed: "+format+"\n", args...)
 		}
 	}
-	signal.Notify(p.signals, syscall.SIGINT, syscall.SIGTERM)
-	go p.stopOnSignal()
+	if !opts.CallerHandlesSignals {
+		signal.Notify(p.signals, syscall.SIGINT, syscall.SIGTERM)
+		go p.stopOnSignal()
+	}
 
 	phases, err := p.start(ctx, opts)
 	if err != nil {
