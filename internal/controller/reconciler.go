@@ -44,6 +44,9 @@ const (
 	ReasonNamespaceNotWatched = "NamespaceNotWatched"
 	ReasonRolloutHeld         = "RolloutHeld"
 	ReasonJobNotStarted       = "JobNotStarted"
+	// ReasonJobNotRecreated: a Job nudge deleted to re-create could not be
+	// created yet; nudge keeps trying.
+	ReasonJobNotRecreated = "JobNotRecreated"
 )
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -80,6 +83,7 @@ type Reconciler struct {
 	Behaviour
 
 	warnings warnings
+	jobs     pendingJobs   // Jobs deleted to re-create, not created yet
 	index    workloadIndex // set by SetupWithManager
 }
 
@@ -118,7 +122,11 @@ type Rolled struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	log := ctrl.LoggerFrom(ctx)
 	obj := r.Kind.New()
-	if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+	err := r.Client.Get(ctx, req.NamespacedName, obj)
+	if handled, result, err := r.pendingJobFirst(ctx, req.NamespacedName, obj, err); handled {
+		return result, err
+	}
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.warnings.forget(req.NamespacedName)
 			return ctrl.Result{}, nil

@@ -3,18 +3,13 @@ package controller
 import (
 	"context"
 	"errors"
-	"fmt"
-	"maps"
-	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,10 +34,6 @@ const (
 	// Deployment; its presence tells nudge's pause from a user's.
 	PausedAtAnnotation = "deployment.reloader.stakater.com/paused-at"
 )
-
-// Labels the Job controller puts on a Job and its pod template; a re-created
-// Job must not carry the old Job's.
-var jobOwnLabels = []string{"controller-uid", "job-name", "batch.kubernetes.io/controller-uid", "batch.kubernetes.io/job-name"}
 
 // stateChange is the write of an applied state and its seal, nothing else.
 func (r *Reconciler) stateChange(obj client.Object, s fingerprint.State) workload.Change {
@@ -113,11 +104,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		if job.ResourceVersion != obj.GetResourceVersion() {
 			return apierrors.NewConflict(batchv1.Resource("jobs"), job.Name, errors.New("the Job changed since it was read"))
 		}
-		if err := r.recreateJob(ctx, job, c, stamp, d); err != nil {
-			return err
-		}
-		r.rolled(ctx, obj, d.Changed)
-		return nil
+		return r.recreateJob(ctx, job, c, stamp, d.Changed)
 	}
 
 	switch {
@@ -200,95 +187,4 @@ func (r *Reconciler) resume(ctx context.Context, obj client.Object, result ctrl.
 	}
 	ctrl.LoggerFrom(ctx).Info("Resumed Deployment after its pause period", "pausedAt", at)
 	return result, nil
-}
-
-// recreateJob deletes a Job and creates it again with the same spec (its
-// pod template cannot change), carrying c's state and the trigger: Reloader's
-// handling of Jobs, opt-in because it re-runs the Job.
-func (r *Reconciler) recreateJob(ctx context.Context, old *batchv1.Job, c workload.Change, stamp string, d rollout.Decision) error {
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:   old.Namespace,
-			Name:        old.Name,
-			Labels:      maps.Clone(old.Labels),
-			Annotations: maps.Clone(old.Annotations),
-		},
-		Spec: *old.Spec.DeepCopy(),
-	}
-	job.Spec.Selector, job.Spec.ManualSelector = nil, nil
-	for _, l := range jobOwnLabels {
-		delete(job.Labels, l)
-		delete(job.Spec.Template.Labels, l)
-	}
-	if job.Labels == nil {
-		job.Labels = map[string]string{}
-	}
-	if job.Annotations == nil {
-		job.Annotations = map[string]string{}
-	}
-	for k, v := range c.Labels {
-		job.Labels[k] = *v
-	}
-	for k, v := range c.Annotations {
-		job.Annotations[k] = *v
-	}
-	if job.Spec.Template.Annotations == nil {
-		job.Spec.Template.Annotations = map[string]string{}
-	}
-	job.Spec.Template.Annotations[RestartedAtAnnotation] = stamp
-	job.Spec.Template.Annotations[RestartedForAnnotation] = names(d.Changed)
-
-	err := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground),
-		client.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Job to re-create it: %w", err)
-	}
-	// The old Job may linger for a moment; retry its creation briefly.
-	return wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 8},
-		func(ctx context.Context) (bool, error) {
-			err := r.Client.Create(ctx, job.DeepCopy())
-			switch {
-			case err == nil:
-				return true, nil
-			case apierrors.IsAlreadyExists(err):
-				return false, nil
-			default:
-				return false, fmt.Errorf("re-creating Job: %w", err)
-			}
-		})
-}
-
-// startJob starts a Job from the CronJob's (just updated) job template at
-// once, as `kubectl create job --from=cronjob/...` does.
-func (r *Reconciler) startJob(ctx context.Context, cj *batchv1.CronJob) error {
-	annotations := maps.Clone(cj.Spec.JobTemplate.Annotations)
-	if annotations == nil {
-		annotations = map[string]string{}
-	}
-	annotations["cronjob.kubernetes.io/instantiate"] = "manual"
-	job := &batchv1.Job{
-		ObjectMeta: metav1.ObjectMeta{
-			Namespace:    cj.Namespace,
-			GenerateName: strings.TrimSuffix(truncate(cj.Name, 52), "-") + "-nudge-",
-			Labels:       maps.Clone(cj.Spec.JobTemplate.Labels),
-			Annotations:  annotations,
-			OwnerReferences: []metav1.OwnerReference{{
-				APIVersion: "batch/v1", Kind: "CronJob", Name: cj.Name, UID: cj.UID,
-				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-			}},
-		},
-		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
-	}
-	if err := r.Client.Create(ctx, job); err != nil {
-		return fmt.Errorf("starting a Job from CronJob %s: %w", cj.Name, err)
-	}
-	ctrl.LoggerFrom(ctx).Info("Started Job from CronJob", "job", job.Name)
-	return nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) > n {
-		return s[:n]
-	}
-	return s
 }
