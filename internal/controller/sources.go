@@ -140,14 +140,14 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Deployment's paused flag, and of the pod template its annotations and what
 // references a source (see trimPodSpec). A write that needs the whole object
 // (the env-vars strategy, re-creating a Job) reads it from the API first, and
-// a patch's response replaces the trimmed object it was given. Of an
-// unstructured object (an Argo Rollout) it drops only that metadata and the
-// status. It is idempotent.
+// a patch's response replaces the trimmed object it was given. Other objects
+// lose only their managedFields, owner references and that annotation (a
+// Namespace keeps its labels: --namespace-selector reads them); an
+// unstructured one (an Argo Rollout) its status too. It is idempotent.
 func TrimWorkload(obj any) (any, error) {
 	if o, ok := obj.(client.Object); ok {
 		o.SetManagedFields(nil)
 		o.SetOwnerReferences(nil)
-		o.SetLabels(sealOnly(o.GetLabels()))
 		if a := o.GetAnnotations(); a[lastApplied] != "" {
 			a = maps.Clone(a)
 			delete(a, lastApplied)
@@ -156,19 +156,24 @@ func TrimWorkload(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
+		o.Labels = sealOnly(o.Labels)
 		o.Spec = appsv1.DeploymentSpec{Paused: o.Spec.Paused, Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.DeploymentStatus{}
 	case *appsv1.StatefulSet:
+		o.Labels = sealOnly(o.Labels)
 		o.Spec = appsv1.StatefulSetSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.StatefulSetStatus{}
 	case *appsv1.DaemonSet:
+		o.Labels = sealOnly(o.Labels)
 		o.Spec = appsv1.DaemonSetSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.DaemonSetStatus{}
 	case *batchv1.CronJob:
+		o.Labels = sealOnly(o.Labels)
 		o.Spec = batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{
 			Spec: batchv1.JobSpec{Template: trimTemplate(o.Spec.JobTemplate.Spec.Template)}}}
 		o.Status = batchv1.CronJobStatus{}
 	case *batchv1.Job:
+		o.Labels = sealOnly(o.Labels)
 		o.Spec = batchv1.JobSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = batchv1.JobStatus{}
 	case *unstructured.Unstructured:

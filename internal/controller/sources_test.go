@@ -67,6 +67,18 @@ func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
 	g.Expect(again).To(Equal(d), "idempotent")
 }
 
+// TestTrimWorkloadKeepsNamespaceLabels: TrimWorkload is the cache's default
+// transform, so it also sees Namespaces, whose labels --namespace-selector
+// reads.
+func TestTrimWorkloadKeepsNamespaceLabels(t *testing.T) {
+	g := NewWithT(t)
+	labels := map[string]string{"team": "a", SealLabel: "x"}
+	ns := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: labels}}
+	_, err := TrimWorkload(ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ns.Labels).To(Equal(map[string]string{"team": "a", SealLabel: "x"}))
+}
+
 // TestDigestSourceKeepsNoValue: a cached source holds digests, never a value,
 // and its labels only when --resource-label-selector needs them.
 func TestDigestSourceKeepsNoValue(t *testing.T) {
