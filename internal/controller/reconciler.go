@@ -47,6 +47,9 @@ const (
 	// ReasonJobNotRecreated: a Job nudge deleted to re-create could not be
 	// created yet; nudge keeps trying.
 	ReasonJobNotRecreated = "JobNotRecreated"
+	// ReasonStateRestored: someone wrote back a state nudge had replaced
+	// (see history); nudge does not act on it.
+	ReasonStateRestored = "StateRestored"
 )
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -83,6 +86,7 @@ type Reconciler struct {
 	Behaviour
 
 	warnings warnings
+	history  history       // nudge's own writes, to tell restored states
 	jobs     pendingJobs   // Jobs deleted to re-create, not created yet
 	index    workloadIndex // set by SetupWithManager
 }
@@ -129,6 +133,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.warnings.forget(req.NamespacedName)
+			r.history.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -157,6 +162,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return r.resume(ctx, obj, ctrl.Result{})
 	}
+	if r.history.stale(req.NamespacedName, obj.GetResourceVersion()) {
+		// The cache has not seen nudge's last write yet; that write's event
+		// brings the workload back.
+		return ctrl.Result{}, nil
+	}
 
 	in, more, err := r.inputs(ctx, obj, spec, tmpl)
 	if err != nil {
@@ -164,14 +174,24 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	causes = append(causes, more...)
 	d := rollout.Decide(in)
-	if d.Action == rollout.Hold {
+	switch d.Action {
+	case rollout.Hold:
 		causes = append(causes, cause{reason: ReasonRolloutHeld, note: fmt.Sprintf(
 			"Held the rollout for %s until the missing required source(s) exist", names(d.Changed))})
+	case rollout.Restored:
+		causes = append(causes, cause{reason: ReasonStateRestored, note: fmt.Sprintf(
+			"%s and the label %s were set back to a state nudge had replaced (a manifest exported from the live object "+
+				"and applied again?); nudge does not roll for it, so that it and the tool that wrote it do not take turns. "+
+				"Remove nudge.dev/ keys from the manifest", AppliedAnnotation, SealLabel)})
 	}
 	r.warn(ctx, obj, causes)
 	r.Metrics.decided(r.Kind.Name(), d.Action)
 
 	var result ctrl.Result
+	over, replaced := obj.GetResourceVersion(), ""
+	if in.Sealed {
+		replaced = in.Applied
+	}
 	switch d.Action {
 	case rollout.Wait:
 		log.V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", names(d.Changed), "after", d.RequeueAfter)
@@ -180,11 +200,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if err := r.apply(ctx, obj, r.stateChange(obj, d.Write)); err != nil {
 			return r.retry(ctx, err)
 		}
+		r.history.wrote(req.NamespacedName, over, replaced, d.Write.Format(obj.GetNamespace()))
 		log.V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
 		if err := r.roll(ctx, obj, d, in.Now); err != nil {
 			return r.retry(ctx, err)
 		}
+		r.history.wrote(req.NamespacedName, over, replaced, d.Write.Format(obj.GetNamespace()))
 	}
 	return r.resume(ctx, obj, result)
 }
@@ -198,9 +220,11 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 		window = *spec.Window
 	}
 	applied := obj.GetAnnotations()[AppliedAnnotation]
+	sealed := applied != "" && obj.GetLabels()[SealLabel] == r.Key.Seal(applied)
 	in := rollout.Input{
 		Applied:     applied,
-		Sealed:      applied != "" && obj.GetLabels()[SealLabel] == r.Key.Seal(applied),
+		Sealed:      sealed,
+		Restored:    sealed && r.history.restored(client.ObjectKeyFromObject(obj), applied),
 		Namespace:   obj.GetNamespace(),
 		Desired:     fingerprint.State{KeyID: r.Key.ID(), Entries: map[refs.Source]fingerprint.Entry{}},
 		Now:         now,

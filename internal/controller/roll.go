@@ -62,6 +62,7 @@ func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
 	if err := r.apply(ctx, obj, c); err != nil {
 		return err
 	}
+	r.history.forget(client.ObjectKeyFromObject(obj))
 	ctrl.LoggerFrom(ctx).V(1).Info("Dropped the state of a workload that opted out", "kind", r.Kind.Name())
 	return nil
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -176,56 +175,6 @@ func TestDeletedNamedSource(t *testing.T) {
 	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
 	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p2"}))
 	e.rolledTo("web", 2)
-}
-
-// Rule 6: a workload rewritten with its manifest (kubectl replace, a GitOps
-// tool, an operator) is not rolled again by nudge.
-func TestRewrittenWorkloadIsNotRolledAgain(t *testing.T) {
-	e := setup(t, true, nil)
-	manifest := func() *appsv1.Deployment {
-		return nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app"))
-	}
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), manifest())
-	e.baselined("web")
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
-
-	for range 2 {
-		e.g.Eventually(func() error {
-			d := manifest()
-			d.ResourceVersion = e.deployment("web").ResourceVersion
-			return k8s.Update(e.ctx, d)
-		}).Should(Succeed(), "replacing the Deployment with its manifest")
-	}
-	// The first replace changed the pod template (the trigger went away):
-	// that is its own rollout. The second changed nothing.
-	e.rolledTo("web", 2)
-	e.baselined("web")
-	e.g.Expect(e.deployment("web").Spec.Template.Annotations).NotTo(HaveKey(controller.RestartedAtAnnotation))
-}
-
-// Rule 7: kubectl rollout undo is not undone.
-func TestRolloutUndoIsKept(t *testing.T) {
-	e := setup(t, true, nil)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	// What the first ReplicaSet keeps: the Deployment controller copies the
-	// Deployment's annotations onto the newest ReplicaSet.
-	first := e.deployment("web")
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
-
-	// What `kubectl rollout undo` does: the old ReplicaSet's template and
-	// annotations replace the Deployment's (labels stay).
-	e.g.Eventually(func() error {
-		d := e.deployment("web")
-		d.Spec.Template = first.Spec.Template
-		d.Annotations = first.Annotations
-		return k8s.Update(e.ctx, d)
-	}).Should(Succeed(), "restoring the first revision")
-	e.rolledTo("web", 2)
-	e.g.Expect(e.deployment("web").Spec.Template.Annotations).NotTo(HaveKey(controller.RestartedAtAnnotation))
 }
 
 // Rule 1: a burst of changes gives at most two rollouts, the last after the

@@ -32,9 +32,12 @@ const (
 	// could not start. Nothing is written; the change stays pending until the
 	// source returns.
 	Hold
+	// Restored: the applied state is one nudge replaced before, written back
+	// by someone else with its seal (see Input.Restored). Nothing is written.
+	Restored
 )
 
-var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold"}
+var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored"}
 
 // String returns the action's name.
 func (a Action) String() string { return actionNames[a] }
@@ -49,6 +52,11 @@ type Input struct {
 	// else (`kubectl rollout undo` brings back a ReplicaSet's annotations)
 	// and is not trusted: first sight.
 	Sealed bool
+	// Restored is true when Applied, sealed, is a state nudge itself replaced
+	// earlier: someone wrote it back, as a GitOps tool does that keeps a
+	// manifest exported from the live object. Acting on it would make nudge
+	// and that tool take turns rolling the workload, so nothing is done.
+	Restored bool
 	// Namespace is the workload's namespace.
 	Namespace string
 	// Desired holds an entry for every referenced source that was found, and
@@ -117,6 +125,9 @@ func Decide(in Input) Decision {
 	}
 	if first {
 		return Decision{Action: Baseline, Write: write, FirstSight: true}
+	}
+	if in.Restored {
+		return Decision{Action: Restored}
 	}
 
 	var changed []refs.Source

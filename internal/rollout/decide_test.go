@@ -178,6 +178,25 @@ func TestDecide(t *testing.T) {
 			wantChanged: []refs.Source{secret},
 			wantWrite:   entries{cm: {Digest: "aaaa"}, secret: {Digest: "bbbb"}},
 		},
+		"a restored state is left alone": {
+			in: rollout.Input{
+				Applied:  applied("k", base),
+				Desired:  state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Restored: true,
+			},
+			want: rollout.Restored,
+		},
+		"an unsealed restored state is first sight": {
+			in: rollout.Input{
+				Applied:  applied("k", base),
+				Desired:  state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Restored: true,
+			},
+			unsealed:  true,
+			want:      rollout.Baseline,
+			wantWrite: entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
+			wantFirst: true,
+		},
 		"a change inside the window waits for the window's end": {
 			in: rollout.Input{
 				Applied:     applied("k", base),
