@@ -24,8 +24,8 @@ const replacedStates = 4
 // replaced before is therefore never acted on (see rollout.Input.Restored).
 //
 // It lives in memory, holds 8 bytes per remembered state, and only for
-// workloads nudge wrote since it started: a restart forgets it, so a
-// restored state then rolls the workload once. The zero value is ready to
+// workloads whose state nudge replaced since it started: a restart forgets
+// it, so a restored state then rolls the workload once. The zero value is ready to
 // use; it is safe for concurrent use.
 type history struct {
 	mu   sync.Mutex
@@ -41,15 +41,20 @@ type writes struct {
 func (h *history) hash(applied string) uint64 { return maphash.String(h.seed, applied) }
 
 // wrote records that nudge replaced applied state old (empty when none or
-// not nudge's) with new on the version over of the workload key.
+// not nudge's) with new on the version over of the workload key. A first
+// sight (old empty) of a workload not yet known is not recorded: there is
+// nothing to restore, and the start over many workloads stays lean.
 func (h *history) wrote(key types.NamespacedName, over, old, new string) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	w := h.m[key]
+	if w == nil && old == "" {
+		return
+	}
 	if h.m == nil {
 		h.m = map[types.NamespacedName]*writes{}
 		h.seed = maphash.MakeSeed()
 	}
-	w := h.m[key]
 	if w == nil {
 		w = &writes{}
 		h.m[key] = w

@@ -31,10 +31,16 @@ func TestHistory(t *testing.T) {
 			version:   "1",
 			wantStale: true,
 		},
-		"a first sight replaces nothing": {
+		"a first sight replaces nothing, and is not remembered": {
 			writes:       [][3]string{{"1", "", "s1"}},
-			version:      "2",
+			version:      "1",
 			wantRestored: map[string]bool{"": false, "s1": false},
+		},
+		"a first sight after a known write moves the version": {
+			writes:       [][3]string{{"1", "s0", "s1"}, {"2", "", "s2"}},
+			version:      "2",
+			wantStale:    true,
+			wantRestored: map[string]bool{"s0": true, "s1": false},
 		},
 		"a state nudge writes again is current, not restored": {
 			writes:       [][3]string{{"1", "s0", "s1"}, {"2", "s1", "s0"}},
