@@ -124,7 +124,6 @@ type Rolled struct {
 // Reconcile compares the workload's applied state with the state of the
 // sources it references now, and writes a baseline, a rollout, or nothing.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	log := ctrl.LoggerFrom(ctx)
 	obj := r.Kind.New()
 	err := r.Client.Get(ctx, req.NamespacedName, obj)
 	if handled, result, err := r.pendingJobFirst(ctx, req.NamespacedName, obj, err); handled {
@@ -174,39 +173,54 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	causes = append(causes, more...)
 	d := rollout.Decide(in)
-	switch d.Action {
-	case rollout.Hold:
-		causes = append(causes, cause{reason: ReasonRolloutHeld, note: fmt.Sprintf(
-			"Held the rollout for %s until the missing required source(s) exist", names(d.Changed))})
-	case rollout.Restored:
-		causes = append(causes, cause{reason: ReasonStateRestored, note: fmt.Sprintf(
-			"%s and the label %s were set back to a state nudge had replaced (a manifest exported from the live object "+
-				"and applied again?); nudge does not roll for it, so that it and the tool that wrote it do not take turns. "+
-				"Remove nudge.dev/ keys from the manifest", AppliedAnnotation, SealLabel)})
+	if c, ok := decisionCause(d); ok {
+		causes = append(causes, c)
 	}
 	r.warn(ctx, obj, causes)
 	r.Metrics.decided(r.Kind.Name(), d.Action)
+	return r.act(ctx, obj, in, d)
+}
 
-	var result ctrl.Result
+// decisionCause returns the Warning a decision deserves, if any.
+func decisionCause(d rollout.Decision) (cause, bool) {
+	switch d.Action {
+	case rollout.Hold:
+		return cause{reason: ReasonRolloutHeld, note: fmt.Sprintf(
+			"Held the rollout for %s until the missing required source(s) exist", names(d.Changed))}, true
+	case rollout.Restored:
+		return cause{reason: ReasonStateRestored, note: fmt.Sprintf(
+			"%s and the label %s were set back to a state nudge had replaced (a manifest exported from the live object "+
+				"and applied again?); nudge does not roll for it, so that it and the tool that wrote it do not take turns. "+
+				"Remove nudge.dev/ keys from the manifest", AppliedAnnotation, SealLabel)}, true
+	}
+	return cause{}, false
+}
+
+// act carries out decision d, taken on inputs in, on obj: a baseline or a
+// rollout is written and remembered (see history); a wait asks to be called
+// back. A pause nudge started ends when due, whatever the decision.
+func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Input, d rollout.Decision) (ctrl.Result, error) {
+	key := client.ObjectKeyFromObject(obj)
 	over, replaced := obj.GetResourceVersion(), ""
 	if in.Sealed {
 		replaced = in.Applied
 	}
+	var result ctrl.Result
 	switch d.Action {
 	case rollout.Wait:
-		log.V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", names(d.Changed), "after", d.RequeueAfter)
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", names(d.Changed), "after", d.RequeueAfter)
 		result.RequeueAfter = d.RequeueAfter
 	case rollout.Baseline:
 		if err := r.apply(ctx, obj, r.stateChange(obj, d.Write)); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.history.wrote(req.NamespacedName, over, replaced, d.Write.Format(obj.GetNamespace()))
-		log.V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
+		r.history.wrote(key, over, replaced, d.Write.Format(key.Namespace))
+		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
 		if err := r.roll(ctx, obj, d, in.Now); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.history.wrote(req.NamespacedName, over, replaced, d.Write.Format(obj.GetNamespace()))
+		r.history.wrote(key, over, replaced, d.Write.Format(key.Namespace))
 	}
 	return r.resume(ctx, obj, result)
 }
