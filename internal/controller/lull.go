@@ -20,8 +20,18 @@ func (l *Lull) Wrote(now time.Time) { l.last.Store(now.UnixNano()) }
 // Wait returns once no workload has been written for quiet, once deadline
 // has passed, or once ctx is done, whichever comes first.
 func (l *Lull) Wait(ctx context.Context, quiet time.Duration, deadline time.Time) {
+	l.WaitSince(ctx, time.Time{}, quiet, deadline)
+}
+
+// WaitSince is Wait with the quiet counted from since when no workload was
+// written after it: it waits at least until since+quiet (or the deadline).
+func (l *Lull) WaitSince(ctx context.Context, since time.Time, quiet time.Duration, deadline time.Time) {
 	for {
-		wait := time.Until(time.Unix(0, l.last.Load()).Add(quiet))
+		last := time.Unix(0, l.last.Load())
+		if last.Before(since) {
+			last = since
+		}
+		wait := time.Until(last.Add(quiet))
 		if until := time.Until(deadline); until < wait {
 			wait = until
 		}

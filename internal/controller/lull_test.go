@@ -9,9 +9,16 @@ import (
 // waitDone runs l.Wait and fails t if it has not returned within 10 s.
 func waitDone(t *testing.T, ctx context.Context, l *Lull, quiet time.Duration, deadline time.Time) {
 	t.Helper()
+	waitDoneSince(t, ctx, l, time.Time{}, quiet, deadline)
+}
+
+// waitDoneSince runs l.WaitSince and fails t if it has not returned within
+// 10 s.
+func waitDoneSince(t *testing.T, ctx context.Context, l *Lull, since time.Time, quiet time.Duration, deadline time.Time) {
+	t.Helper()
 	done := make(chan struct{})
 	go func() {
-		l.Wait(ctx, quiet, deadline)
+		l.WaitSince(ctx, since, quiet, deadline)
 		close(done)
 	}()
 	select {
@@ -50,6 +57,25 @@ func TestLull(t *testing.T) {
 		waitDone(t, t.Context(), &l, time.Hour, deadline)
 		if time.Now().Before(deadline) {
 			t.Error("returned before the deadline, with writes going on")
+		}
+	})
+	t.Run("since counts as a write", func(t *testing.T) {
+		var l Lull
+		l.Wrote(time.Now().Add(-time.Hour))
+		since := time.Now()
+		waitDoneSince(t, t.Context(), &l, since, 50*time.Millisecond, since.Add(time.Hour))
+		if waited := time.Since(since); waited < 50*time.Millisecond {
+			t.Errorf("returned %v after since, before 50ms of quiet", waited)
+		}
+	})
+	t.Run("a write after since counts from the write", func(t *testing.T) {
+		var l Lull
+		since := time.Now()
+		wrote := since.Add(100 * time.Millisecond)
+		l.Wrote(wrote)
+		waitDoneSince(t, t.Context(), &l, since, 50*time.Millisecond, since.Add(time.Hour))
+		if time.Now().Before(wrote.Add(50 * time.Millisecond)) {
+			t.Error("returned before 50ms of quiet after the write")
 		}
 	})
 	t.Run("it stops waiting when ctx is done", func(t *testing.T) {
