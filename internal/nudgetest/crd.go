@@ -7,6 +7,7 @@ import (
 
 	"github.com/onsi/gomega"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
@@ -29,7 +30,10 @@ func RolloutCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 }
 
 // InstallCRD creates crd with c (an existing one is fine) and waits up to
-// 30 s until it is established. c's scheme must know apiextensions/v1.
+// 30 s until it is established, then up to 30 s until c's REST mapper maps
+// its kind: API discovery serves a new group a moment after the CRD is
+// established, and a create in between fails with "no matches for kind".
+// c's scheme must know apiextensions/v1.
 func InstallCRD(t testing.TB, c client.Client, crd *apiextensionsv1.CustomResourceDefinition) {
 	t.Helper()
 	g := gomega.NewWithT(t)
@@ -43,4 +47,9 @@ func InstallCRD(t testing.TB, c client.Client, crd *apiextensionsv1.CustomResour
 		}
 		return false
 	}).WithTimeout(30*time.Second).Should(gomega.BeTrue(), "CRD %s established", crd.Name)
+	gk := schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}
+	g.Eventually(func() error {
+		_, err := c.RESTMapper().RESTMapping(gk, crd.Spec.Versions[0].Name)
+		return err
+	}).WithTimeout(30*time.Second).Should(gomega.Succeed(), "the client to map %s", gk)
 }
