@@ -211,16 +211,18 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", names(d.Changed), "after", d.RequeueAfter)
 		result.RequeueAfter = d.RequeueAfter
 	case rollout.Baseline:
-		if err := r.apply(ctx, obj, r.stateChange(obj, d.Write)); err != nil {
+		applied := d.Write.Format(key.Namespace)
+		if err := r.apply(ctx, obj, r.stateChange(obj, applied)); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.history.wrote(key, over, replaced, d.Write.Format(key.Namespace))
+		r.history.wrote(key, over, replaced, applied)
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
-		if err := r.roll(ctx, obj, d, in.Now); err != nil {
+		applied := d.Write.Format(key.Namespace)
+		if err := r.roll(ctx, obj, d, applied, in.Now); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.history.wrote(key, over, replaced, d.Write.Format(key.Namespace))
+		r.history.wrote(key, over, replaced, applied)
 	}
 	return r.resume(ctx, obj, result)
 }

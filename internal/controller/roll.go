@@ -14,7 +14,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -35,9 +34,9 @@ const (
 	PausedAtAnnotation = "deployment.reloader.stakater.com/paused-at"
 )
 
-// stateChange is the write of an applied state and its seal, nothing else.
-func (r *Reconciler) stateChange(obj client.Object, s fingerprint.State) workload.Change {
-	value := s.Format(obj.GetNamespace())
+// stateChange is the write of an applied state (formatted, see
+// fingerprint.State.Format) and its seal, nothing else.
+func (r *Reconciler) stateChange(obj client.Object, value string) workload.Change {
 	return workload.Change{
 		ResourceVersion: obj.GetResourceVersion(),
 		Labels:          map[string]*string{SealLabel: ptr.To(r.Key.Seal(value))},
@@ -82,11 +81,12 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Ch
 	return nil
 }
 
-// roll writes the trigger and the new applied state in one patch, in the way
-// the kind and the options call for, then records the rollout.
-func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Decision, now time.Time) error {
+// roll writes the trigger and the new applied state (d.Write, formatted) in
+// one patch, in the way the kind and the options call for, then records the
+// rollout.
+func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Decision, applied string, now time.Time) error {
 	stamp := now.UTC().Format(time.RFC3339Nano)
-	c := r.stateChange(obj, d.Write)
+	c := r.stateChange(obj, applied)
 	if r.NotifyOnly {
 		if err := r.apply(ctx, obj, c); err != nil {
 			return err
