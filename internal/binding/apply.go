@@ -114,12 +114,19 @@ func (r *Reconciler) applyFailed(b *v1alpha1.ValueBinding, err error, values []s
 		}
 		o := failed(v1alpha1.ReasonRefused, "the API server refused the apply to %s %s as invalid: %s", ref.Kind, ref.Name, strings.Join(fields, ", "))
 		return &o, nil
-	case apierrors.IsForbidden(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err),
+	case apierrors.IsForbidden(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err), isSchemaMismatch(err),
 		apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err):
 		o := failed(v1alpha1.ReasonRefused, "the API server refused the apply to %s %s: %s", ref.Kind, ref.Name, redact(err.Error(), values))
 		return &o, nil
 	}
 	return nil, fmt.Errorf("applying to %s %s: %s", ref.Kind, ref.Name, redact(err.Error(), values))
+}
+
+// isSchemaMismatch reports the API server's refusal of an apply whose fields
+// do not fit the target's schema (a string where it declares an integer): it
+// answers 500 "failed to create typed patch object", which no retry mends.
+func isSchemaMismatch(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed to create typed patch object")
 }
 
 // isUIDMismatch reports the API server's refusal of an apply whose uid names
@@ -259,8 +266,13 @@ func (r *Reconciler) record(ctx context.Context, b *v1alpha1.ValueBinding, out o
 	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(old)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	r.conflicts.wrote(statusKey(b), old.ResourceVersion, r.Clock.Now())
 	return nil
 }
+
+// statusKey keys the resourceVersion a binding had before nudge last wrote
+// its status, in overwrites.before.
+func statusKey(b *v1alpha1.ValueBinding) string { return bindingKey(b) + "#status" }
 
 // readyReason returns the reason of b's Ready condition, "" without one.
 func readyReason(b *v1alpha1.ValueBinding) string {
