@@ -8,8 +8,10 @@ KUBE_BINS_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/nudge/kube-bins/$(KUBE_V
 export NUDGE_KUBE_BINS := $(KUBE_BINS_DIR)
 
 BIN := bin
+# controller-gen, pinned, run from the Go module proxy (see `make generate`).
+CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 
-.PHONY: all build test unit integration e2e kube-bins demo bench vet clean
+.PHONY: all build test unit integration e2e kube-bins demo bench vet clean generate generate-check
 
 all: build
 
@@ -28,8 +30,22 @@ vet:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
 
+## generate: the API's deepcopy code and CRD (api/ → zz_generated.deepcopy.go,
+## charts/nudge/crds/, config/crd/) with controller-gen.
+generate:
+	hack/generate.sh "$(CONTROLLER_GEN)"
+
+## generate-check: fails when the generated files differ from what `make
+## generate` writes now (run `make generate`).
+generate-check:
+	@tmp=$$(mktemp -d); trap 'rm -rf "$$tmp"' EXIT; \
+	hack/generate.sh "$(CONTROLLER_GEN)" "$$tmp" && \
+	for f in api/v1alpha1/zz_generated.deepcopy.go charts/nudge/crds config/crd; do \
+	  diff -r "$$tmp/$$f" "$$f" >/dev/null || { echo "$$f differs from what make generate writes: run make generate" >&2; exit 1; }; \
+	done
+
 ## test: every test — unit, integration (apiserver mode), end to end (cluster mode).
-test: kube-bins helm vet
+test: generate-check kube-bins helm vet
 	$(GO) test -count=1 -timeout 45m -p 1 -parallel 8 ./...
 
 ## demo: built, then run, rather than `go run`: go run exits 1 on Ctrl-C even

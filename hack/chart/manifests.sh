@@ -40,6 +40,8 @@ resources:
 - nudge.yaml
 YAML
 
+"$root/hack/chart/crds.sh" "$root/charts/nudge/crds" "$out/crd"
+
 render "$out/namespaced" --set reloader.watchGlobally=false
 cat >"$out/namespaced/kustomization.yaml" <<YAML
 $header

@@ -34,8 +34,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/alert"
+	"nudge.dev/nudge/internal/binding"
 	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/workload"
@@ -61,12 +64,17 @@ func RESTConfig(opts options.Options) (*rest.Config, error) {
 
 // newScheme returns a scheme of the API groups nudge reads and writes, and
 // of no other: each registered type costs memory for the life of the process.
+// nudge's own API (ValueBinding) is registered only with --value-bindings.
 // Argo Rollouts are read as unstructured objects and need no type.
-func newScheme() (*runtime.Scheme, error) {
+func newScheme(opts options.Options) (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{
+	adds := []func(*runtime.Scheme) error{
 		corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme, eventsv1.AddToScheme,
-	} {
+	}
+	if opts.ValueBindings {
+		adds = append(adds, v1alpha1.AddToScheme)
+	}
+	for _, add := range adds {
 		if err := add(s); err != nil {
 			return nil, err
 		}
@@ -78,7 +86,7 @@ func newScheme() (*runtime.Scheme, error) {
 // an error when start-up fails (no key, no cache sync) or the manager stops
 // with one.
 func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
-	scheme, err := newScheme()
+	scheme, err := newScheme(opts)
 	if err != nil {
 		return err
 	}
@@ -181,6 +189,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			return err
 		}
 	}
+	if opts.ValueBindings {
+		if err := setupValueBindings(ctx, mgr, opts, key, recorder); err != nil {
+			return err
+		}
+	}
 	ctrl.LoggerFrom(ctx).Info("Starting nudge", "keyID", key.ID(), "namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
 	return mgr.Start(ctx)
 }
@@ -212,6 +225,30 @@ func cacheOptions(opts options.Options) cache.Options {
 		co.DefaultFieldSelector = fields.AndSelectors(not...)
 	}
 	return co
+}
+
+// setupValueBindings registers the ValueBinding controller (--value-bindings):
+// its target cache watches the namespaces nudge's own cache watches.
+func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Options, key fingerprint.Key, recorder events.EventRecorder) error {
+	targets, err := opts.BindingTargets()
+	if err != nil {
+		return err
+	}
+	co := cacheOptions(opts)
+	r := &binding.Reconciler{
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Key:               key,
+		Recorder:          recorder,
+		Targets:           targets,
+		TargetCache:       cache.Options{DefaultNamespaces: co.DefaultNamespaces, DefaultFieldSelector: co.DefaultFieldSelector},
+		DiscoveryInterval: opts.DiscoveryInterval,
+		Workers:           opts.Workers,
+	}
+	if err := r.SetupWithManager(ctx, mgr); err != nil {
+		return fmt.Errorf("setting up the ValueBinding controller: %w", err)
+	}
+	return nil
 }
 
 // behaviour maps Reloader's flags onto the reconcilers' behaviour.

@@ -8,12 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"nudge.dev/nudge/internal/alert"
 )
@@ -99,6 +102,15 @@ type Options struct {
 	// environment (alert.ConfigFromEnv), there are no flags for it.
 	Alert alert.Config
 
+	// ValueBindings turns on the ValueBinding controller (nudge.dev/v1alpha1):
+	// without it nudge neither watches ValueBindings nor needs their RBAC.
+	ValueBindings bool
+	// ValueBindingTargets are the kinds a ValueBinding may write, each
+	// "Kind.group" (schema.ParseGroupKind's form: "Harbor.goharbor.io") or
+	// "Kind" for the core group. A binding whose target kind is not listed is
+	// refused; empty refuses every binding.
+	ValueBindingTargets []string
+
 	// LogFormat is "text" (default) or "json"; LogLevel one of LogLevels.
 	LogFormat string
 	LogLevel  string
@@ -121,6 +133,29 @@ func (o *Options) Ignores(plural string) bool {
 func (o *Options) IgnoresSources(kind string) bool {
 	return slices.ContainsFunc(o.ResourcesToIgnore, func(r string) bool { return strings.EqualFold(r, kind+"s") })
 }
+
+// BindingTargets returns ValueBindingTargets parsed as group kinds; an error
+// names each entry that is not "Kind" or "Kind.group" with a kind that starts
+// with an upper-case letter and a group that is a DNS subdomain.
+func (o *Options) BindingTargets() ([]schema.GroupKind, error) {
+	var errs []error
+	gks := make([]schema.GroupKind, 0, len(o.ValueBindingTargets))
+	for _, t := range o.ValueBindingTargets {
+		gk := schema.ParseGroupKind(strings.TrimSpace(t))
+		switch {
+		case gk.Kind == "" || !kindName.MatchString(gk.Kind):
+			errs = append(errs, fmt.Errorf(`--value-binding-targets: %q is not "Kind" or "Kind.group"`, t))
+		case gk.Group != "" && len(validation.IsDNS1123Subdomain(gk.Group)) > 0:
+			errs = append(errs, fmt.Errorf("--value-binding-targets: %q: the group is not a DNS subdomain", t))
+		default:
+			gks = append(gks, gk)
+		}
+	}
+	return gks, errors.Join(errs...)
+}
+
+// kindName is what a Kubernetes kind looks like: CamelCase, a letter first.
+var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
 // Default returns the options with every default set.
 func Default() Options {
@@ -171,6 +206,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.CronJobStartJob, "cronjob-start-job", o.CronJobStartJob, "Also start a Job from a CronJob at once when its sources change (Reloader's CronJob handling).")
 	fs.DurationVar(&o.RolloutWindow, "rollout-window", o.RolloutWindow, "Changes within this time after a rollout fold into one trailing rollout (annotation nudge.dev/rollout-window overrides it).")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per workload kind.")
+	fs.BoolVar(&o.ValueBindings, "value-bindings", o.ValueBindings, "Reconcile ValueBindings (nudge.dev/v1alpha1): keep fields of a resource equal to Secret or ConfigMap keys.")
+	fs.StringSliceVar(&o.ValueBindingTargets, "value-binding-targets", o.ValueBindingTargets, `Comma-separated kinds a ValueBinding may write, as "Kind.group" ("Harbor.goharbor.io"; a core kind is plain "Kind"); any other target is refused.`)
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "text" or "json".`)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: "+strings.Join(LogLevels, ", ")+".")
 }
@@ -234,6 +271,9 @@ func (o *Options) Validate() error {
 		if err := o.Alert.Validate(); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if _, err := o.BindingTargets(); err != nil {
+		errs = append(errs, err)
 	}
 	for _, ns := range o.Namespaces {
 		if strings.TrimSpace(ns) == "" {

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"nudge.dev/nudge/internal/options"
 )
@@ -77,6 +78,23 @@ func TestFlags(t *testing.T) {
 		"a webhook URL must be http or https": {
 			args:    []string{"--webhook-url=ftp://x"},
 			wantErr: "--webhook-url",
+		},
+		"value bindings are off by default and take kinds with their groups": {
+			args: []string{"--value-bindings", "--value-binding-targets=Harbor.goharbor.io,ConfigMap"},
+			check: func(g Gomega, o options.Options) {
+				g.Expect(o.ValueBindings).To(BeTrue())
+				gks, err := o.BindingTargets()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(gks).To(Equal([]schema.GroupKind{{Group: "goharbor.io", Kind: "Harbor"}, {Kind: "ConfigMap"}}))
+			},
+		},
+		"a binding target that is not Kind.group is refused": {
+			args:    []string{"--value-binding-targets=harbors.goharbor.io"},
+			wantErr: `--value-binding-targets: "harbors.goharbor.io" is not "Kind" or "Kind.group"`,
+		},
+		"a binding target whose group is not a DNS name is refused": {
+			args:    []string{"--value-binding-targets=Harbor.Goharbor_io"},
+			wantErr: "the group is not a DNS subdomain",
 		},
 		"zero workers are refused": {
 			args:    []string{"--workers=0"},

@@ -1,0 +1,222 @@
+// Package binding reconciles ValueBindings (nudge.dev/v1alpha1): it keeps the
+// bound fields of each binding's target equal to keys of Secrets and
+// ConfigMaps in the binding's namespace, by server-side apply under the field
+// manager "nudge".
+//
+// Sources are read from nudge's source cache, which holds per-key SHA-256
+// digests and never a value; a value is read with one GET of its Secret or
+// ConfigMap when it is applied, and dropped after the call. Targets are read
+// from a cache of their own, started per kind when some binding targets it
+// and the API server serves it.
+package binding
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"nudge.dev/nudge/api/v1alpha1"
+	"nudge.dev/nudge/internal/fingerprint"
+)
+
+// FieldManager is the field manager of nudge's applies.
+const FieldManager = "nudge"
+
+// Finalizer holds a binding with deletionPolicy Delete until nudge has
+// removed its fields from the target.
+const Finalizer = "nudge.dev/value-binding"
+
+// Reconciler reconciles ValueBindings. Build it with its exported fields
+// and register it with SetupWithManager.
+type Reconciler struct {
+	// Client writes (applies, binding status and finalizers) and reads
+	// bindings and sources from the manager's cache.
+	Client client.Client
+	// APIReader reads a source's value when applying: never cached.
+	APIReader client.Reader
+	// Key computes the applied fingerprint.
+	Key fingerprint.Key
+	// Recorder records Events about bindings.
+	Recorder events.EventRecorder
+	// Targets are the kinds a binding may write (--value-binding-targets).
+	Targets []schema.GroupKind
+	// TargetCache configures the cache of targets: its namespaces and field
+	// selector (the manager's); SetupWithManager fills in the rest.
+	TargetCache cache.Options
+	// DiscoveryInterval is how often a binding whose target kind is not
+	// served looks again.
+	DiscoveryInterval time.Duration
+	// Workers is the number of concurrent reconciles.
+	Workers int
+	// Clock tells the time of overwrites (Conflict); the real clock if nil.
+	Clock clock.PassiveClock
+
+	targets   cache.Cache
+	ctrl      controller.Controller
+	mu        sync.Mutex
+	watched   map[schema.GroupVersionKind]bool
+	conflicts *overwrites
+}
+
+// Index names of the field indexes on ValueBindings.
+const (
+	// sourceIndex keys a binding by each source it reads: "Secret/ns/name",
+	// "ConfigMap/ns/name".
+	sourceIndex = "nudge.dev/binding-source"
+	// targetIndex keys a binding by its target: "group/Kind/ns/name".
+	targetIndex = "nudge.dev/binding-target"
+)
+
+func sourceKey(kind, namespace, name string) string { return kind + "/" + namespace + "/" + name }
+
+func targetKey(gk schema.GroupKind, namespace, name string) string {
+	return gk.Group + "/" + gk.Kind + "/" + namespace + "/" + name
+}
+
+// SetupWithManager registers the indexes, the target cache and a controller
+// that reconciles ValueBindings on their own changes, on changes of the
+// sources they read and of their targets. It runs on the leader only.
+func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) error {
+	if r.Clock == nil {
+		r.Clock = clock.RealClock{}
+	}
+	r.watched = map[schema.GroupVersionKind]bool{}
+	r.conflicts = &overwrites{byBinding: map[string]map[string][]time.Time{}}
+	fi := mgr.GetFieldIndexer()
+	if err := fi.IndexField(ctx, &v1alpha1.ValueBinding{}, sourceIndex, bindingSources); err != nil {
+		return fmt.Errorf("indexing ValueBindings by source: %w", err)
+	}
+	if err := fi.IndexField(ctx, &v1alpha1.ValueBinding{}, targetIndex, bindingTarget); err != nil {
+		return fmt.Errorf("indexing ValueBindings by target: %w", err)
+	}
+	opts := r.TargetCache
+	opts.Scheme, opts.Mapper, opts.HTTPClient = mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()
+	opts.DefaultTransform = trimTarget
+	targets, err := cache.New(mgr.GetConfig(), opts)
+	if err != nil {
+		return fmt.Errorf("creating the target cache: %w", err)
+	}
+	if err := mgr.Add(targets); err != nil {
+		return fmt.Errorf("adding the target cache: %w", err)
+	}
+	r.targets = targets
+	toBindings := handler.EnqueueRequestsFromMapFunc(r.bindingsOfSource)
+	c, err := ctrl.NewControllerManagedBy(mgr).
+		Named("valuebinding").
+		For(&v1alpha1.ValueBinding{}, builder.WithPredicates(predicate.Or(
+			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
+			deletionPredicate))).
+		Watches(&corev1.Secret{}, toBindings, builder.WithPredicates(sourceChanged)).
+		Watches(&corev1.ConfigMap{}, toBindings, builder.WithPredicates(sourceChanged)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
+		Build(r)
+	if err != nil {
+		return err
+	}
+	r.ctrl = c
+	return nil
+}
+
+// watchTarget starts watching the targets of kind gvk, once: their events
+// enqueue the bindings that target them.
+func (r *Reconciler) watchTarget(gvk schema.GroupVersionKind) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.watched[gvk] {
+		return nil
+	}
+	u := &unstructured.Unstructured{}
+	u.SetGroupVersionKind(gvk)
+	src := source.Kind[client.Object](r.targets, u, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTarget),
+		predicate.ResourceVersionChangedPredicate{})
+	if err := r.ctrl.Watch(src); err != nil {
+		return fmt.Errorf("watching %s: %w", gvk, err)
+	}
+	r.watched[gvk] = true
+	return nil
+}
+
+// bindingSources is the index func of sourceIndex.
+func bindingSources(obj client.Object) []string {
+	b, ok := obj.(*v1alpha1.ValueBinding)
+	if !ok {
+		return nil
+	}
+	var keys []string
+	for _, v := range b.Spec.Values {
+		if kind, sel := sourceOf(v); sel != nil {
+			keys = append(keys, sourceKey(kind, b.Namespace, sel.Name))
+		}
+	}
+	return keys
+}
+
+// bindingTarget is the index func of targetIndex.
+func bindingTarget(obj client.Object) []string {
+	b, ok := obj.(*v1alpha1.ValueBinding)
+	if !ok {
+		return nil
+	}
+	gv, err := schema.ParseGroupVersion(b.Spec.Target.APIVersion)
+	if err != nil {
+		return nil
+	}
+	return []string{targetKey(gv.WithKind(b.Spec.Target.Kind).GroupKind(), b.Namespace, b.Spec.Target.Name)}
+}
+
+// sourceOf returns the kind ("Secret" or "ConfigMap") and selector of v's
+// source; nil when it has none (refused at admission).
+func sourceOf(v v1alpha1.BoundValue) (string, *v1alpha1.KeySelector) {
+	switch {
+	case v.ValueFrom.SecretKeyRef != nil:
+		return "Secret", v.ValueFrom.SecretKeyRef
+	case v.ValueFrom.ConfigMapKeyRef != nil:
+		return "ConfigMap", v.ValueFrom.ConfigMapKeyRef
+	}
+	return "", nil
+}
+
+// bindingsOfSource maps a Secret or ConfigMap to the bindings that read it,
+// from the cache's index.
+func (r *Reconciler) bindingsOfSource(ctx context.Context, obj client.Object) []reconcile.Request {
+	kind := "ConfigMap"
+	if _, ok := obj.(*corev1.Secret); ok {
+		kind = "Secret"
+	}
+	return r.lookup(ctx, sourceIndex, sourceKey(kind, obj.GetNamespace(), obj.GetName()))
+}
+
+// bindingsOfTarget maps a target to the bindings that write it.
+func (r *Reconciler) bindingsOfTarget(ctx context.Context, obj client.Object) []reconcile.Request {
+	gk := obj.GetObjectKind().GroupVersionKind().GroupKind()
+	return r.lookup(ctx, targetIndex, targetKey(gk, obj.GetNamespace(), obj.GetName()))
+}
+
+func (r *Reconciler) lookup(ctx context.Context, index, key string) []reconcile.Request {
+	var list v1alpha1.ValueBindingList
+	if err := r.Client.List(ctx, &list, client.MatchingFields{index: key}, client.UnsafeDisableDeepCopy); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to look ValueBindings up in the index", "index", index, "key", key)
+		return nil
+	}
+	reqs := make([]reconcile.Request, len(list.Items))
+	for i, b := range list.Items {
+		reqs[i] = reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&b)}
+	}
+	return reqs
+}

@@ -1,0 +1,131 @@
+package binding
+
+import (
+	"bytes"
+	"maps"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"nudge.dev/nudge/internal/fingerprint"
+)
+
+// sourceChanged passes creates, deletes, and the updates of a Secret or
+// ConfigMap that change its content (its cached digests): a change of its
+// labels or annotations binds nothing new. Sources listed at start bring no
+// news: every binding is reconciled from its own initial event.
+var sourceChanged = predicate.Funcs{
+	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		switch o := e.ObjectOld.(type) {
+		case *corev1.ConfigMap:
+			n, ok := e.ObjectNew.(*corev1.ConfigMap)
+			return !ok || !maps.Equal(o.Data, n.Data) || !maps.EqualFunc(o.BinaryData, n.BinaryData, bytes.Equal)
+		case *corev1.Secret:
+			n, ok := e.ObjectNew.(*corev1.Secret)
+			return !ok || !maps.EqualFunc(o.Data, n.Data, bytes.Equal)
+		}
+		return true
+	},
+}
+
+// deletionPredicate passes the update that marks a binding for deletion.
+var deletionPredicate = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+	},
+}
+
+// digestsOf returns the per-key digests of a source read from nudge's source
+// cache (see controller.DigestSource: a ConfigMap's binaryData is merged
+// into its data there).
+func digestsOf(src any) fingerprint.Digests {
+	switch o := src.(type) {
+	case *corev1.ConfigMap:
+		d := make(fingerprint.Digests, len(o.Data)+len(o.BinaryData))
+		maps.Copy(d, o.Data)
+		for k, v := range o.BinaryData {
+			d[k] = string(v)
+		}
+		return d
+	case *corev1.Secret:
+		d := make(fingerprint.Digests, len(o.Data))
+		for k, v := range o.Data {
+			d[k] = string(v)
+		}
+		return d
+	}
+	return nil
+}
+
+// lastApplied is kubectl's copy of a whole manifest; nudge never reads it.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// trimTarget is the target cache's transform: a target keeps its spec and
+// its managedFields (they say who owns a bound field), and loses its status
+// and kubectl's last-applied-configuration.
+func trimTarget(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		delete(u.Object, "status")
+		if a := u.GetAnnotations(); a[lastApplied] != "" {
+			a = maps.Clone(a)
+			delete(a, lastApplied)
+			u.SetAnnotations(a)
+		}
+	}
+	return obj, nil
+}
+
+// overwrites remembers, per binding and field path, when another manager
+// overwrote a bound field since the binding or a source last changed.
+type overwrites struct {
+	mu        sync.Mutex
+	byBinding map[string]map[string][]time.Time
+}
+
+// get returns a copy of the times recorded for binding, within ConflictWindow
+// before now.
+func (o *overwrites) get(binding string, now time.Time) map[string][]time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := map[string][]time.Time{}
+	for path, ts := range o.byBinding[binding] {
+		for _, t := range ts {
+			if now.Sub(t) < ConflictWindow {
+				out[path] = append(out[path], t)
+			}
+		}
+	}
+	return out
+}
+
+// add records an overwrite of each path at now.
+func (o *overwrites) add(binding string, paths []string, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	m := o.byBinding[binding]
+	if m == nil {
+		m = map[string][]time.Time{}
+		o.byBinding[binding] = m
+	}
+	for _, p := range paths {
+		kept := m[p][:0]
+		for _, t := range m[p] {
+			if now.Sub(t) < ConflictWindow {
+				kept = append(kept, t)
+			}
+		}
+		m[p] = append(kept, now)
+	}
+}
+
+// reset forgets binding's overwrites.
+func (o *overwrites) reset(binding string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.byBinding, binding)
+}
