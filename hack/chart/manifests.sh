@@ -70,6 +70,7 @@ $header
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resources:
+- ../crd
 - namespace.yaml
 - nudge.yaml
 YAML

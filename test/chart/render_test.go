@@ -322,9 +322,9 @@ func TestRender(t *testing.T) {
 				for _, verb := range []string{"get", "list", "watch"} {
 					g.Expect(r.can(verb, "nudge.dev", "valuebindings", "shop")).To(BeTrue(), verb)
 				}
-				g.Expect(r.can("update", "nudge.dev", "valuebindings", "shop")).To(BeFalse(), "nudge never writes a binding's spec")
+				g.Expect(r.can("patch", "nudge.dev", "valuebindings", "shop")).To(BeTrue(), "its finalizer, for deletionPolicy Delete")
+				g.Expect(r.can("update", "nudge.dev", "valuebindings", "shop")).To(BeFalse())
 				g.Expect(r.can("patch", "nudge.dev", "valuebindings/status", "shop")).To(BeTrue())
-				g.Expect(r.can("update", "nudge.dev", "valuebindings/finalizers", "shop")).To(BeTrue())
 				g.Expect(r.can("get", "", "secrets", "shop")).To(BeTrue(), "one GET of a bound Secret per apply")
 				g.Expect(r.can("get", "", "configmaps", "shop")).To(BeTrue())
 				g.Expect(r.can("list", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeFalse(), "target kinds found by discovery")

@@ -50,19 +50,17 @@ read is a list and watch of an informer: nudge never gets one object.
   verbs: ["list", "watch", "patch"]
 {{- end }}
 {{- if .Values.valueBindings.enabled }}
-# Value bindings: read the bindings and write their status; get a Secret or
-# ConfigMap a binding reads, once per apply (its value is never cached);
-# read and patch (server-side apply of the bound fields alone) the kinds
-# listed in valueBindings.targets, and no other.
+# Value bindings: read the bindings, patch their finalizer (deletionPolicy
+# Delete) and their status; get a Secret or ConfigMap a binding reads, once
+# per apply (its value is never cached); read and patch (server-side apply of
+# the bound fields alone) the kinds listed in valueBindings.targets, and no
+# other.
 - apiGroups: ["nudge.dev"]
   resources: ["valuebindings"]
-  verbs: ["get", "list", "watch"]
+  verbs: ["get", "list", "watch", "patch"]
 - apiGroups: ["nudge.dev"]
   resources: ["valuebindings/status"]
-  verbs: ["update", "patch"]
-- apiGroups: ["nudge.dev"]
-  resources: ["valuebindings/finalizers"]
-  verbs: ["update"]
+  verbs: ["patch"]
 - apiGroups: [""]
   resources: ["secrets", "configmaps"]
   verbs: ["get"]

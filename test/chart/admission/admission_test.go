@@ -144,6 +144,8 @@ func TestPolicyAgreesWithTheAuthorsOwnRequests(t *testing.T) {
 	harbor := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "goharbor.io/v1beta1", "kind": "Harbor",
 		"metadata": map[string]any{"namespace": ns, "name": "harbor"},
+		"spec": map[string]any{"externalURL": "https://registry.example", "harborAdminPasswordRef": "admin",
+			"imageChartStorage": map[string]any{"s3": map[string]any{"bucket": "registry", "secretkeyRef": "s3-credentials"}}},
 	}}
 	g.Expect(admin.Create(t.Context(), harbor)).To(Succeed(), "a Harbor with the test's CRD")
 

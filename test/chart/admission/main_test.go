@@ -43,6 +43,10 @@ var chartValues = charttest.Values{"valueBindings": map[string]any{
 	},
 }}
 
+// harborCRD is the tests' Harbor CRD (goharbor.io/v1beta1), written from
+// harbor-operator's published API (see the file), relative to the root.
+const harborCRD = "internal/binding/testdata/harbor-crd.yaml"
+
 const (
 	release          = "nudge"
 	releaseNamespace = "nudge-system"
@@ -79,7 +83,7 @@ func install(t *testing.T) *admissionregistrationv1.ValidatingAdmissionPolicy {
 	root := charttest.Root(t)
 	for _, file := range []string{
 		filepath.Join(root, "charts", "nudge", "crds", "nudge.dev_valuebindings.yaml"),
-		harborCRD,
+		filepath.Join(root, harborCRD),
 	} {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		b, err := os.ReadFile(file)
