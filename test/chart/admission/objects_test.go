@@ -2,6 +2,9 @@ package admission
 
 import (
 	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
 
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +39,14 @@ func grant(t *testing.T, ns, user string, rules ...rbacv1.PolicyRule) {
 			t.Fatalf("creating %T %s: %v", o, name, err)
 		}
 	}
+}
+
+// eventually asserts on f's error within 10 s: the API server's RBAC
+// authorizer sees a new grant a moment after it is created, so a request
+// made at once may be refused by RBAC before the policy is reached.
+func eventually(t *testing.T, f func() error) AsyncAssertion {
+	t.Helper()
+	return NewWithT(t).Eventually(f).WithTimeout(10 * time.Second)
 }
 
 // as returns a client that acts as user: the admin, impersonating them, so
