@@ -106,8 +106,9 @@ type KeySelector struct {
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	Key string `json:"key"`
-	// Optional: when true, a missing object or key leaves the field alone
-	// instead of failing the binding.
+	// Optional: when true, a missing object or key is no error, as in a
+	// container's env var: the field is left out of nudge's apply, so a value
+	// nudge wrote there before is removed unless another manager owns it too.
 	// +optional
 	Optional *bool `json:"optional,omitempty"`
 }

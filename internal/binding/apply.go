@@ -44,8 +44,9 @@ func applyConfig(b *v1alpha1.ValueBinding, t *target) *unstructured.Unstructured
 // target by server-side apply under FieldManager, forced on those fields
 // alone. Each Secret or ConfigMap is read once, from the API server, and its
 // values are dropped when apply returns. A non-nil outcome says why nothing
-// was written; the error is one to retry.
-func (r *Reconciler) apply(ctx context.Context, b *v1alpha1.ValueBinding, t *target, sums []string) (*outcome, error) {
+// was written; the error is one to retry. It returns the target's
+// resourceVersion after the apply.
+func (r *Reconciler) apply(ctx context.Context, b *v1alpha1.ValueBinding, t *target, sums []string) (string, *outcome, error) {
 	cfg := applyConfig(b, t)
 	sources := map[string]map[string][]byte{}
 	defer clear(sources)
@@ -61,34 +62,36 @@ func (r *Reconciler) apply(ctx context.Context, b *v1alpha1.ValueBinding, t *tar
 			if data, err = r.read(ctx, kind, b.Namespace, sel.Name); err != nil {
 				if apierrors.IsNotFound(err) { // deleted since the cache saw it
 					o := failed(v1alpha1.ReasonSourceNotFound, "%s %s does not exist", kind, sel.Name)
-					return &o, nil
+					return "", &o, nil
 				}
-				return nil, err
+				return "", nil, err
 			}
 			sources[kind+"/"+sel.Name] = data
 		}
 		raw, ok := data[sel.Key]
 		if !ok {
 			o := failed(v1alpha1.ReasonKeyNotFound, "%s %s has no key %s", kind, sel.Name, sel.Key)
-			return &o, nil
+			return "", &o, nil
 		}
 		secrets = append(secrets, string(raw))
 		value, err := Convert(raw, v.Type)
 		if err != nil {
 			o := failed(v1alpha1.ReasonInvalidValue, "key %s of %s %s for %s: %v", sel.Key, kind, sel.Name, v.FieldPath, err)
-			return &o, nil
+			return "", &o, nil
 		}
 		if err := t.paths[i].Set(cfg.Object, t.obj.Object, value); err != nil {
 			o := failed(v1alpha1.ReasonInvalidFieldPath, "values[%d].fieldPath: %v", i, err)
-			return &o, nil
+			return "", &o, nil
 		}
 	}
 	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(cfg), client.FieldOwner(FieldManager), client.ForceOwnership)
-	clear(cfg.Object)
+	rv := cfg.GetResourceVersion()
+	clear(cfg.Object) // the response: the whole target, values included
 	if err == nil {
-		return nil, nil
+		return rv, nil, nil
 	}
-	return r.applyFailed(b, err, secrets)
+	o, err := r.applyFailed(b, err, secrets)
+	return "", o, err
 }
 
 // applyFailed turns an apply's error into an outcome, or an error to retry.

@@ -97,7 +97,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.Clock = clock.RealClock{}
 	}
 	r.watched = map[schema.GroupVersionKind]bool{}
-	r.conflicts = &overwrites{byBinding: map[string]map[string][]time.Time{}}
+	r.conflicts = &overwrites{byBinding: map[string]map[string][]time.Time{}, before: map[string]written{}}
 	fi := mgr.GetFieldIndexer()
 	if err := fi.IndexField(ctx, &v1alpha1.ValueBinding{}, sourceIndex, bindingSources); err != nil {
 		return fmt.Errorf("indexing ValueBindings by source: %w", err)

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -24,6 +25,13 @@ import (
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
+// errStale: the target cache has not seen nudge's last apply to the target
+// yet; the reconcile is retried after staleRetry (the target's update event
+// usually comes first).
+var errStale = errors.New("the target cache has not seen nudge's last apply yet")
+
+const staleRetry = 200 * time.Millisecond
+
 // outcome is what one reconcile of a binding ends with: its Ready condition
 // and applied fingerprint, and when to look again.
 type outcome struct {
@@ -45,7 +53,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	var b v1alpha1.ValueBinding
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.conflicts.reset(req.String())
+			r.conflicts.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -58,9 +66,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	out, err := r.sync(ctx, &b)
+	if errors.Is(err, errStale) {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	ctrl.LoggerFrom(ctx).V(1).Info("Reconciled ValueBinding", "reason", out.reason)
 	return ctrl.Result{RequeueAfter: out.after}, r.record(ctx, &b, out)
 }
 
@@ -139,6 +151,9 @@ func (r *Reconciler) sync(ctx context.Context, b *v1alpha1.ValueBinding) (outcom
 	if err != nil || o != nil {
 		return deref(o), err
 	}
+	if r.conflicts.stale(bindingKey(b), t.obj.GetResourceVersion(), r.Clock.Now()) {
+		return outcome{}, errStale
+	}
 	desired, sums, o, err := r.desired(ctx, b)
 	if err != nil || o != nil {
 		return deref(o), err
@@ -166,7 +181,7 @@ func (r *Reconciler) sync(ctx context.Context, b *v1alpha1.ValueBinding) (outcom
 	}
 	switch d.Action {
 	case None:
-		return outcome{reason: v1alpha1.ReasonApplied, message: "the target holds every bound value", applied: desired}, nil
+		return applied(b, desired), nil
 	case Stop:
 		if d.Field == "" { // stopped before, nothing changed since
 			return outcome{reason: v1alpha1.ReasonConflict, message: conditionMessage(b), keep: true}, nil
@@ -181,14 +196,24 @@ func (r *Reconciler) sync(ctx context.Context, b *v1alpha1.ValueBinding) (outcom
 		r.conflicts.add(bindingKey(b), d.Overwritten, in.Now)
 		log.Info("Correcting ValueBinding fields another field manager overwrote", "fields", d.Overwritten)
 	}
-	if o, err := r.apply(ctx, b, t, sums); err != nil || o != nil {
+	rv, o, err := r.apply(ctx, b, t, sums)
+	if err != nil || o != nil {
 		return deref(o), err
+	}
+	if rv != t.obj.GetResourceVersion() {
+		r.conflicts.wrote(bindingKey(b), t.obj.GetResourceVersion(), r.Clock.Now())
 	}
 	written := appliedFields(b, sums)
 	log.Info("Applied ValueBinding", "target", b.Spec.Target.Kind+"/"+b.Spec.Target.Name, "fields", written)
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply",
 		"Applied to %s %s: %s", b.Spec.Target.Kind, b.Spec.Target.Name, strings.Join(written, "; "))
-	return outcome{reason: v1alpha1.ReasonApplied, message: "applied " + strings.Join(written, "; "), applied: desired}, nil
+	return applied(b, desired), nil
+}
+
+// applied is the outcome of a binding whose target holds its values.
+func applied(b *v1alpha1.ValueBinding, desired string) outcome {
+	return outcome{reason: v1alpha1.ReasonApplied, applied: desired,
+		message: fmt.Sprintf("%s %s holds every bound value", b.Spec.Target.Kind, b.Spec.Target.Name)}
 }
 
 func deref(o *outcome) outcome {

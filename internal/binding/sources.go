@@ -81,10 +81,47 @@ func trimTarget(obj any) (any, error) {
 }
 
 // overwrites remembers, per binding and field path, when another manager
-// overwrote a bound field since the binding or a source last changed.
+// overwrote a bound field since the binding or a source last changed; and
+// per binding the resourceVersion its target had when nudge last applied to
+// it, so a reconcile on a cache that has not seen that write yet waits
+// instead of taking nudge's own write for missing (and another manager's).
 type overwrites struct {
 	mu        sync.Mutex
 	byBinding map[string]map[string][]time.Time
+	before    map[string]written
+}
+
+// written is the resourceVersion a target had before nudge's apply, and when
+// the apply was.
+type written struct {
+	rv string
+	at time.Time
+}
+
+// staleFor bounds how long a cache that has not seen nudge's write is waited
+// for: a watch delivers it in milliseconds.
+const staleFor = 5 * time.Second
+
+// wrote records that binding's target had resourceVersion rv before nudge
+// applied to it at now.
+func (o *overwrites) wrote(binding, rv string, now time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.before[binding] = written{rv: rv, at: now}
+}
+
+// stale reports whether rv, the target's resourceVersion in the cache, is the
+// one it had before nudge's last apply (within staleFor of it): the cache has
+// not seen the write.
+func (o *overwrites) stale(binding, rv string, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.before[binding]
+	if ok && w.rv == rv && now.Sub(w.at) < staleFor {
+		return true
+	}
+	delete(o.before, binding)
+	return false
 }
 
 // get returns a copy of the times recorded for binding, within ConflictWindow
@@ -128,4 +165,12 @@ func (o *overwrites) reset(binding string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	delete(o.byBinding, binding)
+}
+
+// forget drops everything remembered of binding (deleted).
+func (o *overwrites) forget(binding string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.byBinding, binding)
+	delete(o.before, binding)
 }
