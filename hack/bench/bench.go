@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -32,6 +33,7 @@ type bench struct {
 	layout  Layout
 	alloc   allocator
 	cs      kubernetes.Interface
+	dyn     dynamic.Interface
 	changer *changer
 	watcher *Watcher
 	audit   *AuditLog
@@ -100,6 +102,11 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	if res.Population, err = populate(ctx, b.cs, cfg, b.layout, data); err != nil {
 		return nil, err
 	}
+	if cfg.Has("bindings") {
+		if err := installBindingCRDs(ctx, b.dyn); err != nil {
+			return nil, err
+		}
+	}
 
 	if err := b.sync(ctx); err != nil {
 		return res, err
@@ -110,6 +117,7 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	scenarios := map[string]func(context.Context) error{
 		"latency": b.latency, "fanout": b.fanout, "burst": b.burst,
 		"noop": b.noop, "coalesce": b.coalesce, "downtime": b.downtime,
+		"bindings": b.bindings,
 	}
 	for _, name := range allScenarios {
 		if !cfg.Has(name) {
@@ -154,6 +162,9 @@ func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
 		return err
 	}
 	b.cs = cs
+	if b.dyn, err = dynamic.NewForConfig(admin); err != nil {
+		return err
+	}
 	user, err := plane.UserConfig(b.cfg.ControllerUser, b.cfg.ControllerGroup)
 	if err != nil {
 		return err

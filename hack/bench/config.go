@@ -31,6 +31,9 @@ type Config struct {
 	CoalesceGap time.Duration // ... this far apart
 	Downtime    int           // changes while the controller is stopped
 
+	BindingLatency int // sequential Secret changes, each bound into one Harbor
+	BindingFanOut  int // Harbors bound to the one shared Secret
+
 	// Timing.
 	Idle          time.Duration // quiet time after sync before idle figures
 	Settle        time.Duration // quiet time that catches unwanted rollouts
@@ -60,12 +63,14 @@ type Config struct {
 
 // allScenarios lists every scenario in the order they run. "sync" and
 // "idle" always run: every other scenario needs a synced controller.
-var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime"}
+var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings"}
 
 // defaultControllerCmd runs bin/nudge as it ships, apart from the addresses
-// of its servers (free ports, so that runs never collide).
+// of its servers (free ports, so that runs never collide), with value
+// bindings on for the bindings scenario's Harbors.
 const defaultControllerCmd = "bin/nudge --kubeconfig {kubeconfig} --system-namespace nudge-system " +
-	"--metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr}"
+	"--metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr} " +
+	"--value-bindings --value-binding-targets=" + bindingTargets
 
 // parseConfig returns the configuration of args. -scale-run sets the scale
 // run's preset for every flag not given explicitly.
@@ -86,6 +91,8 @@ func parseConfig(args []string) (Config, error) {
 	fs.IntVar(&c.Coalesce, "coalesce", 10, "changes to one ConfigMap in the coalescing scenario")
 	fs.DurationVar(&c.CoalesceGap, "coalesce-gap", 50*time.Millisecond, "time between the coalescing scenario's changes")
 	fs.IntVar(&c.Downtime, "downtime", 20, "changes made while the controller is stopped")
+	fs.IntVar(&c.BindingLatency, "binding-latency", 100, "sequential Secret changes in the bindings scenario, each bound into one Harbor")
+	fs.IntVar(&c.BindingFanOut, "binding-fanout", 1000, "Harbors bound to one shared Secret in the bindings scenario (0: no fan-out)")
 	fs.DurationVar(&c.Idle, "idle", 10*time.Second, "quiet time after sync before the idle figures are taken")
 	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "quiet time after a scenario that catches unwanted rollouts")
 	fs.DurationVar(&c.Window, "window", 5*time.Second, "the controller's rollout window (trailing rollouts are awaited this long)")
@@ -158,6 +165,9 @@ func (c *Config) validate() error {
 	}
 	if c.Has("fanout") && c.FanOut < 1 {
 		errs = append(errs, errors.New("the fanout scenario needs -fanout of at least 1"))
+	}
+	if c.Has("bindings") && c.BindingLatency < 1 {
+		errs = append(errs, errors.New("the bindings scenario needs -binding-latency of at least 1"))
 	}
 	if !strings.Contains(c.ControllerCmd, "{kubeconfig}") {
 		errs = append(errs, errors.New("-controller-cmd must contain {kubeconfig}"))

@@ -58,6 +58,15 @@ func figures(res *Results) []figure {
 		add("downtime", fmt.Sprintf("%d changes while stopped: caught / all caught after restart", d.Changes), &d.Load, "%d/%d / %s s", d.Caught, d.Workloads, optSeconds(d.AllSeconds))
 		add("downtime", "ready after restart / rollouts of other workloads", &d.Load, "%s s / %d", optSeconds(d.ReadySeconds), d.OtherRollouts)
 	}
+	if bd := res.Bindings; bd != nil {
+		add("bindings", fmt.Sprintf("%d bindings applied after creation", bd.Bindings), &bd.Load, "%s s", optSeconds(bd.SetupSeconds))
+		add("bindings", fmt.Sprintf("%d Secret changes → bound field: p50 / p90 / p99 / max", bd.Changes), &bd.Load, "%.1f / %.1f / %.1f / %.1f ms (%d misses)",
+			bd.Latency.P50, bd.Latency.P90, bd.Latency.P99, bd.Latency.Max, bd.Misses)
+		if f := bd.FanOut; f.Workloads > 0 {
+			add("bindings", fmt.Sprintf("1 Secret → %d bound Harbors: all updated (first / p50)", f.Workloads), &f.Load, "%s s (%s / %s s), %d misses",
+				optSeconds(f.AllSeconds), optSeconds(f.FirstSeconds), optSeconds(f.P50Seconds), f.Misses)
+		}
+	}
 	if p := res.Process; p != nil {
 		add("end", "RSS / peak RSS / CPU of the first process at its end", nil, "%.1f / %.1f MiB / %.2f s", p.RSSMiB, p.PeakRSSMiB, p.CPUSeconds)
 	}

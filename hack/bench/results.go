@@ -23,6 +23,7 @@ type Results struct {
 	NoOp     *NoOpResult     `json:"noop,omitempty"`
 	Coalesce *CoalesceResult `json:"coalesce,omitempty"`
 	Downtime *DowntimeResult `json:"downtime,omitempty"`
+	Bindings *BindingsResult `json:"bindings,omitempty"`
 	Process  *ProcessResult  `json:"process,omitempty"`
 
 	Phases  []Phase  `json:"phases"`

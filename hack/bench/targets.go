@@ -7,7 +7,7 @@ import (
 
 // steadyPhases are the phases after the controller's start in which it must
 // not LIST: every lookup is a cache read. (sync and downtime hold starts.)
-var steadyPhases = []string{"idle", "latency", "fanout", "burst", "noop", "coalesce"}
+var steadyPhases = []string{"idle", "latency", "fanout", "burst", "noop", "coalesce", "binding-latency", "binding-fanout"}
 
 // rolloutPhases are the phases whose rollouts count for the writes per
 // rollout.
@@ -43,6 +43,12 @@ func targets(res *Results) []Target {
 	}
 	if s := res.Sync; s != nil && res.Scale.ScaleRun {
 		add("start → synced (scale run)", "≤ 60 s", optSeconds(s.SyncedSeconds)+" s", true, s.SyncedSeconds != nil && *s.SyncedSeconds <= 60)
+	}
+	if bd := res.Bindings; bd != nil {
+		add("Secret change → bound field p99", "≤ 50 ms, no miss", fmt.Sprintf("%.1f ms, %d misses", bd.Latency.P99, bd.Misses), true, bd.Latency.P99 <= 50 && bd.Misses == 0)
+		if f := bd.FanOut; f.Workloads > 0 {
+			add(fmt.Sprintf("1 Secret → %d bindings, all targets updated", f.Workloads), "≤ 2 s", manyValue(&f), true, f.AllSeconds != nil && *f.AllSeconds <= 2)
+		}
 	}
 	lists, measured := 0, false
 	writes, events, rollouts := 0, 0, 0

@@ -4,6 +4,8 @@
 #   OUT/                global mode, default values, in namespace nudge-system
 #   OUT/namespaced/     reloader.watchGlobally=false: Roles only; set the
 #                       namespace with a kustomize overlay
+#   OUT/value-bindings/ global mode with value bindings on for
+#                       harbor-operator's kinds, and the admission policy
 # `make manifests` writes them into config/; test/chart checks config/ matches.
 set -euo pipefail
 helm=${1:?usage: manifests.sh HELM OUT}
@@ -52,5 +54,23 @@ apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 namespace: $namespace
 resources:
+- nudge.yaml
+YAML
+
+render "$out/value-bindings" --set-json \
+  'valueBindings={"enabled":true,"targets":[{"apiGroup":"goharbor.io","kind":"Harbor","resource":"harbors"},{"apiGroup":"goharbor.io","kind":"HarborCluster","resource":"harborclusters"}]}'
+cp "$out/namespace.yaml" "$out/value-bindings/namespace.yaml"
+cat >"$out/value-bindings/kustomization.yaml" <<YAML
+$header
+# nudge as in config/, with value bindings on (docs/value-bindings.md): it
+# may patch harbor-operator's Harbor and HarborCluster, and the admission
+# policy checks every ValueBinding's author. For other kinds, render the
+# chart with your valueBindings.targets.
+#   kubectl apply -k config/value-bindings/
+apiVersion: kustomize.config.k8s.io/v1beta1
+kind: Kustomization
+resources:
+- ../crd
+- namespace.yaml
 - nudge.yaml
 YAML

@@ -20,8 +20,16 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	g := NewWithT(t)
 	reloader, _ := values["reloader"].(map[string]any)
 	global := reloader["watchGlobally"] != false
+	bindings, _ := values["valueBindings"].(map[string]any)
+	valueBindings := bindings["enabled"] == true
+	targets := valueBindingTargets(values)
 
 	for _, o := range r.m {
+		if slices.Contains(admissionKinds, o.GetKind()) {
+			g.Expect(valueBindings).To(BeTrue(), "%s %s: the admission policy with value bindings only", o.GetKind(), o.GetName())
+			g.Expect(o.GetNamespace()).To(BeEmpty(), "%s %s is cluster-scoped", o.GetKind(), o.GetName())
+			continue
+		}
 		if !slices.Contains([]string{"ClusterRole", "ClusterRoleBinding", "RoleBinding"}, o.GetKind()) {
 			g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s in the release namespace", o.GetKind(), o.GetName())
 		}
@@ -30,6 +38,11 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 			g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s", o.GetKind(), o.GetName())
 		}
 	}
+	if valueBindings {
+		g.Expect(r.m.OfKind("ValidatingAdmissionPolicy")).To(HaveLen(1), "value bindings never without their admission policy")
+		g.Expect(r.m.OfKind("ValidatingAdmissionPolicyBinding")).To(HaveLen(1))
+	}
+	g.Expect(r.opts.ValueBindings).To(Equal(valueBindings), "--value-bindings")
 	for _, gr := range r.grants {
 		rule := gr.rule
 		for _, field := range [][]string{rule.Verbs, rule.APIGroups, rule.Resources} {
@@ -42,6 +55,17 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 			g.Expect(gr.scope).To(Equal(namespace), gr.holder)
 			g.Expect(rule.ResourceNames).To(ConsistOf(r.opts.LeaderElectionID), "%s: its own Lease alone", gr.holder)
 		}
+		for _, group := range rule.APIGroups {
+			if !slices.Contains(builtInGroups, group) || (group == "" && !slices.Contains(coreResources, rule.Resources[0])) {
+				g.Expect(rule.Resources).To(HaveLen(1), gr.holder)
+				g.Expect(targets).To(ContainElement(group+"/"+rule.Resources[0]), "%s: only the kinds of valueBindings.targets", gr.holder)
+				g.Expect(rule.Verbs).To(ConsistOf("get", "list", "watch", "patch"), "%s: a target kind, exactly", gr.holder)
+			}
+		}
+		if slices.Contains(rule.APIGroups, "nudge.dev") {
+			g.Expect(valueBindings).To(BeTrue(), "%s: no permission on ValueBindings unless enabled", gr.holder)
+			g.Expect(rule.Verbs).NotTo(ContainElement(BeElementOf("create", "delete")), "%s: nudge never creates or deletes a ValueBinding", gr.holder)
+		}
 		if slices.Contains(rule.APIGroups, "argoproj.io") {
 			g.Expect(r.opts.Ignores("rollouts")).To(BeFalse(), "%s: no permission on Rollouts nudge ignores", gr.holder)
 			g.Expect(rule.Resources).To(ConsistOf("rollouts"), gr.holder)
@@ -51,13 +75,21 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 		for _, res := range rule.Resources {
 			g.Expect(res).NotTo(Or(Equal("pods"), HavePrefix("pods/")), "%s: no Pods", gr.holder)
 			if res == "configmaps" {
-				g.Expect(rule.Verbs).To(ConsistOf("list", "watch"), "%s: ConfigMaps are never written", gr.holder)
+				g.Expect(rule.Verbs).To(Or(ConsistOf("list", "watch"), ConsistOf("get")), "%s: ConfigMaps are never written", gr.holder)
+				if slices.Contains(rule.Verbs, "get") {
+					g.Expect(valueBindings).To(BeTrue(), "%s: a ConfigMap got for a value binding alone", gr.holder)
+				}
 			}
 			if res == "secrets" && !slices.Equal(rule.Verbs, []string{"list", "watch"}) {
-				g.Expect(gr.scope).To(Equal(namespace), "%s: no Secret written or got outside the release namespace", gr.holder)
-				g.Expect(rule.Verbs).To(Or(Equal([]string{"create"}), Equal([]string{"get"})), gr.holder)
-				if slices.Contains(rule.Verbs, "get") {
+				g.Expect(rule.Verbs).To(Or(Equal([]string{"create"}), Equal([]string{"get"})), "%s: Secrets are never written but the key", gr.holder)
+				switch {
+				case slices.Contains(rule.Verbs, "get") && len(rule.ResourceNames) == 0:
+					g.Expect(valueBindings).To(BeTrue(), "%s: any Secret got for a value binding alone", gr.holder)
+				case slices.Contains(rule.Verbs, "get"):
+					g.Expect(gr.scope).To(Equal(namespace), gr.holder)
 					g.Expect(rule.ResourceNames).To(ConsistOf(r.opts.KeySecret), "%s: get the key Secret alone", gr.holder)
+				default:
+					g.Expect(gr.scope).To(Equal(namespace), "%s: no Secret created outside the release namespace", gr.holder)
 				}
 			}
 		}
@@ -110,6 +142,27 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	} else {
 		g.Expect(r.m.OfKind("ServiceMonitor")).To(BeEmpty())
 	}
+}
+
+// admissionKinds are the kinds of the value bindings' admission policy.
+var admissionKinds = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
+
+// builtInGroups are the API groups nudge's own rules name; a rule on any
+// other group is a value binding target's.
+var builtInGroups = []string{"", "apps", "batch", "argoproj.io", "events.k8s.io", "coordination.k8s.io", "nudge.dev"}
+
+// coreResources are the core-group resources nudge's own rules name.
+var coreResources = []string{"configmaps", "secrets", "events", "namespaces"}
+
+// valueBindingTargets returns valueBindings.targets as group/resource.
+func valueBindingTargets(values charttest.Values) []string {
+	bindings, _ := values["valueBindings"].(map[string]any)
+	targets, _ := bindings["targets"].([]map[string]any)
+	out := make([]string, len(targets))
+	for i, t := range targets {
+		out[i] = t["apiGroup"].(string) + "/" + t["resource"].(string)
+	}
+	return out
 }
 
 // grant is one rule as it applies: in one namespace, or cluster-wide

@@ -15,6 +15,7 @@ func TestLint(t *testing.T) {
 		"default values":             nil,
 		"namespaced":                 {"reloader.watchGlobally=false"},
 		"replicated, with a monitor": {"replicas=2", "metrics.serviceMonitor.enabled=true"},
+		"value bindings":             {"valueBindings.enabled=true", "valueBindings.targets[0].apiGroup=goharbor.io", "valueBindings.targets[0].kind=Harbor", "valueBindings.targets[0].resource=harbors"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			args := []string{"lint", "--strict", charttest.Chart(t)}
@@ -57,6 +58,21 @@ func TestRenderRefuses(t *testing.T) {
 		"an unknown strategy": {
 			values: charttest.Values{"reloader": map[string]any{"reloadStrategy": "rolling"}},
 			want:   "reloadStrategy",
+		},
+		"a value binding target that is a Secret": {
+			values: charttest.Values{"valueBindings": map[string]any{"enabled": true,
+				"targets": []map[string]any{{"apiGroup": "", "kind": "Secret", "resource": "secrets"}}}},
+			want: "valueBindings.targets cannot list secrets: nudge never writes ConfigMaps, Secrets or Pods",
+		},
+		"a value binding target without its resource": {
+			values: charttest.Values{"valueBindings": map[string]any{"enabled": true,
+				"targets": []map[string]any{{"apiGroup": "goharbor.io", "kind": "Harbor"}}}},
+			want: "missing property 'resource'",
+		},
+		"a value binding target whose name would break out of the policy's CEL": {
+			values: charttest.Values{"valueBindings": map[string]any{"enabled": true,
+				"targets": []map[string]any{{"apiGroup": "goharbor.io", "kind": "Harbor' || true || '", "resource": "harbors"}}}},
+			want: "kind",
 		},
 		"a ServiceMonitor without metrics": {
 			values: charttest.Values{"metrics": map[string]any{"enabled": false, "serviceMonitor": map[string]any{"enabled": true}}},

@@ -55,6 +55,15 @@ func TestConfigBuildsWithKustomize(t *testing.T) {
 	g.Expect(m.Get("Deployment", "nudge")).NotTo(BeNil())
 	g.Expect(m.OfKind("ClusterRole")).NotTo(BeEmpty())
 
+	out, err = exec.Command(kubectl, "kustomize", filepath.Join(root, "config", "value-bindings")).Output()
+	g.Expect(err).NotTo(HaveOccurred())
+	m, err = charttest.Parse(out)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(m.Get("CustomResourceDefinition", "valuebindings.nudge.dev")).NotTo(BeNil(), "the ValueBinding CRD")
+	g.Expect(m.OfKind("ValidatingAdmissionPolicy")).To(HaveLen(1), "value bindings never without their admission policy")
+	g.Expect(m.OfKind("ValidatingAdmissionPolicyBinding")).To(HaveLen(1))
+	g.Expect(m.Get("Deployment", "nudge")).NotTo(BeNil())
+
 	overlay := t.TempDir()
 	base, err := filepath.Rel(overlay, filepath.Join(root, "config", "namespaced"))
 	g.Expect(err).NotTo(HaveOccurred())

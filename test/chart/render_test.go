@@ -10,7 +10,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/test/chart/charttest"
@@ -292,6 +295,94 @@ func TestRender(t *testing.T) {
 				"podSecurityContext": map[string]any{"runAsNonRoot": false},
 			},
 		},
+		"value bindings off (the default): no permission on ValueBindings or any target, no policy": {
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.ValueBindings).To(BeFalse())
+				g.Expect(r.can("watch", "nudge.dev", "valuebindings", "")).To(BeFalse())
+				g.Expect(r.can("get", "", "secrets", "shop")).To(BeFalse())
+				g.Expect(r.can("get", "", "configmaps", "shop")).To(BeFalse())
+				g.Expect(r.m.OfKind("ValidatingAdmissionPolicy")).To(BeEmpty())
+			},
+		},
+		"value bindings for Harbor: exactly get, list, watch and patch on the listed kinds, the bindings read, their status written": {
+			values: harborValues,
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.ValueBindings).To(BeTrue())
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--value-bindings",
+					"--value-binding-targets=Harbor.goharbor.io,HarborCluster.goharbor.io"))
+				for _, res := range []string{"harbors", "harborclusters"} {
+					for _, verb := range []string{"get", "list", "watch", "patch"} {
+						g.Expect(r.can(verb, "goharbor.io", res, "shop")).To(BeTrue(), "%s %s", verb, res)
+					}
+					for _, verb := range []string{"create", "update", "delete"} {
+						g.Expect(r.can(verb, "goharbor.io", res, "shop")).To(BeFalse(), "%s %s", verb, res)
+					}
+				}
+				g.Expect(r.can("patch", "goharbor.io", "registries", "shop")).To(BeFalse(), "a kind not listed")
+				for _, verb := range []string{"get", "list", "watch"} {
+					g.Expect(r.can(verb, "nudge.dev", "valuebindings", "shop")).To(BeTrue(), verb)
+				}
+				g.Expect(r.can("patch", "nudge.dev", "valuebindings", "shop")).To(BeTrue(), "its finalizer, for deletionPolicy Delete")
+				g.Expect(r.can("update", "nudge.dev", "valuebindings", "shop")).To(BeFalse())
+				g.Expect(r.can("patch", "nudge.dev", "valuebindings/status", "shop")).To(BeTrue())
+				g.Expect(r.can("get", "", "secrets", "shop")).To(BeTrue(), "one GET of a bound Secret per apply")
+				g.Expect(r.can("get", "", "configmaps", "shop")).To(BeTrue())
+				g.Expect(r.can("list", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeFalse(), "target kinds found by discovery")
+
+				policy := policyOf(g, r)
+				g.Expect(policy.Spec.FailurePolicy).To(HaveValue(Equal(admissionregistrationv1.Fail)))
+				g.Expect(policy.Spec.MatchConstraints.ResourceRules).To(ConsistOf(HaveField("ResourceNames", BeEmpty())))
+				rule := policy.Spec.MatchConstraints.ResourceRules[0]
+				g.Expect(rule.APIGroups).To(Equal([]string{"nudge.dev"}))
+				g.Expect(rule.Resources).To(Equal([]string{"valuebindings"}), "not the status nudge writes")
+				g.Expect(rule.Operations).To(ConsistOf(admissionregistrationv1.Create, admissionregistrationv1.Update))
+				g.Expect(policy.Spec.Variables).To(ContainElement(And(HaveField("Name", "resources"),
+					HaveField("Expression", "{'Harbor.goharbor.io': 'harbors', 'HarborCluster.goharbor.io': 'harborclusters'}"))))
+				binding := bindingOf(g, r)
+				g.Expect(binding.Spec.PolicyName).To(Equal(policy.Name))
+				g.Expect(binding.Spec.ValidationActions).To(Equal([]admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}))
+				g.Expect(binding.Spec.MatchResources).To(BeNil(), "every namespace, as nudge watches every namespace")
+			},
+		},
+		"value bindings with watchGlobally=false: Roles only, the policy bound in the release namespace": {
+			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false}, "valueBindings": harborValues["valueBindings"]},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.m.OfKind("ClusterRole")).To(BeEmpty())
+				g.Expect(r.can("patch", "goharbor.io", "harbors", namespace)).To(BeTrue())
+				g.Expect(r.can("patch", "goharbor.io", "harbors", "shop")).To(BeFalse())
+				g.Expect(r.can("get", "", "secrets", "shop")).To(BeFalse())
+				g.Expect(r.can("watch", "nudge.dev", "valuebindings", namespace)).To(BeTrue())
+				g.Expect(bindingOf(g, r).Spec.MatchResources.NamespaceSelector.MatchExpressions).To(ConsistOf(
+					metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{namespace}}))
+			},
+		},
+		"value bindings with reloader.namespaces: targets patched and the policy bound in those namespaces only": {
+			values: charttest.Values{"reloader": map[string]any{"namespaces": "shop,billing"}, "valueBindings": harborValues["valueBindings"]},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.can("patch", "goharbor.io", "harbors", "shop")).To(BeTrue())
+				g.Expect(r.can("patch", "goharbor.io", "harbors", "other")).To(BeFalse())
+				g.Expect(r.can("get", "", "secrets", "other")).To(BeFalse())
+				g.Expect(bindingOf(g, r).Spec.MatchResources.NamespaceSelector.MatchExpressions).To(ConsistOf(
+					HaveField("Values", []string{"shop", "billing"})))
+			},
+		},
+		"value bindings without targets: no target kind patched, and the policy refuses every kind": {
+			values: charttest.Values{"valueBindings": map[string]any{"enabled": true}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.ValueBindings).To(BeTrue())
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--value-binding-targets")))
+				g.Expect(policyOf(g, r).Spec.Variables).To(ContainElement(And(HaveField("Name", "resources"), HaveField("Expression", "{}"))))
+			},
+		},
+		"a value binding target of the core group is named by its kind alone": {
+			values: charttest.Values{"valueBindings": map[string]any{"enabled": true,
+				"targets": []map[string]any{{"apiGroup": "", "kind": "Service", "resource": "services"}}}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--value-binding-targets=Service"))
+				g.Expect(r.can("patch", "", "services", "shop")).To(BeTrue())
+				g.Expect(policyOf(g, r).Spec.Variables).To(ContainElement(HaveField("Expression", "{'Service': 'services'}")))
+			},
+		},
 		"an image digest wins over the tag": {
 			values: charttest.Values{"image": map[string]any{"repository": "registry.example/nudge", "tag": "v9",
 				"digest": "sha256:" + strings.Repeat("ab", 32)}},
@@ -322,6 +413,33 @@ func TestTwoReleasesNeverShareALease(t *testing.T) {
 	g.Expect(b.opts.LeaderElectionID).To(Equal("canary-nudge"))
 	g.Expect(a.canNamed("update", "coordination.k8s.io", "leases", namespace, b.opts.LeaderElectionID)).To(BeFalse())
 	g.Expect(b.canNamed("update", "coordination.k8s.io", "leases", namespace, a.opts.LeaderElectionID)).To(BeFalse())
+}
+
+// harborValues turn value bindings on for harbor-operator's two kinds.
+var harborValues = charttest.Values{"valueBindings": map[string]any{
+	"enabled": true,
+	"targets": []map[string]any{
+		{"apiGroup": "goharbor.io", "kind": "Harbor", "resource": "harbors"},
+		{"apiGroup": "goharbor.io", "kind": "HarborCluster", "resource": "harborclusters"},
+	},
+}}
+
+// policyOf returns the one ValidatingAdmissionPolicy r holds.
+func policyOf(g Gomega, r rendered) *admissionregistrationv1.ValidatingAdmissionPolicy {
+	objs := r.m.OfKind("ValidatingAdmissionPolicy")
+	g.Expect(objs).To(HaveLen(1))
+	var p admissionregistrationv1.ValidatingAdmissionPolicy
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[0].Object, &p, true)).To(Succeed())
+	return &p
+}
+
+// bindingOf returns the one ValidatingAdmissionPolicyBinding r holds.
+func bindingOf(g Gomega, r rendered) *admissionregistrationv1.ValidatingAdmissionPolicyBinding {
+	objs := r.m.OfKind("ValidatingAdmissionPolicyBinding")
+	g.Expect(objs).To(HaveLen(1))
+	var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[0].Object, &b, true)).To(Succeed())
+	return &b
 }
 
 func render(t *testing.T, values charttest.Values) rendered {

@@ -76,6 +76,39 @@ comma-separated string without blanks or empty entries. */}}
 {{- if $csv }}{{ splitList "," $csv | toJson }}{{ else }}[]{{ end }}
 {{- end }}
 
+{{/* The kinds value bindings may target (valueBindings.targets), as
+--value-binding-targets takes them: comma-separated Kind.group, or Kind for
+the core group. */}}
+{{- define "nudge.valueBindingTargets" -}}
+{{- $out := list }}
+{{- range .Values.valueBindings.targets }}
+{{- $out = append $out (ternary .kind (printf "%s.%s" .kind .apiGroup) (eq .apiGroup "")) }}
+{{- end }}
+{{- join "," $out }}
+{{- end }}
+
+{{/* valueBindings.targets as a CEL map literal, Kind.group to resource, for
+the admission policy. values.schema.json limits each name to characters that
+need no escaping in a CEL string. */}}
+{{- define "nudge.valueBindingResources" -}}
+{{- $out := list }}
+{{- range .Values.valueBindings.targets }}
+{{- $out = append $out (printf "'%s': '%s'" (ternary .kind (printf "%s.%s" .kind .apiGroup) (eq .apiGroup "")) .resource) }}
+{{- end }}
+{{- printf "{%s}" (join ", " $out) }}
+{{- end }}
+
+{{/* The name of the value bindings' admission policy and its binding:
+cluster-scoped, so named after the release's namespace too. */}}
+{{- define "nudge.valueBindingPolicy" -}}
+{{- printf "%s-%s-value-bindings" (include "nudge.fullname" .) .Release.Namespace }}
+{{- end }}
+
+{{/* How many distinct Secrets and ConfigMaps one ValueBinding may read: the
+admission policy checks the author's access to each, one authorization check
+apiece, within the API server's CEL budget for one request (about 28). */}}
+{{- define "nudge.valueBindingMaxSources" -}}16{{- end }}
+
 {{/* Fails on combinations of values that have no meaning. */}}
 {{- define "nudge.validate" -}}
 {{- $r := .Values.reloader }}
@@ -88,6 +121,14 @@ comma-separated string without blanks or empty entries. */}}
 {{- fail (printf "reloader.%s needs reloader.watchGlobally=true: with watchGlobally=false nudge watches the release namespace only" $name) }}
 {{- end }}
 {{- end }}
+{{- end }}
+{{- range .Values.valueBindings.targets }}
+{{- if and (eq .apiGroup "") (has .resource (list "secrets" "configmaps" "pods")) }}
+{{- fail (printf "valueBindings.targets cannot list %s: nudge never writes ConfigMaps, Secrets or Pods" .resource) }}
+{{- end }}
+{{- end }}
+{{- if and .Values.valueBindings.enabled (semverCompare "<1.30-0" .Capabilities.KubeVersion.Version) }}
+{{- fail "valueBindings.enabled needs Kubernetes 1.30 or later: its admission policy is admissionregistration.k8s.io/v1" }}
 {{- end }}
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.enabled) }}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" }}
@@ -163,6 +204,12 @@ comma-separated string without blanks or empty entries. */}}
 {{- $args = append $args (printf "--log-level=%s" $r.logLevel) }}
 {{- with $r.webhookUrl }}
 {{- $args = append $args (printf "--webhook-url=%s" .) }}
+{{- end }}
+{{- if .Values.valueBindings.enabled }}
+{{- $args = append $args "--value-bindings" }}
+{{- with include "nudge.valueBindingTargets" . }}
+{{- $args = append $args (printf "--value-binding-targets=%s" .) }}
+{{- end }}
 {{- end }}
 {{- range .Values.extraArgs }}
 {{- $args = append $args . }}

@@ -49,6 +49,27 @@ read is a list and watch of an informer: nudge never gets one object.
   resources: ["rollouts"]
   verbs: ["list", "watch", "patch"]
 {{- end }}
+{{- if .Values.valueBindings.enabled }}
+# Value bindings: read the bindings, patch their finalizer (deletionPolicy
+# Delete) and their status; get a Secret or ConfigMap a binding reads, once
+# per apply (its value is never cached); read and patch (server-side apply of
+# the bound fields alone) the kinds listed in valueBindings.targets, and no
+# other.
+- apiGroups: ["nudge.dev"]
+  resources: ["valuebindings"]
+  verbs: ["get", "list", "watch", "patch"]
+- apiGroups: ["nudge.dev"]
+  resources: ["valuebindings/status"]
+  verbs: ["patch"]
+- apiGroups: [""]
+  resources: ["secrets", "configmaps"]
+  verbs: ["get"]
+{{- range .Values.valueBindings.targets }}
+- apiGroups: [{{ .apiGroup | quote }}]
+  resources: [{{ .resource | quote }}]
+  verbs: ["get", "list", "watch", "patch"]
+{{- end }}
+{{- end }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]

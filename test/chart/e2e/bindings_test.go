@@ -1,0 +1,114 @@
+package e2e
+
+import (
+	"encoding/base64"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/test/chart/charttest"
+)
+
+// harborCRD is the tests' Harbor CRD (goharbor.io/v1beta1), written from
+// harbor-operator's published API (see the file), relative to the root.
+const harborCRD = "internal/binding/testdata/harbor-crd.yaml"
+
+// Value bindings in a namespaced install: with the chart's Role alone (no
+// ClusterRole of any kind), nudge keeps a Harbor's S3 access key equal to a
+// Secret's key, follows its rotation, and is never refused a request; every
+// request it makes stays in its namespace. The chart's admission policy
+// type-checks against the ValueBinding CRD.
+func TestValueBindingsNamespacedInstall(t *testing.T) {
+	g := NewWithT(t)
+	for _, file := range []string{filepath.Join("charts", "nudge", "crds", "nudge.dev_valuebindings.yaml"), harborCRD} {
+		nt.InstallCRD(t, k8s, readCRD(t, file))
+	}
+	ns := namespace(t, "chart-vb-")
+	rel := install(t, "nudge", ns, charttest.Values{
+		"reloader": map[string]any{"watchGlobally": false},
+		"valueBindings": map[string]any{"enabled": true, "targets": []map[string]any{
+			{"apiGroup": "goharbor.io", "kind": "Harbor", "resource": "harbors"},
+		}},
+	})
+	g.Expect(rel.m.OfKind("ClusterRole")).To(BeEmpty())
+	n := start(t, rel)
+	g.Expect(n.args).To(ContainElements("--value-bindings", "--value-binding-targets=Harbor.goharbor.io"))
+
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "s3-credentials"},
+		Data: map[string][]byte{"accesskey": []byte("AKIAFIRST"), "secretkey": []byte("first-secret")}}
+	g.Expect(k8s.Create(t.Context(), secret)).To(Succeed())
+	harbor := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "goharbor.io/v1beta1", "kind": "Harbor",
+		"metadata": map[string]any{"namespace": ns, "name": "harbor"},
+		"spec": map[string]any{"externalURL": "https://registry.example", "harborAdminPasswordRef": "admin",
+			"imageChartStorage": map[string]any{"s3": map[string]any{"bucket": "registry", "secretkeyRef": "s3-credentials"}}},
+	}}
+	g.Expect(k8s.Create(t.Context(), harbor)).To(Succeed())
+	binding := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "nudge.dev/v1alpha1", "kind": "ValueBinding",
+		"metadata": map[string]any{"namespace": ns, "name": "harbor-s3"},
+		"spec": map[string]any{
+			"target": map[string]any{"apiVersion": "goharbor.io/v1beta1", "kind": "Harbor", "name": "harbor"},
+			"values": []any{map[string]any{"fieldPath": "spec.imageChartStorage.s3.accesskey",
+				"valueFrom": map[string]any{"secretKeyRef": map[string]any{"name": "s3-credentials", "key": "accesskey"}}}},
+		},
+	}}
+	g.Expect(k8s.Create(t.Context(), binding)).To(Succeed())
+	accessKey := func() string {
+		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(harbor), harbor)).To(Succeed())
+		v, _, _ := unstructured.NestedString(harbor.Object, "spec", "imageChartStorage", "s3", "accesskey")
+		return v
+	}
+	g.Eventually(accessKey).WithTimeout(30*time.Second).Should(Equal("AKIAFIRST"), "the access key bound into the Harbor")
+
+	patch := []byte(`{"data":{"accesskey":"` + base64.StdEncoding.EncodeToString([]byte("AKIAROTATED")) + `"}}`)
+	g.Expect(k8s.Patch(t.Context(), secret, client.RawPatch(types.MergePatchType, patch))).To(Succeed())
+	g.Eventually(accessKey).WithTimeout(30*time.Second).Should(Equal("AKIAROTATED"), "the rotated access key follows")
+
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{}
+	policy.Name = rel.m.OfKind("ValidatingAdmissionPolicy")[0].GetName()
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(policy), policy)).To(Succeed())
+		g.Expect(policy.Status.ObservedGeneration).To(Equal(policy.Generation))
+		g.Expect(policy.Status.TypeChecking).NotTo(BeNil())
+	}).WithTimeout(60*time.Second).Should(Succeed(), "kube-controller-manager to type-check the policy")
+	g.Expect(policy.Status.TypeChecking.ExpressionWarnings).To(BeEmpty(), "every field the policy reads exists with its type")
+
+	n.stop(t)
+	n.expectNoForbidden(t)
+	for _, e := range requestsOf(t, rel.user()) {
+		if e.Resource != "" { // not discovery
+			g.Expect(e.Namespace).To(Equal(ns), "only requests in %s, got %+v", ns, e)
+		}
+		if e.Resource == "secrets" && e.Verb == "get" && e.Name != "nudge-fingerprint-key" {
+			g.Expect(e.Name).To(Equal("s3-credentials"), "no Secret got but the bound one and the key")
+		}
+	}
+	g.Expect(n.logs()).NotTo(ContainSubstring("AKIAROTATED"), "the value is never logged")
+}
+
+// readCRD reads the CRD at path, relative to the repository's root.
+func readCRD(t *testing.T, path string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(charttest.Root(t), path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := yaml.UnmarshalStrict(b, crd); err != nil {
+		t.Fatalf("decoding %s: %v", path, err)
+	}
+	return crd
+}
