@@ -75,6 +75,8 @@ func command() *cobra.Command {
 		},
 	}
 	opts.BindFlags(cmd.Flags())
+	// Reloader's string booleans may be written "--reload-on-create true".
+	cmd.SetArgs(options.JoinBoolArgs(cmd.Flags(), os.Args[1:]))
 	cmd.SetContext(context.Background())
 	return cmd
 }

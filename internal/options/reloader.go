@@ -253,3 +253,30 @@ func (o *Options) AlertEnv(getenv func(string) string) func(string) string {
 		return getenv(k)
 	}
 }
+
+// JoinBoolArgs returns args with each boolean flag of fs written with a
+// space before its value ("--reload-on-create true") joined into one
+// argument ("--reload-on-create=true"). Reloader declares --is-Argo-Rollouts,
+// --reload-on-create and --reload-on-delete as string flags, which take
+// their value after a space; nudge's are booleans, which pflag reads only
+// after "=". The next argument is joined only when it is a boolean
+// (strconv.ParseBool); everything after "--" is left as it is.
+func JoinBoolArgs(fs *pflag.FlagSet, args []string) []string {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...)
+		}
+		name, isFlag := strings.CutPrefix(a, "--")
+		if f := fs.Lookup(name); isFlag && f != nil && f.NoOptDefVal != "" && i+1 < len(args) {
+			if _, err := strconv.ParseBool(args[i+1]); err == nil {
+				out = append(out, a+"="+args[i+1])
+				i++
+				continue
+			}
+		}
+		out = append(out, a)
+	}
+	return out
+}

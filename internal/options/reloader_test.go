@@ -260,3 +260,53 @@ func TestAlertFlags(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinBoolArgs: Reloader's string booleans written with a space before
+// their value still set the flag.
+func TestJoinBoolArgs(t *testing.T) {
+	tests := map[string]struct {
+		args, want []string
+	}{
+		"a boolean and its value after a space are joined": {
+			args: []string{"--reload-on-create", "true", "--is-Argo-Rollouts", "false"},
+			want: []string{"--reload-on-create=true", "--is-Argo-Rollouts=false"},
+		},
+		"a boolean alone stays alone": {
+			args: []string{"--reload-on-create", "--auto-reload-all"},
+			want: []string{"--reload-on-create", "--auto-reload-all"},
+		},
+		"a boolean before a non-boolean argument is not joined": {
+			args: []string{"--enable-ha", "--log-level", "debug"},
+			want: []string{"--enable-ha", "--log-level", "debug"},
+		},
+		"a string flag's value is not touched": {
+			args: []string{"--log-format", "true"},
+			want: []string{"--log-format", "true"},
+		},
+		"a boolean written with = is not touched": {
+			args: []string{"--reload-on-delete=true", "false"},
+			want: []string{"--reload-on-delete=true", "false"},
+		},
+		"nothing after -- is touched": {
+			args: []string{"--", "--enable-ha", "true"},
+			want: []string{"--", "--enable-ha", "true"},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			o := options.Default()
+			fs := pflag.NewFlagSet("nudge", pflag.ContinueOnError)
+			o.BindFlags(fs)
+			g.Expect(options.JoinBoolArgs(fs, tc.args)).To(Equal(tc.want))
+		})
+	}
+	g := NewWithT(t)
+	o := options.Default()
+	fs := pflag.NewFlagSet("nudge", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	g.Expect(fs.Parse(options.JoinBoolArgs(fs, []string{"--reload-on-create", "true", "--is-Argo-Rollouts", "false"}))).To(Succeed())
+	g.Expect(fs.Args()).To(BeEmpty())
+	g.Expect(o.ReloadOnCreate).To(BeTrue())
+	g.Expect(o.Ignores("rollouts")).To(BeTrue())
+}
