@@ -194,7 +194,7 @@ func TestBareBinaryKeepsItsKeyInTheContextNamespace(t *testing.T) {
 		"--namespaces="+ns)
 	g.Eventually(keySecret(t.Context(), ns)).WithTimeout(30*time.Second).Should(Succeed(), "nudge's key Secret in namespace %s", ns)
 	g.Eventually(func() string { return get("http://" + probe + "/readyz") }).WithTimeout(30*time.Second).Should(Equal("ok"), "nudge ready")
-	g.Expect(p.output()).To(ContainSubstring(`"systemNamespace"`))
+	g.Expect(p.output()).To(ContainSubstring("systemNamespace="+ns), "the log names where the key is")
 	g.Expect(p.exited()).To(BeFalse())
 	noNudgeSystem(t, g)
 }
