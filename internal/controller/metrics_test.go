@@ -27,7 +27,11 @@ func TestReloaderCounters(t *testing.T) {
 			},
 		},
 		"rollouts and failures, without the by-namespace counter": {
-			record: func(m *Metrics) { m.rolled("Deployment", "shop"); m.rolled("StatefulSet", "shop"); m.rollFailed("shop") },
+			record: func(m *Metrics) {
+				m.rolled("Deployment", "shop")
+				m.rolled("StatefulSet", "shop")
+				m.rollFailed("shop")
+			},
 			want: []string{
 				`reloader_reload_executed_total{success="false"} 1`,
 				`reloader_reload_executed_total{success="true"} 2`,
