@@ -2,6 +2,7 @@ package chart
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -15,6 +16,7 @@ import (
 // restricted pod security, leader election with a Lease named after the
 // release and a PodDisruptionBudget with several replicas, Argo Rollouts
 // handled unless isArgoRollouts=false, the ServiceMonitor only when asked for.
+// values are the values given, Reloader's included (reloader.deployment...).
 func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	t.Helper()
 	g := NewWithT(t)
@@ -22,6 +24,10 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	global := reloader["watchGlobally"] != false
 
 	for _, o := range r.m {
+		if monitor, _ := nested(values, "reloader", lowerFirst(o.GetKind()), "namespace").(string); monitor != "" {
+			g.Expect(o.GetNamespace()).To(Equal(monitor), "%s %s in the namespace asked for", o.GetKind(), o.GetName())
+			continue
+		}
 		if !slices.Contains([]string{"ClusterRole", "ClusterRoleBinding", "RoleBinding"}, o.GetKind()) {
 			g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s in the release namespace", o.GetKind(), o.GetName())
 		}
@@ -78,7 +84,8 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	g.Expect(c.SecurityContext.Capabilities).To(HaveValue(HaveField("Drop", Equal([]corev1.Capability{"ALL"}))))
 	g.Expect(c.SecurityContext.Capabilities.Add).To(BeEmpty())
 	g.Expect(spec.HostNetwork || spec.HostPID || spec.HostIPC).To(BeFalse())
-	g.Expect(spec.Volumes).To(BeEmpty())
+	volumes, _ := nested(values, "reloader", "deployment", "volumes").([]any)
+	g.Expect(spec.Volumes).To(HaveLen(len(volumes)), "the volumes asked for alone")
 
 	g.Expect(c.Env).To(ContainElement(And(HaveField("Name", "POD_NAMESPACE"),
 		HaveField("ValueFrom.FieldRef.FieldPath", "metadata.namespace"))))
@@ -95,17 +102,19 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	}
 	g.Expect(r.opts.LeaderElect).To(Equal(replicas > 1 || reloader["enableHA"] == true), "leader election")
 	if r.opts.LeaderElect {
-		g.Expect(r.opts.LeaderElectionID).To(Equal(r.deploy.Name), "the Lease named after the release's full name")
+		id, _ := nested(values, "reloader", "leaderElection", "id").(string)
+		if id == "" {
+			id = r.deploy.Name
+		}
+		g.Expect(r.opts.LeaderElectionID).To(Equal(id), "the Lease named after the release's full name, or reloader.leaderElection.id")
 	}
 	g.Expect(r.opts.Ignores("rollouts")).To(Equal(reloader["isArgoRollouts"] == false), "Argo Rollouts handled unless isArgoRollouts=false")
-	if replicas > 1 {
+	if replicas > 1 || nested(values, "reloader", "podDisruptionBudget", "enabled") == true {
 		g.Expect(r.m.OfKind("PodDisruptionBudget")).To(HaveLen(1))
 	} else {
 		g.Expect(r.m.OfKind("PodDisruptionBudget")).To(BeEmpty())
 	}
-	metrics, _ := values["metrics"].(map[string]any)
-	monitor, _ := metrics["serviceMonitor"].(map[string]any)
-	if monitor["enabled"] == true {
+	if nested(values, "metrics", "serviceMonitor", "enabled") == true || nested(values, "reloader", "serviceMonitor", "enabled") == true {
 		g.Expect(r.m.OfKind("ServiceMonitor")).To(HaveLen(1))
 	} else {
 		g.Expect(r.m.OfKind("ServiceMonitor")).To(BeEmpty())
@@ -173,4 +182,26 @@ func (r rendered) canNamed(verb, group, resource, ns, name string) bool {
 		}
 	}
 	return false
+}
+
+// nested returns values[keys[0]][keys[1]]..., or nil where a key is missing.
+func nested(values map[string]any, keys ...string) any {
+	var v any = values
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// lowerFirst returns s with its first letter lower case: a kind's name as
+// in values (ServiceMonitor: serviceMonitor).
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }

@@ -21,6 +21,9 @@ holds the chart's name, else release-chart. Names every object. */}}
 {{- define "nudge.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "nudge.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- with .Values.reloader.matchLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "nudge.labels" -}}
@@ -30,17 +33,27 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/* reloader.serviceAccount (Reloader's chart) counts as serviceAccount:
+created unless either says not, named by either. */}}
 {{- define "nudge.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create }}
-{{- default (include "nudge.fullname" .) .Values.serviceAccount.name }}
+{{- $name := (.Values.reloader.serviceAccount | default dict).name | default .Values.serviceAccount.name }}
+{{- if include "nudge.createServiceAccount" . }}
+{{- default (include "nudge.fullname" .) $name }}
 {{- else }}
-{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- required "serviceAccount.name (or reloader.serviceAccount.name) is required when the ServiceAccount is not created" $name }}
 {{- end }}
 {{- end }}
 
-{{/* "true" when leader election is on: reloader.enableHA or replicas > 1. */}}
+{{/* "true" when the chart creates the ServiceAccount. */}}
+{{- define "nudge.createServiceAccount" -}}
+{{- $r := .Values.reloader.serviceAccount | default dict }}
+{{- if and .Values.serviceAccount.create (or (not (hasKey $r "create")) $r.create) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when leader election is on: reloader.enableHA or more than one
+replica. */}}
 {{- define "nudge.leaderElect" -}}
-{{- if or .Values.reloader.enableHA (gt (int .Values.replicas) 1) }}true{{ end }}
+{{- if or .Values.reloader.enableHA (gt (int (include "nudge.replicas" .)) 1) }}true{{ end }}
 {{- end }}
 
 {{/* "true" when nudge handles Argo Rollouts: unless reloader.isArgoRollouts
@@ -92,6 +105,11 @@ comma-separated string without blanks or empty entries. */}}
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.enabled) }}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" }}
 {{- end }}
+{{- range $name := list "serviceMonitor" "podMonitor" }}
+{{- if and (get $r $name | default dict).enabled (not $.Values.metrics.enabled) }}
+{{- fail (printf "reloader.%s.enabled needs metrics.enabled" $name) }}
+{{- end }}
+{{- end }}
 {{- end }}
 
 {{/* nudge's command-line flags, one list item a flag. */}}
@@ -109,7 +127,7 @@ comma-separated string without blanks or empty entries. */}}
 {{- $args = append $args "--leader-elect" }}
 {{- /* The Lease is named after the release, as its Role grants it by name:
        two releases in one namespace never share one. */}}
-{{- $args = append $args (printf "--leader-election-id=%s" (include "nudge.fullname" .)) }}
+{{- $args = append $args (printf "--leader-election-id=%s" (include "nudge.leaderElectionID" .)) }}
 {{- end }}
 {{- if not $r.watchGlobally }}
 {{- /* Expanded by the kubelet from the container's env, so the manifests
@@ -164,10 +182,28 @@ comma-separated string without blanks or empty entries. */}}
 {{- with $r.webhookUrl }}
 {{- $args = append $args (printf "--webhook-url=%s" .) }}
 {{- end }}
+{{- range include "nudge.reloaderArgs" . | fromJsonArray }}
+{{- $args = append $args . }}
+{{- end }}
 {{- range .Values.extraArgs }}
 {{- $args = append $args . }}
 {{- end }}
 {{- range $args }}
 - {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when the chart creates its roles: rbac.create and Reloader's
+reloader.rbac.enabled. */}}
+{{- define "nudge.createRBAC" -}}
+{{- $r := .Values.reloader.rbac | default dict }}
+{{- if and .Values.rbac.create (or (not (hasKey $r "enabled")) $r.enabled) }}true{{ end }}
+{{- end }}
+
+{{/* The labels of the roles and bindings: reloader.rbac.labels too. */}}
+{{- define "nudge.rbacLabels" -}}
+{{ include "nudge.labels" . }}
+{{- with (.Values.reloader.rbac | default dict).labels }}
+{{ toYaml . }}
 {{- end }}
 {{- end }}

@@ -49,6 +49,7 @@ read is a list and watch of an informer: nudge never gets one object.
   resources: ["rollouts"]
   verbs: ["list", "watch", "patch"]
 {{- end }}
+{{- include "nudge.reloaderRules" . }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
