@@ -33,7 +33,11 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 		}
 		if !global {
 			g.Expect(o.GetKind()).NotTo(BeElementOf("ClusterRole", "ClusterRoleBinding"))
-			g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s", o.GetKind(), o.GetName())
+			if slices.Contains([]string{"Role", "RoleBinding"}, o.GetKind()) && len(r.opts.Namespaces) > 0 {
+				g.Expect(o.GetNamespace()).To(BeElementOf(append(r.opts.Namespaces, namespace)), "%s %s in a watched namespace", o.GetKind(), o.GetName())
+			} else {
+				g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s", o.GetKind(), o.GetName())
+			}
 		}
 	}
 	for _, gr := range r.grants {

@@ -218,6 +218,69 @@ func TestReloaderEveryValue(t *testing.T) {
 	g.Expect(notes).NotTo(ContainSubstring("replaced by nudge's"), "not Reloader's image")
 }
 
+// TestRenderReloaderValues renders single values of Reloader's chart whose
+// meaning in nudge's is not plain.
+func TestRenderReloaderValues(t *testing.T) {
+	tests := map[string]struct {
+		values charttest.Values
+		check  func(g Gomega, r rendered)
+	}{
+		"watchGlobally=false with namespaces, Reloader's scoped mode: Roles in those namespaces only": {
+			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false, "namespaces": []string{"team-a", "team-b"},
+				"ignoreNamespaces": "kube-system"}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.Namespaces).To(Equal([]string{"team-a", "team-b"}))
+				g.Expect(r.opts.NamespacesToIgnore).To(BeEmpty(), "no effect with watchGlobally=false, as in Reloader")
+				g.Expect(r.can("patch", "apps", "deployments", "team-a")).To(BeTrue())
+				g.Expect(r.can("list", "", "configmaps", "team-b")).To(BeTrue())
+				g.Expect(r.can("list", "", "configmaps", namespace)).To(BeFalse(), "not the release namespace's")
+				g.Expect(r.m.OfKind("ClusterRole")).To(BeEmpty())
+			},
+		},
+		"Reloader's custom annotation names, nudge's ignore too, become the annotation-name flags": {
+			values: charttest.Values{"reloader": map[string]any{"custom_annotations": map[string]any{
+				"auto": "a.example/auto", "ignore": "a.example/ignore", "secret": ""}}},
+			check: func(g Gomega, r rendered) {
+				args := r.deploy.Spec.Template.Spec.Containers[0].Args
+				g.Expect(args).To(ContainElements("--auto-annotation=a.example/auto", "--ignore-annotation=a.example/ignore"))
+				g.Expect(args).NotTo(ContainElement(HavePrefix("--secret-annotation")), "empty: Reloader's name kept")
+			},
+		},
+		"Reloader's image is replaced by nudge's; a mirror of nudge's is kept": {
+			values: charttest.Values{"image": map[string]any{"repository": "ghcr.io/stakater/reloader", "tag": "v1.4.10"},
+				"reloader": map[string]any{"deployment": map[string]any{"securityContext": map[string]any{"runAsUser": nil}}}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/nudge-dev/nudge:0.1.0"))
+				g.Expect(r.deploy.Spec.Template.Spec.SecurityContext.RunAsUser).To(BeNil(), "null removes nudge's user (OpenShift)")
+			},
+		},
+		"global.imageRegistry with nudge's image name": {
+			values: charttest.Values{"global": map[string]any{"imageRegistry": "mirror.example"}, "image": map[string]any{"tag": "v9"}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Image).To(Equal("mirror.example/nudge-dev/nudge:v9"))
+			},
+		},
+		"reloader.deployment.replicas counts with enableHA only, as in Reloader": {
+			values: charttest.Values{"replicas": 3, "reloader": map[string]any{"deployment": map[string]any{"replicas": 3}}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
+				g.Expect(r.opts.LeaderElect).To(BeFalse())
+			},
+		},
+		"a PodDisruptionBudget with one replica when Reloader's value asks": {
+			values: charttest.Values{"reloader": map[string]any{"podDisruptionBudget": map[string]any{"enabled": true, "minAvailable": 1}}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.m.OfKind("PodDisruptionBudget")).To(ConsistOf(HaveField("Object", HaveKeyWithValue("spec", HaveKeyWithValue("minAvailable", BeEquivalentTo(1))))))
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			tc.check(NewWithT(t), renderReloader(t, "", tc.values))
+		})
+	}
+}
+
 // TestReloaderValuesLint runs helm lint --strict with each of Reloader's
 // values files.
 func TestReloaderValuesLint(t *testing.T) {
@@ -231,12 +294,28 @@ func TestReloaderValuesLint(t *testing.T) {
 	}
 }
 
-// renderReloader renders the chart with the values file in testdata and
-// values over it, checks the invariants, and parses nudge's flags.
+// renderReloader renders the chart with the values file in testdata (none
+// when "") and values over it, parses nudge's flags (see
+// parseReloaderArgs), and checks the invariants.
 func renderReloader(t *testing.T, file string, values charttest.Values, args ...string) rendered {
 	t.Helper()
-	path := charttest.Testdata(t, file)
-	m, out, err := charttest.TryRenderFiles(t, release, namespace, []string{path}, values, args...)
+	var files []string
+	given := map[string]any{}
+	if file != "" {
+		path := charttest.Testdata(t, file)
+		files = append(files, path)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.Unmarshal(b, &given); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range values {
+		given[k] = v
+	}
+	m, out, err := charttest.TryRenderFiles(t, release, namespace, files, values, args...)
 	if err != nil {
 		t.Fatalf("helm template -f %s: %v\n%s", file, err, out)
 	}
@@ -249,17 +328,6 @@ func renderReloader(t *testing.T, file string, values charttest.Values, args ...
 	charttest.Into(t, deploys[0], r.deploy)
 	r.opts = parseReloaderArgs(t, r.deploy.Spec.Template.Spec.Containers[0].Args)
 	r.grants = grants(t, m)
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	given := map[string]any{}
-	if err := yaml.Unmarshal(b, &given); err != nil {
-		t.Fatal(err)
-	}
-	for k, v := range values {
-		given[k] = v
-	}
 	checkInvariants(t, r, given)
 	return r
 }

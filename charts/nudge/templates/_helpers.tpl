@@ -95,12 +95,8 @@ comma-separated string without blanks or empty entries. */}}
 {{- if and $r.ignoreSecrets $r.ignoreConfigMaps }}
 {{- fail "reloader.ignoreSecrets and reloader.ignoreConfigMaps cannot both be true: nudge would have nothing to watch" }}
 {{- end }}
-{{- if not $r.watchGlobally }}
-{{- range $name := list "namespaces" "ignoreNamespaces" "namespaceSelector" }}
-{{- if include "nudge.csv" (get $r $name) }}
-{{- fail (printf "reloader.%s needs reloader.watchGlobally=true: with watchGlobally=false nudge watches the release namespace only" $name) }}
-{{- end }}
-{{- end }}
+{{- if and (not $r.watchGlobally) $r.namespaceSelector }}
+{{- fail "reloader.namespaceSelector needs reloader.watchGlobally=true: with watchGlobally=false nudge watches the release namespace, or reloader.namespaces" }}
 {{- end }}
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.enabled) }}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" }}
@@ -129,14 +125,16 @@ comma-separated string without blanks or empty entries. */}}
        two releases in one namespace never share one. */}}
 {{- $args = append $args (printf "--leader-election-id=%s" (include "nudge.leaderElectionID" .)) }}
 {{- end }}
-{{- if not $r.watchGlobally }}
+{{- if include "nudge.csv" $r.namespaces }}
+{{- $args = append $args (printf "--namespaces=%s" (include "nudge.csv" $r.namespaces)) }}
+{{- else if not $r.watchGlobally }}
 {{- /* Expanded by the kubelet from the container's env, so the manifests
        stay valid when kustomize moves them to another namespace. */}}
 {{- $args = append $args "--namespaces=$(POD_NAMESPACE)" }}
-{{- else if include "nudge.csv" $r.namespaces }}
-{{- $args = append $args (printf "--namespaces=%s" (include "nudge.csv" $r.namespaces)) }}
 {{- end }}
-{{- with include "nudge.csv" $r.ignoreNamespaces }}
+{{- /* With watchGlobally=false, as in Reloader's chart, ignoreNamespaces
+       has no effect (the install notes say so). */}}
+{{- with and $r.watchGlobally (include "nudge.csv" $r.ignoreNamespaces) }}
 {{- $args = append $args (printf "--namespaces-to-ignore=%s" .) }}
 {{- end }}
 {{- with $r.namespaceSelector }}

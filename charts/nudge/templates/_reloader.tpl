@@ -7,15 +7,10 @@ https://github.com/stakater/Reloader/tree/master/deployments/kubernetes/chart/re
 Values that mean nothing for nudge are listed by "nudge.reloaderNoEffect".
 */}}
 
-{{/* reloader.deployment, or an empty dict. */}}
-{{- define "nudge.rdeploy" -}}
-{{- .Values.reloader.deployment | default dict | toJson }}
-{{- end }}
-
 {{/* The replicas: reloader.deployment.replicas when given, which Reloader's
 chart honours only with reloader.enableHA (1 otherwise); else replicas. */}}
 {{- define "nudge.replicas" -}}
-{{- $d := include "nudge.rdeploy" . | fromJson }}
+{{- $d := .Values.reloader.deployment | default dict }}
 {{- if not (kindIs "invalid" $d.replicas) }}
 {{- if .Values.reloader.enableHA }}{{ $d.replicas | int }}{{ else }}1{{ end }}
 {{- else }}
@@ -93,7 +88,7 @@ image of Reloader's is replaced by nudge's at the chart's appVersion. */}}
 secret, existing, field), gomaxprocsOverride and enableMetricsByNamespace,
 as Reloader's chart renders them; a list of EnvVar as JSON. */}}
 {{- define "nudge.reloaderEnv" -}}
-{{- $d := include "nudge.rdeploy" . | fromJson }}
+{{- $d := .Values.reloader.deployment | default dict }}
 {{- $env := $d.env | default dict }}
 {{- $out := list }}
 {{- range $name, $value := $env.open | default dict }}
@@ -118,20 +113,10 @@ as Reloader's chart renders them; a list of EnvVar as JSON. */}}
 {{- toJson $out }}
 {{- end }}
 
-{{/* base with override's keys set over it; a null in override removes the
-key (e.g. runAsUser: null on OpenShift). Takes (list base override). */}}
-{{- define "nudge.overlay" -}}
-{{- $out := deepCopy (index . 0 | default dict) }}
-{{- range $k, $v := index . 1 | default dict }}
-{{- if kindIs "invalid" $v }}{{ $_ := unset $out $k }}{{ else }}{{ $_ := set $out $k $v }}{{ end }}
-{{- end }}
-{{- toJson $out }}
-{{- end }}
-
 {{/* Image pull Secrets: imagePullSecrets, global.imagePullSecrets and
 reloader.deployment.imagePullSecrets; a bare string is a Secret's name. */}}
 {{- define "nudge.imagePullSecrets" -}}
-{{- $d := include "nudge.rdeploy" . | fromJson }}
+{{- $d := .Values.reloader.deployment | default dict }}
 {{- $out := list }}
 {{- range concat (.Values.imagePullSecrets | default list) ((.Values.global | default dict).imagePullSecrets | default list) ($d.imagePullSecrets | default list) }}
 {{- if kindIs "string" . }}{{ $out = append $out (dict "name" .) }}{{ else }}{{ $out = append $out . }}{{ end }}
@@ -153,7 +138,10 @@ reloader.deployment.imagePullSecrets; a bare string is a Secret's name. */}}
 a line. */}}
 {{- define "nudge.reloaderNoEffect" -}}
 {{- $r := .Values.reloader }}
-{{- $d := include "nudge.rdeploy" . | fromJson }}
+{{- $d := .Values.reloader.deployment | default dict }}
+{{- if and (not $r.watchGlobally) (include "nudge.csv" $r.ignoreNamespaces) }}
+- reloader.ignoreNamespaces: with watchGlobally=false nudge watches only the release namespace or reloader.namespaces, as Reloader does.
+{{- end }}
 {{- if (.Values.kubernetes | default dict).host }}
 - kubernetes.host: nudge reaches the API server from its ServiceAccount's in-cluster configuration.
 {{- end }}
