@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"nudge.dev/nudge/test/chart/charttest"
 )
@@ -28,12 +29,15 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 			g.Expect(o.GetNamespace()).To(Equal(monitor), "%s %s in the namespace asked for", o.GetKind(), o.GetName())
 			continue
 		}
-		if !slices.Contains([]string{"ClusterRole", "ClusterRoleBinding", "RoleBinding"}, o.GetKind()) {
+		if !slices.Contains([]string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, o.GetKind()) {
 			g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s in the release namespace", o.GetKind(), o.GetName())
+		}
+		if o.GetKind() == "Role" && global {
+			g.Expect(o.GetNamespace()).To(Equal(namespace), "Role %s in the release namespace", o.GetName())
 		}
 		if !global {
 			g.Expect(o.GetKind()).NotTo(BeElementOf("ClusterRole", "ClusterRoleBinding"))
-			if slices.Contains([]string{"Role", "RoleBinding"}, o.GetKind()) && len(r.opts.Namespaces) > 0 {
+			if slices.Contains([]string{"Role", "RoleBinding"}, o.GetKind()) {
 				g.Expect(o.GetNamespace()).To(BeElementOf(append(r.opts.Namespaces, namespace)), "%s %s in a watched namespace", o.GetKind(), o.GetName())
 			} else {
 				g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s", o.GetKind(), o.GetName())
@@ -147,12 +151,14 @@ func grants(t *testing.T, m charttest.Manifest) []grant {
 					t.Errorf("%s %s binds %s %s/%s, not the chart's ServiceAccount", kind, b.Name, s.Kind, s.Namespace, s.Name)
 				}
 			}
-			role := m.Get(b.RoleRef.Kind, b.RoleRef.Name)
-			if role == nil {
-				t.Fatalf("%s %s refers to %s %s, not rendered", kind, b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+			var role *unstructured.Unstructured
+			for _, o := range m.OfKind(b.RoleRef.Kind) {
+				if o.GetName() == b.RoleRef.Name && (b.RoleRef.Kind == "ClusterRole" || o.GetNamespace() == b.Namespace) {
+					role = o
+				}
 			}
-			if b.RoleRef.Kind == "Role" && role.GetNamespace() != b.Namespace {
-				t.Fatalf("RoleBinding %s/%s refers to a Role of namespace %s", b.Namespace, b.Name, role.GetNamespace())
+			if role == nil {
+				t.Fatalf("%s %s/%s refers to %s %s, not rendered there", kind, b.Namespace, b.Name, b.RoleRef.Kind, b.RoleRef.Name)
 			}
 			var rules rbacv1.ClusterRole // a Role has the same fields
 			charttest.Into(t, role, &rules)

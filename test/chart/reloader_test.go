@@ -3,19 +3,16 @@ package chart
 import (
 	"os"
 	"os/exec"
-	"slices"
 	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
-	"github.com/spf13/pflag"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
-	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
@@ -25,18 +22,6 @@ const (
 	reloaderDefaults   = "reloader-default-values.yaml"
 	reloaderEveryValue = "reloader-every-value.yaml"
 )
-
-// pendingFlags are Reloader's flags the chart renders from Reloader's
-// values that this nudge binary may not define yet: parseReloaderArgs
-// leaves them out of the parse when it does not, and fails on any other
-// unknown flag.
-var pendingFlags = []string{
-	"auto-annotation", "configmap-annotation", "secret-annotation", "configmap-auto-annotation",
-	"secret-auto-annotation", "auto-search-annotation", "search-match-annotation", "ignore-annotation",
-	"pause-deployment-annotation", "pause-deployment-time-annotation",
-	"enable-pprof", "pprof-addr", "enable-csi-integration", "sync-after-restart",
-	"leader-election-lease-duration", "leader-election-renew-deadline", "leader-election-retry-period",
-}
 
 // TestReloaderDefaultValues installs nudge's chart with Reloader's own
 // default values file: it renders, lints, runs nudge's image (not
@@ -326,27 +311,8 @@ func renderReloader(t *testing.T, file string, values charttest.Values, args ...
 	}
 	r.deploy = &appsv1.Deployment{}
 	charttest.Into(t, deploys[0], r.deploy)
-	r.opts = parseReloaderArgs(t, r.deploy.Spec.Template.Spec.Containers[0].Args)
+	r.opts = parseArgs(t, r.deploy.Spec.Template.Spec.Containers[0].Args, namespace)
 	r.grants = grants(t, m)
 	checkInvariants(t, r, given)
 	return r
-}
-
-// parseReloaderArgs is parseArgs, leaving out the pendingFlags this binary
-// does not define yet.
-func parseReloaderArgs(t *testing.T, args []string) options.Options {
-	t.Helper()
-	fs := pflag.NewFlagSet("nudge", pflag.ContinueOnError)
-	o := options.Default()
-	o.BindFlags(fs)
-	var known []string
-	for _, a := range args {
-		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		if fs.Lookup(name) == nil && slices.Contains(pendingFlags, name) {
-			t.Logf("Not parsed: %s (a flag of Reloader's this nudge does not define yet)", a)
-			continue
-		}
-		known = append(known, a)
-	}
-	return parseArgs(t, known, namespace)
 }
