@@ -48,11 +48,18 @@ func command() *cobra.Command {
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			a, err := alert.ConfigFromEnv(os.Getenv)
+			a, err := alert.ConfigFromEnv(opts.AlertEnv(os.Getenv))
 			if err != nil {
 				return err
 			}
 			opts.Alert = a
+			// Reloader's environment: its chart sets KUBERNETES_NAMESPACE to
+			// watch only its own namespace (watchGlobally: false), and
+			// METRICS_COUNT_BY_NAMESPACE=enabled counts reloads by namespace.
+			if ns := os.Getenv("KUBERNETES_NAMESPACE"); ns != "" && !cmd.Flags().Changed("namespaces") {
+				opts.Namespaces = []string{ns}
+			}
+			opts.MetricsByNamespace = os.Getenv("METRICS_COUNT_BY_NAMESPACE") == "enabled"
 			if err := opts.Validate(); err != nil {
 				return err
 			}
@@ -68,6 +75,8 @@ func command() *cobra.Command {
 		},
 	}
 	opts.BindFlags(cmd.Flags())
+	// Reloader's string booleans may be written "--reload-on-create true".
+	cmd.SetArgs(options.JoinBoolArgs(cmd.Flags(), os.Args[1:]))
 	cmd.SetContext(context.Background())
 	return cmd
 }

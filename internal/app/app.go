@@ -36,6 +36,7 @@ import (
 
 	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/workload"
@@ -87,21 +88,28 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err != nil {
 		return fmt.Errorf("creating API client: %w", err)
 	}
-	key, err := LoadKey(ctx, direct, opts.SystemNamespace, opts.KeySecret)
-	if err != nil {
+	if opts.SystemNamespace, err = systemNamespace(opts); err != nil {
 		return err
 	}
+	key, err := LoadKey(ctx, direct, opts.SystemNamespace, opts.KeySecret)
+	if err != nil {
+		return keyError(opts.SystemNamespace, err)
+	}
+	warnAccepted(ctx, opts)
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
 		Cache:                         cacheOptions(opts),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
-		PprofBindAddress:              opts.PprofAddr,
+		PprofBindAddress:              opts.PprofBindAddress(),
 		LeaderElection:                opts.LeaderElect,
 		LeaderElectionID:              opts.LeaderElectionID,
-		LeaderElectionNamespace:       opts.SystemNamespace,
-		LeaderElectionReleaseOnCancel: true,
+		LeaderElectionNamespace:       opts.LeaseNamespace(),
+		LeaderElectionReleaseOnCancel: opts.Reloader.ReleaseOnCancel,
+		LeaseDuration:                 ptr.To(opts.Reloader.LeaseDuration),
+		RenewDeadline:                 ptr.To(opts.Reloader.RenewDeadline),
+		RetryPeriod:                   ptr.To(opts.Reloader.RetryPeriod),
 		Logger:                        ctrl.LoggerFrom(ctx),
 		// Run may be called more than once in a process (tests restart
 		// nudge), and controller names are checked process-wide.
@@ -141,7 +149,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err != nil {
 		return err
 	}
-	m, err := controller.NewMetrics(metrics.Registry)
+	m, err := controller.NewMetrics(metrics.Registry, opts.MetricsByNamespace)
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
@@ -160,6 +168,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Window:        opts.RolloutWindow,
 			Watched:       watched,
 			AutoReloadAll: opts.AutoReloadAll,
+			Dialect:       dialect.NewParser(opts.Reloader.Annotations),
 			Metrics:       m,
 			Lull:          lull,
 			Behaviour:     b,
@@ -181,7 +190,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			return err
 		}
 	}
-	ctrl.LoggerFrom(ctx).Info("Starting nudge", "keyID", key.ID(), "namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
+	ctrl.LoggerFrom(ctx).Info("Starting nudge", "keyID", key.ID(), "systemNamespace", opts.SystemNamespace,
+		"namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
 	return mgr.Start(ctx)
 }
 
@@ -189,7 +199,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 // values), their labels only for --resource-label-selector, trims workloads to
 // what nudge reads, and limits the cache to opts.Namespaces when set.
 func cacheOptions(opts options.Options) cache.Options {
-	digested := cache.ByObject{Transform: controller.DigestSource(opts.ResourceLabelSelector != ""), UnsafeDisableDeepCopy: ptr.To(true)}
+	marks := dialect.NewParser(opts.Reloader.Annotations).SourceAnnotations()
+	digested := cache.ByObject{Transform: controller.DigestSource(opts.ResourceLabelSelector != "", marks), UnsafeDisableDeepCopy: ptr.To(true)}
 	co := cache.Options{
 		DefaultTransform: controller.TrimWorkload,
 		ByObject: map[client.Object]cache.ByObject{

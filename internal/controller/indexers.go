@@ -36,13 +36,13 @@ func indexKey(kind refs.Kind, namespace, name string) string {
 // over-approximates (every source of the pod spec, whatever the dialect's
 // filters); the reconciler decides exactly. It returns nil for an object of
 // another type or one no dialect opts in.
-func sourceKeys(k workload.Kind, autoReloadAll bool) client.IndexerFunc {
+func sourceKeys(k workload.Kind, autoReloadAll bool, d dialect.Parser) client.IndexerFunc {
 	return func(obj client.Object) []string {
 		tmpl := k.Template(obj)
 		if tmpl == nil {
 			return nil
 		}
-		spec, _ := dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
+		spec, _ := d.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
 		if !spec.Enabled(autoReloadAll) {
 			return nil
 		}
@@ -131,8 +131,8 @@ type indexer interface{ GetIndexer() toolscache.Indexer }
 // once, and a lookup reads only store keys; with one informer per namespace
 // (--namespaces) it is a controller-runtime field index, which holds each key
 // twice (per namespace and for all), and a lookup lists from the cache.
-func newWorkloadIndex(ctx context.Context, mgr ctrl.Manager, k workload.Kind, autoReloadAll bool) (workloadIndex, error) {
-	keys := sourceKeys(k, autoReloadAll)
+func newWorkloadIndex(ctx context.Context, mgr ctrl.Manager, k workload.Kind, autoReloadAll bool, d dialect.Parser) (workloadIndex, error) {
+	keys := sourceKeys(k, autoReloadAll, d)
 	inf, err := mgr.GetCache().GetInformer(ctx, k.New())
 	if err != nil {
 		return nil, err

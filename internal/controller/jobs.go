@@ -131,6 +131,7 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 			}
 		})
 	if err != nil {
+		r.Metrics.rollFailed(key.Namespace)
 		r.warn(ctx, p.job, []cause{{reason: ReasonJobNotRecreated, note: fmt.Sprintf(
 			"Deleted Job %s to re-create it with the new content of %s, but could not create it yet (retrying): %v",
 			key.Name, names(p.changed), err)}})

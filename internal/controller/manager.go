@@ -30,7 +30,7 @@ type Options struct {
 // that reconciles r.Kind on its own changes and on changes of the sources it
 // references.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	index, err := newWorkloadIndex(ctx, mgr, r.Kind, r.AutoReloadAll)
+	index, err := newWorkloadIndex(ctx, mgr, r.Kind, r.AutoReloadAll, r.Dialect)
 	if err != nil {
 		return fmt.Errorf("indexing %ss by source: %w", r.Kind.Name(), err)
 	}
@@ -45,10 +45,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)})
 	if !opts.IgnoreSources[refs.ConfigMap] {
-		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sourceChanged))
+		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sourceChanged(r.Dialect)))
 	}
 	if !opts.IgnoreSources[refs.Secret] {
-		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sourceChanged))
+		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sourceChanged(r.Dialect)))
 	}
 	if opts.NamespaceLabels {
 		ns := &metav1.PartialObjectMetadata{}

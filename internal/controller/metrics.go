@@ -2,24 +2,42 @@ package controller
 
 import (
 	"errors"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"nudge.dev/nudge/internal/rollout"
 )
 
-// Metrics are nudge's Prometheus metrics. Their names are API; labels never
-// name an object.
+// Metrics are nudge's Prometheus metrics, and beside them Reloader's, so
+// that dashboards and alerts built on Reloader keep working. Their names are
+// API; nudge's labels never name an object.
 type Metrics struct {
 	rollouts  *prometheus.CounterVec
 	decisions *prometheus.CounterVec
 	warnings  *prometheus.CounterVec
+
+	// reloads is Reloader's reloader_reload_executed_total{success}, and
+	// reloadsByNamespace its reloader_reload_executed_total_by_namespace
+	// {success,namespace}, nil unless counted by namespace (see NewMetrics).
+	reloads, reloadsByNamespace *prometheus.CounterVec
 }
 
-// NewMetrics creates nudge's metrics and registers them with reg, reusing
-// those already registered there (nudge may run more than once in a process,
-// as in tests). It returns any other registration error.
-func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
+// NewMetrics creates nudge's metrics and Reloader's and registers them with
+// reg, reusing those already registered there (nudge may run more than once
+// in a process, as in tests). It returns any other registration error.
+//
+// Reloader's are counted as Reloader counts them
+// (https://github.com/stakater/Reloader/blob/master/internal/pkg/metrics/prometheus.go):
+// reloader_reload_executed_total{success="true"} once per workload rolled,
+// success="false" once per rollout write that failed (a conflict, retried
+// at once, is not a failure), both series present from the start at 0.
+// With byNamespace (Reloader's METRICS_COUNT_BY_NAMESPACE=enabled),
+// reloader_reload_executed_total_by_namespace{success,namespace} counts the
+// same per workload namespace; otherwise it is not registered at all, as in
+// Reloader. A change sent to --webhook-url instead of rolled counts in
+// neither, as in Reloader.
+func NewMetrics(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 	m := &Metrics{
 		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nudge_rollouts_total",
@@ -33,8 +51,22 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "nudge_warnings_total",
 			Help: "Warning Events nudge recorded, by reason.",
 		}, []string{"reason"}),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "reloader",
+			Name:      "reload_executed_total",
+			Help:      "Counter of reloads executed by Reloader.",
+		}, []string{"success"}),
 	}
-	for _, c := range []**prometheus.CounterVec{&m.rollouts, &m.decisions, &m.warnings} {
+	counters := []**prometheus.CounterVec{&m.rollouts, &m.decisions, &m.warnings, &m.reloads}
+	if byNamespace {
+		m.reloadsByNamespace = prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: "reloader",
+			Name:      "reload_executed_total_by_namespace",
+			Help:      "Counter of reloads executed by Reloader by namespace.",
+		}, []string{"success", "namespace"})
+		counters = append(counters, &m.reloadsByNamespace)
+	}
+	for _, c := range counters {
 		err := reg.Register(*c)
 		var already prometheus.AlreadyRegisteredError
 		switch {
@@ -48,12 +80,31 @@ func NewMetrics(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	m.reloads.WithLabelValues("true").Add(0)
+	m.reloads.WithLabelValues("false").Add(0)
 	return m, nil
 }
 
-func (m *Metrics) rolled(kind string) {
+// rolled counts a rollout of a workload of kind in namespace.
+func (m *Metrics) rolled(kind, namespace string) {
 	if m != nil {
 		m.rollouts.WithLabelValues(kind).Inc()
+		m.reloaded(true, namespace)
+	}
+}
+
+// rollFailed counts a rollout write that failed, in Reloader's counters.
+func (m *Metrics) rollFailed(namespace string) {
+	if m != nil {
+		m.reloaded(false, namespace)
+	}
+}
+
+func (m *Metrics) reloaded(success bool, namespace string) {
+	s := strconv.FormatBool(success)
+	m.reloads.WithLabelValues(s).Inc()
+	if m.reloadsByNamespace != nil {
+		m.reloadsByNamespace.WithLabelValues(s, namespace).Inc()
 	}
 }
 

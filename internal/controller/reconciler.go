@@ -77,6 +77,10 @@ type Reconciler struct {
 	// AutoReloadAll is Reloader's --auto-reload-all: every workload is in auto
 	// mode unless it opts out.
 	AutoReloadAll bool
+	// Dialect reads the workloads' annotations and the sources' marks, with
+	// Reloader's annotation names as its flags set them; the zero Parser
+	// reads Reloader's default names.
+	Dialect dialect.Parser
 	// Metrics counts what the reconciler does; may be nil.
 	Metrics *Metrics
 	// Lull, when not nil, is told of every workload write (see Lull).
@@ -141,14 +145,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
 		return ctrl.Result{}, nil
 	}
-	spec, errs := dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
+	spec, errs := r.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
 	var causes []cause
 	for _, err := range errs {
 		causes = append(causes, cause{reason: ReasonMalformedAnnotation, note: err.Error()})
 	}
-	if v, ok := obj.GetAnnotations()[PausePeriodAnnotation]; ok && r.Kind == workload.Deployment && pausePeriod(obj) == 0 {
+	pause := r.Dialect.Reloader().PausePeriod
+	if v, ok := obj.GetAnnotations()[pause]; ok && r.Kind == workload.Deployment && r.pausePeriod(obj) == 0 {
 		causes = append(causes, cause{reason: ReasonMalformedAnnotation, note: fmt.Sprintf(
-			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", PausePeriodAnnotation, v)})
+			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", pause, v)})
 	}
 	if !spec.Enabled(r.AutoReloadAll) {
 		r.warn(ctx, obj, causes)
@@ -285,7 +290,7 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 		case err != nil:
 			return in, nil, fmt.Errorf("reading %s from the cache: %w", c.Source, err)
 		}
-		if dialect.Ignored(src.GetAnnotations()) || (c.needsMatch && !dialect.Matched(src.GetAnnotations())) ||
+		if r.Dialect.Ignored(src.GetAnnotations()) || (c.needsMatch && !r.Dialect.Matched(src.GetAnnotations())) ||
 			(r.SourceSelector != nil && !r.SourceSelector.Matches(labels.Set(src.GetLabels()))) {
 			continue
 		}
@@ -332,7 +337,7 @@ func (r *Reconciler) rolled(ctx context.Context, obj client.Object, changed []re
 	ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("Changes detected in %s; updated '%s' of type '%s' in namespace '%s'",
 		strings.Join(detected, ", "), obj.GetName(), kind, obj.GetNamespace()),
 		"kind", kind, "sources", names(changed))
-	r.Metrics.rolled(kind)
+	r.Metrics.rolled(kind, obj.GetNamespace())
 	r.notify(obj, changed)
 }
 

@@ -14,6 +14,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -27,11 +28,13 @@ const (
 	// PausePeriodAnnotation on a Deployment pauses it with each rollout
 	// trigger and resumes it when the period (a Go duration) has passed, so
 	// changes within the period reach the pods in one rollout
-	// (https://github.com/stakater/Reloader#pause-deployments).
-	PausePeriodAnnotation = "deployment.reloader.stakater.com/pause-period"
+	// (https://github.com/stakater/Reloader#pause-deployments). Reloader's
+	// --pause-deployment-annotation renames it (Reconciler.Dialect).
+	PausePeriodAnnotation = dialect.ReloaderPausePeriod
 	// PausedAtAnnotation records, in RFC 3339, when nudge paused a
-	// Deployment; its presence tells nudge's pause from a user's.
-	PausedAtAnnotation = "deployment.reloader.stakater.com/paused-at"
+	// Deployment; its presence tells nudge's pause from a user's. Reloader's
+	// --pause-deployment-time-annotation renames it.
+	PausedAtAnnotation = dialect.ReloaderPausedAt
 )
 
 // stateChange is the write of an applied state (formatted, see
@@ -132,14 +135,17 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 	}
 	// Pause with the trigger, unless already paused: by nudge (the period
 	// runs) or by someone else (whose pause nudge must not end).
-	if dep, ok := obj.(*appsv1.Deployment); ok && pausePeriod(obj) > 0 && !dep.Spec.Paused {
+	if dep, ok := obj.(*appsv1.Deployment); ok && r.pausePeriod(obj) > 0 && !dep.Spec.Paused {
 		if c.Spec == nil {
 			c.Spec = map[string]any{}
 		}
 		c.Spec["paused"] = true
-		c.Annotations[PausedAtAnnotation] = ptr.To(now.UTC().Format(time.RFC3339))
+		c.Annotations[r.Dialect.Reloader().PausedAt] = ptr.To(now.UTC().Format(time.RFC3339))
 	}
 	if err := r.apply(ctx, obj, c); err != nil {
+		if !apierrors.IsConflict(err) {
+			r.Metrics.rollFailed(obj.GetNamespace())
+		}
 		return err
 	}
 	r.rolled(ctx, obj, d.Changed)
@@ -155,8 +161,8 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 
 // pausePeriod returns a Deployment's pause period, 0 when unset or invalid
 // (Parse reports the annotation).
-func pausePeriod(obj client.Object) time.Duration {
-	d, err := time.ParseDuration(obj.GetAnnotations()[PausePeriodAnnotation])
+func (r *Reconciler) pausePeriod(obj client.Object) time.Duration {
+	d, err := time.ParseDuration(obj.GetAnnotations()[r.Dialect.Reloader().PausePeriod])
 	if err != nil || d < 0 {
 		return 0
 	}
@@ -167,11 +173,12 @@ func pausePeriod(obj client.Object) time.Duration {
 // be called back when it will have; result is returned otherwise unchanged.
 // The pause lives in annotations, so a restarted nudge resumes on time.
 func (r *Reconciler) resume(ctx context.Context, obj client.Object, result ctrl.Result) (ctrl.Result, error) {
-	at, err := time.Parse(time.RFC3339, obj.GetAnnotations()[PausedAtAnnotation])
+	pausedAt := r.Dialect.Reloader().PausedAt
+	at, err := time.Parse(time.RFC3339, obj.GetAnnotations()[pausedAt])
 	if r.Kind != workload.Deployment || err != nil {
 		return result, nil
 	}
-	left := at.Add(pausePeriod(obj)).Sub(r.now())
+	left := at.Add(r.pausePeriod(obj)).Sub(r.now())
 	if left > 0 {
 		if result.RequeueAfter == 0 || left < result.RequeueAfter {
 			result.RequeueAfter = left
@@ -180,7 +187,7 @@ func (r *Reconciler) resume(ctx context.Context, obj client.Object, result ctrl.
 	}
 	c := workload.Change{
 		ResourceVersion: obj.GetResourceVersion(),
-		Annotations:     map[string]*string{PausedAtAnnotation: nil},
+		Annotations:     map[string]*string{pausedAt: nil},
 		Spec:            map[string]any{"paused": false},
 	}
 	if err := r.apply(ctx, obj, c); err != nil {

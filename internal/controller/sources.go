@@ -28,10 +28,11 @@ const digestedMark = "nudge:digested"
 // replaces every value (data and binaryData) with its SHA-256 (see
 // fingerprint.Sum), so the cache never holds a source's content, and keeps of
 // the metadata only what nudge reads: name, namespace, resourceVersion, the
-// ignore and match annotations, and the labels only when keepLabels (for
-// --resource-label-selector). Other objects pass through unchanged. It is
-// idempotent.
-func DigestSource(keepLabels bool) func(any) (any, error) {
+// annotations named in keep (the ignore and match marks,
+// dialect.Parser.SourceAnnotations), and the labels only when keepLabels
+// (for --resource-label-selector). Other objects pass through unchanged. It
+// is idempotent.
+func DigestSource(keepLabels bool, keep []string) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		switch o := obj.(type) {
 		case *corev1.ConfigMap:
@@ -50,7 +51,7 @@ func DigestSource(keepLabels bool) func(any) (any, error) {
 			for k, v := range o.BinaryData {
 				d[k] = fingerprint.Sum(v)
 			}
-			*o = corev1.ConfigMap{ObjectMeta: sourceMeta(o.ObjectMeta, keepLabels), Data: d}
+			*o = corev1.ConfigMap{ObjectMeta: sourceMeta(o.ObjectMeta, keepLabels, keep), Data: d}
 		case *corev1.Secret:
 			//lint:ignore SA1019 see digestedMark
 			if o.SelfLink == digestedMark {
@@ -59,14 +60,14 @@ func DigestSource(keepLabels bool) func(any) (any, error) {
 			for k, v := range o.Data {
 				o.Data[k] = []byte(fingerprint.Sum(v))
 			}
-			*o = corev1.Secret{ObjectMeta: sourceMeta(o.ObjectMeta, keepLabels), Data: o.Data}
+			*o = corev1.Secret{ObjectMeta: sourceMeta(o.ObjectMeta, keepLabels, keep), Data: o.Data}
 		}
 		return obj, nil
 	}
 }
 
 // sourceMeta keeps what nudge reads of a source's metadata, marked digested.
-func sourceMeta(m metav1.ObjectMeta, keepLabels bool) metav1.ObjectMeta {
+func sourceMeta(m metav1.ObjectMeta, keepLabels bool, keep []string) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
 		DeletionTimestamp: m.DeletionTimestamp}
 	if keepLabels {
@@ -74,7 +75,7 @@ func sourceMeta(m metav1.ObjectMeta, keepLabels bool) metav1.ObjectMeta {
 	}
 	//lint:ignore SA1019 see digestedMark
 	out.SelfLink = digestedMark
-	for _, k := range dialect.SourceAnnotations {
+	for _, k := range keep {
 		if v, ok := m.Annotations[k]; ok {
 			if out.Annotations == nil {
 				out.Annotations = map[string]string{}
@@ -104,29 +105,31 @@ func digestsOf(obj client.Object) fingerprint.Digests {
 // sourceChanged passes creates, deletes and those updates of a source that
 // change its content or a mark nudge reads on it (ignore, match); a change of
 // other labels or annotations is dropped here (rule 2) before any workload is
-// looked up.
-var sourceChanged = predicate.Funcs{
-	// A source listed at start brings no news: every workload is reconciled
-	// from its own initial event.
-	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		if e.ObjectOld == nil || e.ObjectNew == nil {
+// looked up. d names the marks.
+func sourceChanged(d dialect.Parser) predicate.Funcs {
+	return predicate.Funcs{
+		// A source listed at start brings no news: every workload is reconciled
+		// from its own initial event.
+		CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld == nil || e.ObjectNew == nil {
+				return true
+			}
+			oa, na := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
+			if d.Ignored(oa) != d.Ignored(na) || d.Matched(oa) != d.Matched(na) {
+				return true
+			}
+			switch o := e.ObjectOld.(type) {
+			case *corev1.ConfigMap:
+				n, ok := e.ObjectNew.(*corev1.ConfigMap)
+				return !ok || !maps.Equal(o.Data, n.Data) || !maps.EqualFunc(o.BinaryData, n.BinaryData, bytes.Equal)
+			case *corev1.Secret:
+				n, ok := e.ObjectNew.(*corev1.Secret)
+				return !ok || !maps.EqualFunc(o.Data, n.Data, bytes.Equal)
+			}
 			return true
-		}
-		oa, na := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
-		if dialect.Ignored(oa) != dialect.Ignored(na) || dialect.Matched(oa) != dialect.Matched(na) {
-			return true
-		}
-		switch o := e.ObjectOld.(type) {
-		case *corev1.ConfigMap:
-			n, ok := e.ObjectNew.(*corev1.ConfigMap)
-			return !ok || !maps.Equal(o.Data, n.Data) || !maps.EqualFunc(o.BinaryData, n.BinaryData, bytes.Equal)
-		case *corev1.Secret:
-			n, ok := e.ObjectNew.(*corev1.Secret)
-			return !ok || !maps.EqualFunc(o.Data, n.Data, bytes.Equal)
-		}
-		return true
-	},
+		},
+	}
 }
 
 // lastApplied is kubectl's copy of a whole manifest in an annotation; nudge

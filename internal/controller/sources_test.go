@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
 )
@@ -89,7 +90,7 @@ func TestDigestSourceKeepsNoValue(t *testing.T) {
 			Annotations: map[string]string{"reloader.stakater.com/match": "true", "note": "n"}}
 		s := &corev1.Secret{ObjectMeta: *meta.DeepCopy(), Data: map[string][]byte{"password": []byte("hunter2")}}
 		cm := &corev1.ConfigMap{ObjectMeta: *meta.DeepCopy(), Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": {2}}}
-		transform := DigestSource(keepLabels)
+		transform := DigestSource(keepLabels, dialect.Parser{}.SourceAnnotations())
 		for _, obj := range []any{s, cm} {
 			_, err := transform(obj)
 			g.Expect(err).NotTo(HaveOccurred())

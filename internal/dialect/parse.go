@@ -12,9 +12,16 @@ import (
 	"nudge.dev/nudge/internal/refs"
 )
 
+// Parse is Parser.Parse with Reloader's default annotation names.
+func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
+	return Parser{}.Parse(namespace, meta, template)
+}
+
 // Parse reads the dependency annotations of a workload in namespace, from
 // its metadata annotations (meta) and its pod template's annotations
-// (template), every dialect united. Either map may be nil.
+// (template), every dialect united. Either map may be nil. Reloader's
+// annotations are read by the names p was made with (NewParser); the names
+// below are Reloader's defaults.
 //
 // Where each dialect is read from: Reloader reads its annotations from the
 // workload's metadata and falls back to the pod template's when the metadata
@@ -55,8 +62,9 @@ import (
 // boolean or duration annotation is ignored; a bad list entry is skipped and
 // the rest of the list used. Errors come in a fixed order: nudge, Reloader,
 // pod-reloader, Wave.
-func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
-	p := parser{namespace: namespace, dialects: map[Dialect]bool{}, reported: map[place]bool{}}
+func (pr Parser) Parse(namespace string, meta, template map[string]string) (Spec, []error) {
+	p := parser{namespace: namespace, reloaderNames: pr.Reloader(), dialects: map[Dialect]bool{}, reported: map[place]bool{}}
+	p.spec.reloader = p.reloaderNames
 	p.native(meta, template)
 	p.reloader(meta, template)
 	p.podReloader(meta, template)
@@ -87,11 +95,12 @@ type place struct {
 }
 
 type parser struct {
-	namespace string
-	spec      Spec
-	dialects  map[Dialect]bool
-	errs      []error
-	reported  map[place]bool
+	namespace     string
+	reloaderNames ReloaderNames
+	spec          Spec
+	dialects      map[Dialect]bool
+	errs          []error
+	reported      map[place]bool
 }
 
 func (p *parser) native(meta, template map[string]string) {
@@ -107,21 +116,22 @@ func (p *parser) native(meta, template map[string]string) {
 }
 
 func (p *parser) reloader(meta, template map[string]string) {
+	n := p.reloaderNames
 	kinds := []struct {
 		kind                  refs.Kind
 		sel                   *Selection
 		auto, reload, exclude string
 	}{
-		{refs.ConfigMap, &p.spec.ConfigMaps, ReloaderConfigMapAuto, ReloaderConfigMapReload, ReloaderExcludeConfigMaps},
-		{refs.Secret, &p.spec.Secrets, ReloaderSecretAuto, ReloaderSecretReload, ReloaderExcludeSecrets},
+		{refs.ConfigMap, &p.spec.ConfigMaps, n.ConfigMapAuto, n.ConfigMapReload, n.ConfigMapExclude},
+		{refs.Secret, &p.spec.Secrets, n.SecretAuto, n.SecretReload, n.SecretExclude},
 	}
 	for _, k := range kinds {
-		keys := []string{ReloaderAuto, ReloaderSearch, k.auto, k.reload}
+		keys := []string{n.Auto, n.Search, k.auto, k.reload}
 		src := pick(meta, template, keys...)
 		p.present(Reloader, src, keys...)
-		p.auto(src, ReloaderAuto, k.sel)
+		p.auto(src, n.Auto, k.sel)
 		p.auto(src, k.auto, k.sel)
-		if search, ok := p.boolean(src, ReloaderSearch); ok && search {
+		if search, ok := p.boolean(src, n.Search); ok && search {
 			k.sel.Search = true
 		}
 		p.spec.Named = append(p.spec.Named, p.patterns(src, k.reload, k.kind)...)

@@ -2,21 +2,33 @@ package dialect
 
 import "strings"
 
+// Ignored is Parser.Ignored with Reloader's default annotation names.
+func Ignored(sourceAnnotations map[string]string) bool {
+	return Parser{}.Ignored(sourceAnnotations)
+}
+
+// Matched is Parser.Matched with Reloader's default annotation names.
+func Matched(sourceAnnotations map[string]string) bool {
+	return Parser{}.Matched(sourceAnnotations)
+}
+
 // Ignored reports whether a ConfigMap's or Secret's own annotations say it
 // counts for no workload: nudge.dev/ignore or Reloader's
 // reloader.stakater.com/ignore
-// (https://github.com/stakater/Reloader#how-to-use-reloader) is "true", in
-// any case, spaces around it trimmed. Any other value, or none, is false.
-func Ignored(sourceAnnotations map[string]string) bool {
-	return isTrue(sourceAnnotations[NudgeIgnore]) || isTrue(sourceAnnotations[ReloaderIgnore])
+// (https://github.com/stakater/Reloader#how-to-use-reloader), or the name
+// --ignore-annotation gives it, is "true", in any case, spaces around it
+// trimmed. Any other value, or none, is false.
+func (p Parser) Ignored(sourceAnnotations map[string]string) bool {
+	return isTrue(sourceAnnotations[NudgeIgnore]) || isTrue(sourceAnnotations[p.Reloader().Ignore])
 }
 
 // Matched reports whether a ConfigMap's or Secret's own annotations mark it
-// for workloads in Reloader's search mode: reloader.stakater.com/match is
-// "true" (https://github.com/stakater/Reloader#how-to-use-reloader), in any
-// case, spaces around it trimmed. Any other value, or none, is false.
-func Matched(sourceAnnotations map[string]string) bool {
-	return isTrue(sourceAnnotations[ReloaderMatch])
+// for workloads in Reloader's search mode: reloader.stakater.com/match (or
+// the name --search-match-annotation gives it) is "true"
+// (https://github.com/stakater/Reloader#how-to-use-reloader), in any case,
+// spaces around it trimmed. Any other value, or none, is false.
+func (p Parser) Matched(sourceAnnotations map[string]string) bool {
+	return isTrue(sourceAnnotations[p.Reloader().Match])
 }
 
 func isTrue(v string) bool {
@@ -36,6 +48,9 @@ func parseBool(v string) (bool, error) {
 	}
 }
 
-// SourceAnnotations are the annotations of a source that Ignored and Matched
-// read; a cache of sources may drop every other.
-var SourceAnnotations = []string{NudgeIgnore, ReloaderIgnore, ReloaderMatch}
+// SourceAnnotations returns the annotations of a source that p.Ignored and
+// p.Matched read; a cache of sources may drop every other.
+func (p Parser) SourceAnnotations() []string {
+	n := p.Reloader()
+	return []string{NudgeIgnore, n.Ignore, n.Match}
+}

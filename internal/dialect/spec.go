@@ -105,6 +105,9 @@ type Spec struct {
 	// Dialects lists, sorted, the dialects whose annotations were present on
 	// the workload (in the place they were read from), for logs.
 	Dialects []Dialect
+
+	// reloader are the Reloader names the Spec was parsed with, for Counts.
+	reloader ReloaderNames
 }
 
 // For returns the Selection for kind; the zero Selection for a kind other
@@ -147,7 +150,8 @@ func (s Spec) Excluded(src refs.Source) bool {
 // and its kind's Selection is automatic, or in search mode and the source is
 // Matched.
 func (s Spec) Counts(src refs.Source, annotations map[string]string, inPodSpec, autoReloadAll bool) bool {
-	if Ignored(annotations) || s.Excluded(src) {
+	marks := Parser{reloader: s.reloader}
+	if marks.Ignored(annotations) || s.Excluded(src) {
 		return false
 	}
 	for _, n := range s.Named {
@@ -159,5 +163,5 @@ func (s Spec) Counts(src refs.Source, annotations map[string]string, inPodSpec, 
 		return false
 	}
 	sel := s.For(src.Kind)
-	return sel.Automatic(autoReloadAll) || sel.Search && Matched(annotations)
+	return sel.Automatic(autoReloadAll) || sel.Search && marks.Matched(annotations)
 }

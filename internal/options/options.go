@@ -43,7 +43,9 @@ type Options struct {
 	// yet (Argo Rollouts installed after nudge).
 	DiscoveryInterval time.Duration
 	// SystemNamespace is nudge's own namespace: it holds the fingerprint key
-	// Secret and the leader-election Lease.
+	// Secret and the leader-election Lease. "" means the namespace nudge runs
+	// in: the pod's in a cluster, the kubeconfig context's outside one
+	// (app.Run finds it).
 	SystemNamespace string
 	// KeySecret is the name of the Secret holding the fingerprint key.
 	KeySecret string
@@ -99,6 +101,15 @@ type Options struct {
 	// environment (alert.ConfigFromEnv), there are no flags for it.
 	Alert alert.Config
 
+	// MetricsByNamespace also counts Reloader's
+	// reloader_reload_executed_total_by_namespace; main sets it from
+	// Reloader's environment variable METRICS_COUNT_BY_NAMESPACE=enabled.
+	MetricsByNamespace bool
+
+	// Reloader holds Reloader's other flags: annotation names, pprof,
+	// leader-election timings, alerts, and those nudge accepts only to start.
+	Reloader Reloader
+
 	// LogFormat is "text" (default) or "json"; LogLevel one of LogLevels.
 	LogFormat string
 	LogLevel  string
@@ -111,8 +122,12 @@ var LogLevels = []string{"trace", "debug", "info", "warning", "error", "fatal", 
 var WorkloadTypes = []string{"deployments", "statefulsets", "daemonsets", "cronjobs", "jobs", "rollouts"}
 
 // Ignores reports whether the workload kind with lower-case plural name
-// plural is in IgnoredWorkloadTypes.
+// plural is in IgnoredWorkloadTypes, or is "rollouts" with
+// --is-Argo-Rollouts=false.
 func (o *Options) Ignores(plural string) bool {
+	if plural == "rollouts" && !o.Reloader.ArgoRollouts {
+		return true
+	}
 	return slices.ContainsFunc(o.IgnoredWorkloadTypes, func(w string) bool { return strings.EqualFold(w, plural) })
 }
 
@@ -132,13 +147,13 @@ func Default() Options {
 		PprofAddr:         "0",
 		LeaderElectionID:  "nudge.dev",
 		DiscoveryInterval: 30 * time.Second,
-		SystemNamespace:   "nudge-system",
 		KeySecret:         "nudge-fingerprint-key",
 		RolloutWindow:     5 * time.Second,
 		Workers:           16,
 		LogFormat:         "text",
 		ReloadStrategy:    "annotations",
 		LogLevel:          "info",
+		Reloader:          DefaultReloader(),
 	}
 }
 
@@ -148,18 +163,20 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.Float32Var(&o.QPS, "kube-api-qps", o.QPS, "Requests per second to the API server.")
 	fs.IntVar(&o.Burst, "kube-api-burst", o.Burst, "Burst of requests to the API server.")
 	fs.StringVar(&o.MetricsAddr, "metrics-bind-address", o.MetricsAddr, `Address of the metrics endpoint; "0" disables it.`)
+	fs.StringVar(&o.MetricsAddr, "metrics-addr", o.MetricsAddr, "Reloader's name for --metrics-bind-address.")
 	fs.StringVar(&o.ProbeAddr, "health-probe-bind-address", o.ProbeAddr, `Address of the health probes; "0" disables them.`)
+	fs.StringVar(&o.ProbeAddr, "health-addr", o.ProbeAddr, "Reloader's name for --health-probe-bind-address.")
 	fs.StringVar(&o.PprofAddr, "pprof-bind-address", o.PprofAddr, `Address of Go's pprof endpoints for profiling; "0" disables them.`)
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so several replicas can run (same as --enable-ha).")
 	fs.BoolVar(&o.LeaderElect, "enable-ha", o.LeaderElect, "Reloader's name for --leader-elect.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader-election Lease in the system namespace.")
 	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval, "How often to look for Argo Rollouts when it is not installed yet.")
-	fs.StringVar(&o.SystemNamespace, "system-namespace", o.SystemNamespace, "nudge's own namespace, holding its key Secret and leader-election Lease (defaults to $POD_NAMESPACE when set).")
+	fs.StringVar(&o.SystemNamespace, "system-namespace", o.SystemNamespace, "nudge's own namespace, holding its key Secret and leader-election Lease; when empty $POD_NAMESPACE, else the pod's namespace in a cluster, else the kubeconfig context's.")
 	fs.StringVar(&o.KeySecret, "key-secret", o.KeySecret, "Name of the Secret holding the fingerprint key; created at first start.")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Comma-separated namespaces to watch; all when empty.")
 	fs.StringSliceVar(&o.NamespacesToIgnore, "namespaces-to-ignore", o.NamespacesToIgnore, "Comma-separated namespaces never watched.")
-	fs.StringVar(&o.NamespaceSelector, "namespace-selector", o.NamespaceSelector, "Label selector: only namespaces it matches are watched.")
-	fs.StringVar(&o.ResourceLabelSelector, "resource-label-selector", o.ResourceLabelSelector, "Label selector: only ConfigMaps and Secrets it matches count.")
+	fs.Var(&selectorValue{dst: &o.NamespaceSelector}, "namespace-selector", `Label selector: only namespaces it matches are watched; repeated or comma-separated terms are ANDed; Reloader's "key:value" and "key=*" too.`)
+	fs.Var(&selectorValue{dst: &o.ResourceLabelSelector}, "resource-label-selector", `Label selector: only ConfigMaps and Secrets it matches count; forms as --namespace-selector.`)
 	fs.StringSliceVar(&o.ResourcesToIgnore, "resources-to-ignore", o.ResourcesToIgnore, `Source kinds never watched: "configMaps", "secrets".`)
 	fs.StringSliceVar(&o.IgnoredWorkloadTypes, "ignored-workload-types", o.IgnoredWorkloadTypes, `Workload kinds never handled: "jobs", "cronjobs", "deployments", "statefulsets", "daemonsets", "rollouts".`)
 	fs.BoolVar(&o.AutoReloadAll, "auto-reload-all", o.AutoReloadAll, `Auto mode for every workload unless it sets an auto annotation to "false".`)
@@ -173,6 +190,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per workload kind.")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "text" or "json".`)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: "+strings.Join(LogLevels, ", ")+".")
+	o.bindReloaderFlags(fs)
 }
 
 // Validate returns every problem with o, joined; nil when o is usable.
@@ -180,9 +198,6 @@ func (o *Options) Validate() error {
 	var errs []error
 	if o.QPS <= 0 || o.Burst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.QPS, o.Burst))
-	}
-	if o.SystemNamespace == "" {
-		errs = append(errs, errors.New("--system-namespace must not be empty"))
 	}
 	if o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id must not be empty"))
@@ -241,5 +256,6 @@ func (o *Options) Validate() error {
 			break
 		}
 	}
+	errs = append(errs, o.validateReloader()...)
 	return errors.Join(errs...)
 }

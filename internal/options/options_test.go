@@ -113,7 +113,7 @@ func TestREADMEFlagDefaults(t *testing.T) {
 	o.BindFlags(fs)
 
 	row := regexp.MustCompile("^\\| (`--[^|]+) \\| ([^|]+) \\|")
-	name := regexp.MustCompile("`--([a-z-]+)`")
+	name := regexp.MustCompile("`--([a-zA-Z-]+)`")
 	rows := 0
 	for line := range strings.Lines(string(readme)) {
 		m := row.FindStringSubmatch(line)
@@ -138,8 +138,7 @@ func TestREADMEFlagDefaults(t *testing.T) {
 }
 
 // readmeDefault reads a default as the README writes it: "`5s`", "`0` (off)",
-// "`$POD_NAMESPACE` or `nudge-system`" (the last is the flag's own), or a
-// word for an empty value.
+// "`$X` or `y`" (the last is the flag's own), or words for an empty value.
 func readmeDefault(s string) string {
 	s, _, _ = strings.Cut(s, " (")
 	if _, after, ok := strings.Cut(s, " or "); ok {
@@ -147,7 +146,7 @@ func readmeDefault(s string) string {
 	}
 	s = strings.Trim(s, "`")
 	switch s {
-	case "none", "all", "in-cluster":
+	case "none", "all", "in-cluster", "where nudge runs":
 		return ""
 	}
 	return s

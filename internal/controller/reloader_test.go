@@ -1,0 +1,247 @@
+package controller_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/dialect"
+	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/options"
+)
+
+// renamed are Reloader's annotation names as its flags
+// --auto-annotation=acme.io/auto ... set them.
+func renamed(o *options.Options) {
+	a := &o.Reloader.Annotations
+	a.Auto, a.ConfigMapReload, a.Search, a.Match = "acme.io/auto", "acme.io/configmaps", "acme.io/search", "acme.io/match"
+	a.Ignore, a.PausePeriod, a.PausedAt = "acme.io/ignore", "acme.io/pause-period", "acme.io/paused-at"
+	o.RolloutWindow = 0
+}
+
+// TestRenamedReloaderAnnotations: with Reloader's annotation-name flags set,
+// nudge reads the names they give, on workloads and on sources, and no
+// longer Reloader's defaults, as Reloader does.
+func TestRenamedReloaderAnnotations(t *testing.T) {
+	tests := []struct {
+		name        string
+		annotations map[string]string // "APP" stands for the ConfigMap's name
+		source      map[string]string
+		optedIn     bool
+		wantRoll    bool
+	}{
+		{name: "the renamed auto annotation rolls",
+			annotations: map[string]string{"acme.io/auto": "true"}, optedIn: true, wantRoll: true},
+		{name: "Reloader's default auto annotation no longer opts in",
+			annotations: map[string]string{dialect.ReloaderAuto: "true"}},
+		{name: "the renamed reload list rolls",
+			annotations: map[string]string{"acme.io/configmaps": "APP"}, optedIn: true, wantRoll: true},
+		{name: "Reloader's default reload list no longer opts in",
+			annotations: map[string]string{dialect.ReloaderConfigMapReload: "APP"}},
+		{name: "the renamed search rolls for a source with the renamed match",
+			annotations: map[string]string{"acme.io/search": "true"},
+			source:      map[string]string{"acme.io/match": "true"}, optedIn: true, wantRoll: true},
+		{name: "the renamed search does not roll for Reloader's default match",
+			annotations: map[string]string{"acme.io/search": "true"},
+			source:      map[string]string{dialect.ReloaderMatch: "true"}, optedIn: true},
+		{name: "the renamed ignore on the source holds the rollout",
+			annotations: map[string]string{"acme.io/auto": "true"},
+			source:      map[string]string{"acme.io/ignore": "true"}, optedIn: true},
+		{name: "Reloader's default ignore no longer does",
+			annotations: map[string]string{"acme.io/auto": "true"},
+			source:      map[string]string{dialect.ReloaderIgnore: "true"}, optedIn: true, wantRoll: true},
+	}
+	e := setup(t, true, renamed)
+	web := func(i int) string { return fmt.Sprintf("web-%d", i) }
+	app := func(i int) string { return fmt.Sprintf("app-%d", i) }
+	for i, tc := range tests {
+		annotations := map[string]string{}
+		for k, v := range tc.annotations {
+			annotations[k] = strings.ReplaceAll(v, "APP", app(i))
+		}
+		cm := nt.ConfigMap(e.ns, app(i), map[string]string{"a": "1"})
+		cm.Annotations = tc.source
+		e.create(cm, nt.Deployment(e.ns, web(i), 1, annotations, nt.EnvFrom("ConfigMap", app(i))))
+	}
+	for i, tc := range tests {
+		if tc.optedIn {
+			e.baselined(web(i))
+		}
+	}
+	for i := range tests {
+		e.updateConfigMap(app(i), func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	}
+	for i, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			if tc.wantRoll {
+				g.Eventually(e.rollouts(web(i))).WithTimeout(20*time.Second).Should(Equal(int64(1)), "Deployment %s to roll once", web(i))
+				return
+			}
+			g.Consistently(e.rollouts(web(i))).WithTimeout(3*time.Second).Should(BeZero(), "Deployment %s not to roll", web(i))
+			if !tc.optedIn {
+				g.Expect(e.deployment(web(i)).Annotations).NotTo(HaveKey(HavePrefix("nudge.dev/")), "nudge to leave Deployment %s alone", web(i))
+			}
+		})
+	}
+}
+
+// TestRenamedPauseAnnotations: --pause-deployment-annotation and
+// --pause-deployment-time-annotation rename the pause nudge reads and writes.
+func TestRenamedPauseAnnotations(t *testing.T) {
+	e := setup(t, true, renamed)
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, map[string]string{"acme.io/auto": "true", "acme.io/pause-period": "2s"},
+			nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.g.Eventually(func() bool { return e.deployment("web").Spec.Paused }).WithTimeout(10*time.Second).Should(BeTrue(), "paused with the trigger")
+	e.g.Expect(e.deployment("web").Annotations).To(And(HaveKey("acme.io/paused-at"), Not(HaveKey(dialect.ReloaderPausedAt))))
+	e.g.Eventually(func() bool { return e.deployment("web").Spec.Paused }).WithTimeout(15*time.Second).Should(BeFalse(), "resumed after the period")
+	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey("acme.io/paused-at"))
+}
+
+// TestReloaderMetrics: /metrics serves Reloader's counters beside nudge's,
+// counted as Reloader counts them: success="false" for a rollout write the
+// API server refuses, success="true" for each workload rolled, and by
+// namespace with METRICS_COUNT_BY_NAMESPACE=enabled.
+func TestReloaderMetrics(t *testing.T) {
+	addr := freeAddr(t)
+	e := setup(t, true, func(o *options.Options) {
+		o.MetricsAddr, o.MetricsByNamespace, o.RolloutWindow = addr, true, 0
+	})
+	series := func(name string, labels ...string) func() float64 {
+		return func() float64 { return scrape(t, addr)[name+"{"+strings.Join(labels, ",")+"}"] }
+	}
+	byNS := func(success string) func() float64 {
+		// The text format sorts labels by name.
+		return series("reloader_reload_executed_total_by_namespace", `namespace="`+e.ns+`"`, `success="`+success+`"`)
+	}
+	e.g.Eventually(func() map[string]float64 { return scrape(t, addr) }).WithTimeout(20*time.Second).Should(
+		And(HaveKey(`reloader_reload_executed_total{success="true"}`), HaveKey(`reloader_reload_executed_total{success="false"}`)),
+		"both of Reloader's series, present from the start")
+
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+	e.g.Expect(byNS("true")()).To(BeZero(), "a baseline is no reload")
+	allow := e.refuseRollouts()
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.g.Eventually(byNS("false")).WithTimeout(20*time.Second).Should(BeNumerically(">=", 1), "a refused rollout counted as failed")
+	e.g.Expect(byNS("true")()).To(BeZero())
+	allow()
+	e.rolledTo("web", 1)
+	e.g.Eventually(byNS("true")).WithTimeout(20*time.Second).Should(Equal(1.0), "one successful reload in the namespace")
+	e.g.Expect(series("reloader_reload_executed_total", `success="true"`)()).To(BeNumerically(">=", 1))
+	e.g.Expect(series("nudge_rollouts_total", `kind="Deployment"`)()).To(BeNumerically(">=", 1), "nudge's own counter beside")
+}
+
+// refuseRollouts makes the API server refuse writes of nudge's trigger on
+// the Deployments of e's namespace; the func it returns lifts the refusal
+// once it is lifted.
+func (e *env) refuseRollouts() (allow func()) {
+	e.t.Helper()
+	name := "refuse-rollouts-" + e.ns
+	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
+			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
+			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
+				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
+					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+				},
+			}}},
+			Validations: []admissionregistrationv1.Validation{{
+				Expression: `!has(object.spec.template.metadata.annotations) || !('nudge.dev/restarted-at' in object.spec.template.metadata.annotations)`,
+				Message:    "no rollout here (test)",
+			}},
+		},
+	}
+	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
+			PolicyName:        name,
+			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
+			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
+				MatchLabels: map[string]string{corev1.LabelMetadataName: e.ns},
+			}},
+		},
+	}
+	e.g.Expect(k8s.Create(e.ctx, policy)).To(Succeed())
+	e.g.Expect(k8s.Create(e.ctx, binding)).To(Succeed())
+	remove := func() {
+		for _, o := range []client.Object{binding, policy} {
+			// Not e.ctx: it ends before the test's cleanup runs.
+			if err := k8s.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
+				e.t.Errorf("Deleting %s: %v", o.GetName(), err)
+			}
+		}
+	}
+	e.t.Cleanup(remove)
+	probe := func() error {
+		d := nt.Deployment(e.ns, "admission-probe", 1, nil)
+		d.Spec.Template.Annotations = map[string]string{"nudge.dev/restarted-at": "probe"}
+		return k8s.Create(e.ctx, d, client.DryRunAll)
+	}
+	e.g.Eventually(probe).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring("no rollout here")),
+		"the API server to enforce the policy")
+	return func() {
+		e.t.Helper()
+		remove()
+		e.g.Eventually(probe).WithTimeout(20*time.Second).Should(Succeed(), "the API server to accept rollouts again")
+	}
+}
+
+// freeAddr returns a free 127.0.0.1 address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// scrape returns the samples of the metrics endpoint at addr, keyed by
+// series as the text format writes it (name{label="value",...}); nil when
+// it does not answer.
+func scrape(t *testing.T, addr string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	out := map[string]float64{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			continue
+		}
+		out[line[:i]] = v
+	}
+	return out
+}

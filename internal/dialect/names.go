@@ -1,0 +1,110 @@
+package dialect
+
+// ReloaderNames are the names of Stakater Reloader's annotations, which
+// Reloader lets an installation rename with its flags (--auto-annotation,
+// --configmap-annotation, ...; see
+// https://github.com/stakater/Reloader/blob/master/internal/pkg/config/flags/flags.go).
+// nudge takes the same flags (options.Options.Reloader) and reads the
+// renamed annotations instead of the default ones; the other dialects'
+// names are fixed. DefaultReloaderNames gives Reloader's defaults.
+type ReloaderNames struct {
+	// Auto is --auto-annotation (reloader.stakater.com/auto).
+	Auto string
+	// ConfigMapAuto is --configmap-auto-annotation
+	// (configmap.reloader.stakater.com/auto).
+	ConfigMapAuto string
+	// SecretAuto is --secret-auto-annotation (secret.reloader.stakater.com/auto).
+	SecretAuto string
+	// ConfigMapReload is --configmap-annotation
+	// (configmap.reloader.stakater.com/reload).
+	ConfigMapReload string
+	// SecretReload is --secret-annotation (secret.reloader.stakater.com/reload).
+	SecretReload string
+	// ConfigMapExclude is --configmap-exclude-annotation
+	// (configmaps.exclude.reloader.stakater.com/reload).
+	ConfigMapExclude string
+	// SecretExclude is --secret-exclude-annotation
+	// (secrets.exclude.reloader.stakater.com/reload).
+	SecretExclude string
+	// Search is --auto-search-annotation (reloader.stakater.com/search).
+	Search string
+	// Match, on a source, is --search-match-annotation
+	// (reloader.stakater.com/match).
+	Match string
+	// Ignore, on a source, is --ignore-annotation (reloader.stakater.com/ignore).
+	Ignore string
+	// PausePeriod, on a Deployment, is --pause-deployment-annotation
+	// (deployment.reloader.stakater.com/pause-period).
+	PausePeriod string
+	// PausedAt, on a Deployment nudge paused, is
+	// --pause-deployment-time-annotation (deployment.reloader.stakater.com/paused-at).
+	PausedAt string
+}
+
+// Names of Reloader's pause annotations, the defaults of
+// ReloaderNames.PausePeriod and ReloaderNames.PausedAt
+// (https://github.com/stakater/Reloader#pause-deployments).
+const (
+	// ReloaderPausePeriod on a Deployment pauses it with each rollout
+	// trigger and resumes it when the period (a Go duration) has passed.
+	ReloaderPausePeriod = "deployment.reloader.stakater.com/pause-period"
+	// ReloaderPausedAt records, in RFC 3339, when a Deployment was paused
+	// for its pause period.
+	ReloaderPausedAt = "deployment.reloader.stakater.com/paused-at"
+)
+
+// DefaultReloaderNames returns Reloader's default annotation names.
+func DefaultReloaderNames() ReloaderNames {
+	return ReloaderNames{
+		Auto:             ReloaderAuto,
+		ConfigMapAuto:    ReloaderConfigMapAuto,
+		SecretAuto:       ReloaderSecretAuto,
+		ConfigMapReload:  ReloaderConfigMapReload,
+		SecretReload:     ReloaderSecretReload,
+		ConfigMapExclude: ReloaderExcludeConfigMaps,
+		SecretExclude:    ReloaderExcludeSecrets,
+		Search:           ReloaderSearch,
+		Match:            ReloaderMatch,
+		Ignore:           ReloaderIgnore,
+		PausePeriod:      ReloaderPausePeriod,
+		PausedAt:         ReloaderPausedAt,
+	}
+}
+
+// Parser reads the dialects' annotations with the Reloader names it was
+// made with. The zero Parser reads Reloader's default names.
+type Parser struct {
+	reloader ReloaderNames
+}
+
+// NewParser returns a Parser that reads Reloader's annotations by names; an
+// empty name in names keeps Reloader's default for it.
+func NewParser(names ReloaderNames) Parser {
+	d := DefaultReloaderNames()
+	fill := func(dst *string, def string) {
+		if *dst == "" {
+			*dst = def
+		}
+	}
+	fill(&names.Auto, d.Auto)
+	fill(&names.ConfigMapAuto, d.ConfigMapAuto)
+	fill(&names.SecretAuto, d.SecretAuto)
+	fill(&names.ConfigMapReload, d.ConfigMapReload)
+	fill(&names.SecretReload, d.SecretReload)
+	fill(&names.ConfigMapExclude, d.ConfigMapExclude)
+	fill(&names.SecretExclude, d.SecretExclude)
+	fill(&names.Search, d.Search)
+	fill(&names.Match, d.Match)
+	fill(&names.Ignore, d.Ignore)
+	fill(&names.PausePeriod, d.PausePeriod)
+	fill(&names.PausedAt, d.PausedAt)
+	return Parser{reloader: names}
+}
+
+// Reloader returns the Reloader names p reads, defaults filled in.
+func (p Parser) Reloader() ReloaderNames {
+	if p.reloader == (ReloaderNames{}) {
+		return DefaultReloaderNames()
+	}
+	return p.reloader
+}

@@ -1,0 +1,248 @@
+// Package binary runs the nudge binary, built from this tree, as a user runs
+// it by hand or from a Reloader Deployment whose image was swapped: bare
+// flags, no chart, no nudge-system namespace.
+package binary
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/testbed"
+)
+
+var (
+	plane *testbed.Plane
+	k8s   client.Client
+	// nudgeBin is the nudge binary built from this tree.
+	nudgeBin string
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "nudge-binary-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	nudgeBin = filepath.Join(dir, "nudge")
+	if out, err := exec.Command("go", "build", "-o", nudgeBin, "nudge.dev/nudge/cmd/nudge").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building nudge: %v\n%s", err, out)
+		return 1
+	}
+	return testbed.Main(m, testbed.Options{Mode: testbed.APIServer}, func(p *testbed.Plane) {
+		plane = p
+		scheme := runtime.NewScheme()
+		_ = clientgoscheme.AddToScheme(scheme)
+		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
+		if err != nil {
+			panic(err)
+		}
+		k8s = c
+	})
+}
+
+// kubeconfig writes the plane's admin kubeconfig with its current context's
+// namespace set to ns (none when ""), and returns its path.
+func kubeconfig(t *testing.T, ns string) string {
+	t.Helper()
+	kc, err := clientcmd.LoadFromFile(plane.Kubeconfig())
+	if err != nil {
+		t.Fatalf("reading the plane's kubeconfig: %v", err)
+	}
+	kc.Contexts[kc.CurrentContext].Namespace = ns
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// proc is one nudge process.
+type proc struct {
+	cmd  *exec.Cmd
+	mu   sync.Mutex
+	out  strings.Builder
+	done chan struct{}
+	err  error
+}
+
+func (p *proc) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.Write(b)
+}
+
+// output returns what nudge wrote so far, stdout and stderr.
+func (p *proc) output() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.out.String()
+}
+
+// exited reports whether nudge has exited.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// start runs nudge with args and only the environment env (no
+// $POD_NAMESPACE unless given); it is stopped when t ends.
+func start(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	p := &proc{cmd: exec.Command(nudgeBin, args...), done: make(chan struct{})}
+	p.cmd.Env = append([]string{"HOME=" + t.TempDir()}, env...)
+	p.cmd.Stdout, p.cmd.Stderr = p, p
+	if err := p.cmd.Start(); err != nil {
+		t.Fatalf("starting nudge: %v", err)
+	}
+	go func() { p.err = p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		if !p.exited() {
+			_ = p.cmd.Process.Signal(syscall.SIGTERM)
+			select {
+			case <-p.done:
+			case <-time.After(30 * time.Second):
+				_ = p.cmd.Process.Kill()
+				t.Errorf("nudge did not stop within 30 s of SIGTERM")
+			}
+		}
+		if t.Failed() {
+			t.Logf("nudge %s:\n%s", strings.Join(args, " "), p.output())
+		}
+	})
+	return p
+}
+
+// freeAddr returns a free 127.0.0.1 address.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// get returns the body of an HTTP GET, "" when it fails or is not 200.
+func get(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(b)
+}
+
+// keySecret returns a func that reports whether nudge's key Secret exists
+// in ns.
+func keySecret(ctx context.Context, ns string) func() error {
+	return func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "nudge-fingerprint-key"}, &corev1.Secret{})
+	}
+}
+
+// noNudgeSystem checks that the plane has no nudge-system namespace, the
+// condition these tests are about.
+func noNudgeSystem(t *testing.T, g Gomega) {
+	t.Helper()
+	err := k8s.Get(t.Context(), client.ObjectKey{Name: "nudge-system"}, &corev1.Namespace{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no nudge-system namespace: %v", err)
+}
+
+// The bare binary, run outside a cluster with a kubeconfig and no flag
+// about its namespace, keeps its key in the kubeconfig context's namespace
+// and starts; there is no nudge-system namespace.
+func TestBareBinaryKeepsItsKeyInTheContextNamespace(t *testing.T) {
+	g := NewWithT(t)
+	noNudgeSystem(t, g)
+	ns, err := plane.GenerateNamespace(t.Context(), "bin-")
+	g.Expect(err).NotTo(HaveOccurred())
+	probe := freeAddr(t)
+	p := start(t, nil, "--kubeconfig="+kubeconfig(t, ns), "--metrics-bind-address=0", "--health-probe-bind-address="+probe,
+		"--namespaces="+ns)
+	g.Eventually(keySecret(t.Context(), ns)).WithTimeout(30*time.Second).Should(Succeed(), "nudge's key Secret in namespace %s", ns)
+	g.Eventually(func() string { return get("http://" + probe + "/readyz") }).WithTimeout(30*time.Second).Should(Equal("ok"), "nudge ready")
+	g.Expect(p.output()).To(ContainSubstring(`"systemNamespace"`))
+	g.Expect(p.exited()).To(BeFalse())
+	noNudgeSystem(t, g)
+}
+
+// With $POD_NAMESPACE (set by a Deployment's downward API), the key is kept
+// there.
+func TestBareBinaryKeepsItsKeyInPodNamespace(t *testing.T) {
+	g := NewWithT(t)
+	ns, err := plane.GenerateNamespace(t.Context(), "bin-pod-")
+	g.Expect(err).NotTo(HaveOccurred())
+	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+kubeconfig(t, ""), "--metrics-bind-address=0",
+		"--health-probe-bind-address=0", "--namespaces="+ns)
+	g.Eventually(keySecret(t.Context(), ns)).WithTimeout(30*time.Second).Should(Succeed(), "nudge's key Secret in $POD_NAMESPACE %s", ns)
+}
+
+// A system namespace that does not exist stops nudge at start with a
+// message naming the flag to set.
+func TestBareBinaryWithoutItsNamespaceNamesTheFlag(t *testing.T) {
+	g := NewWithT(t)
+	noNudgeSystem(t, g)
+	p := start(t, nil, "--kubeconfig="+kubeconfig(t, ""), "--system-namespace=nudge-system", "--metrics-bind-address=0",
+		"--health-probe-bind-address=0")
+	g.Eventually(p.exited).WithTimeout(30*time.Second).Should(BeTrue(), "nudge to stop")
+	g.Expect(p.err).To(HaveOccurred(), "a non-zero exit")
+	g.Expect(p.output()).To(And(ContainSubstring(`namespace "nudge-system"`), ContainSubstring("set --system-namespace")))
+}
+
+// A Reloader Deployment's args, image swapped: nudge starts with them,
+// warns about what it accepts without acting on, and serves Reloader's
+// metrics (by namespace with METRICS_COUNT_BY_NAMESPACE=enabled).
+func TestReloaderArgsStartTheBinary(t *testing.T) {
+	g := NewWithT(t)
+	ns, err := plane.GenerateNamespace(t.Context(), "bin-reloader-")
+	g.Expect(err).NotTo(HaveOccurred())
+	metrics, probe, pprof := freeAddr(t), freeAddr(t), freeAddr(t)
+	p := start(t, []string{"POD_NAMESPACE=" + ns, "KUBERNETES_NAMESPACE=" + ns, "METRICS_COUNT_BY_NAMESPACE=enabled"},
+		"--kubeconfig="+kubeconfig(t, ""), "--metrics-addr="+metrics, "--health-addr="+probe,
+		"--log-format=json", "--resources-to-ignore=secrets", "--namespaces-to-ignore=kube-system",
+		`--namespace-selector="kubernetes.io/metadata.name:`+ns+`"`, "--resource-label-selector=reload:*",
+		"--configmap-annotation", "acme.io/configmaps", "--auto-annotation", "acme.io/auto",
+		"--is-Argo-Rollouts=true", "--reload-on-create=true", "--sync-after-restart=true",
+		"--reload-strategy=annotations", "--enable-ha=true", "--enable-pprof", "--pprof-addr="+pprof,
+		"--enable-csi-integration=true", "--leader-election-lease-duration=15s", "--leader-election-renew-deadline=10s",
+		"--leader-election-retry-period=2s", "--log-level=info")
+	g.Eventually(func() string { return get("http://" + probe + "/readyz") }).WithTimeout(30*time.Second).Should(Equal("ok"), "nudge ready")
+	g.Eventually(func() string { return get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).Should(
+		ContainSubstring(`reloader_reload_executed_total{success="true"} 0`), "Reloader's counter at 0")
+	g.Expect(get("http://" + pprof + "/debug/pprof/")).NotTo(BeEmpty(), "pprof on --pprof-addr")
+	g.Expect(p.output()).To(ContainSubstring("--enable-csi-integration is not supported yet"))
+	g.Expect(p.exited()).To(BeFalse())
+}
