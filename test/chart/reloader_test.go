@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -13,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
+	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
@@ -147,6 +149,20 @@ func TestReloaderEveryValue(t *testing.T) {
 		"--sync-after-restart",
 		"--leader-election-lease-duration=30s", "--leader-election-renew-deadline=20s", "--leader-election-retry-period=5s",
 	))
+	rl := r.opts.Reloader
+	g.Expect(rl.Annotations).To(Equal(dialect.ReloaderNames{
+		Auto: "platform.example/auto", ConfigMapReload: "platform.example/configmap", SecretReload: "platform.example/secret",
+		ConfigMapAuto: "platform.example/configmap-auto", SecretAuto: "platform.example/secret-auto",
+		Search: "platform.example/search", Match: "platform.example/match",
+		PausePeriod: "platform.example/pause-period", PausedAt: "platform.example/paused-at",
+		// Reloader's names, as no value renames them.
+		ConfigMapExclude: dialect.DefaultReloaderNames().ConfigMapExclude, SecretExclude: dialect.DefaultReloaderNames().SecretExclude,
+		Ignore: dialect.DefaultReloaderNames().Ignore,
+	}), "custom_annotations parsed as nudge reads them")
+	g.Expect(rl.EnablePprof).To(BeTrue())
+	g.Expect(rl.PprofAddr).To(Equal(":6061"))
+	g.Expect(rl.EnableCSIIntegration && rl.SyncAfterRestart).To(BeTrue())
+	g.Expect([]time.Duration{rl.LeaseDuration, rl.RenewDeadline, rl.RetryPeriod}).To(Equal([]time.Duration{30 * time.Second, 20 * time.Second, 5 * time.Second}))
 	g.Expect(r.can("watch", "secrets-store.csi.x-k8s.io", "secretproviderclasspodstatuses", "shop")).To(BeTrue(), "CSI")
 	g.Expect(r.can("watch", "", "namespaces", "")).To(BeTrue(), "namespaceSelector")
 

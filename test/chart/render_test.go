@@ -5,7 +5,6 @@
 package chart
 
 import (
-	"slices"
 	"strings"
 	"testing"
 
@@ -348,30 +347,16 @@ func renderAs(t *testing.T, name string, values charttest.Values) rendered {
 // parseArgs returns nudge's options from args, as nudge in namespace would
 // parse them: $(POD_NAMESPACE) expanded as the kubelet does, and the
 // system namespace from $POD_NAMESPACE. It fails t when nudge would refuse
-// them. Reloader's flags the chart renders from Reloader's values that this
-// binary does not define yet (pending, added on their own branch) are left
-// out, and logged; any other unknown flag fails t.
+// them.
 func parseArgs(t *testing.T, args []string, namespace string) options.Options {
 	t.Helper()
 	o := options.Default()
 	o.SystemNamespace = namespace
 	fs := pflag.NewFlagSet("nudge", pflag.ContinueOnError)
 	o.BindFlags(fs)
-	pending := []string{
-		"auto-annotation", "configmap-annotation", "secret-annotation", "configmap-auto-annotation",
-		"secret-auto-annotation", "auto-search-annotation", "search-match-annotation", "ignore-annotation",
-		"pause-deployment-annotation", "pause-deployment-time-annotation",
-		"enable-pprof", "pprof-addr", "enable-csi-integration", "sync-after-restart",
-		"leader-election-lease-duration", "leader-election-renew-deadline", "leader-election-retry-period",
-	}
-	var expanded []string
-	for _, a := range args {
-		name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
-		if fs.Lookup(name) == nil && slices.Contains(pending, name) {
-			t.Logf("Not parsed: %s (a flag of Reloader's this nudge does not define yet)", a)
-			continue
-		}
-		expanded = append(expanded, strings.ReplaceAll(a, "$(POD_NAMESPACE)", namespace))
+	expanded := make([]string, len(args))
+	for i, a := range args {
+		expanded[i] = strings.ReplaceAll(a, "$(POD_NAMESPACE)", namespace)
 	}
 	if err := fs.Parse(expanded); err != nil {
 		t.Fatalf("nudge refuses the chart's args %q: %v", args, err)
