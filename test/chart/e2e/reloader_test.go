@@ -53,8 +53,12 @@ func TestReloaderDefaultValuesInstall(t *testing.T) {
 // chart: every object is accepted by the API server (the monitors with
 // prometheus-operator's CRDs), and nudge's two pods, scheduled with the
 // file's node selector, affinity, tolerations, spread, priority and
-// runtime class, are admitted (restricted) and run. nudge itself is not run:
-// the file's webhookUrl would make it send requests instead of rolling.
+// runtime class, are admitted (restricted) and run. nudge, run with the
+// chart's args, reads the file's custom annotation names and selectors: it
+// rolls a Deployment annotated platform.example/auto in a namespace labelled
+// team=platform when its Secret labelled reload=yes changes. Two values are
+// changed for the run: no webhookUrl (nudge would send requests instead of
+// rolling) and pprof on 127.0.0.1.
 func TestReloaderEveryValueInstall(t *testing.T) {
 	g := NewWithT(t)
 	installMonitoringCRDs(t)
@@ -64,10 +68,11 @@ func TestReloaderEveryValueInstall(t *testing.T) {
 		g.Expect(client.IgnoreAlreadyExists(k8s.Create(t.Context(), o))).To(Succeed())
 		t.Cleanup(func() { _ = k8s.Delete(context.WithoutCancel(t.Context()), o) })
 	}
-	ns, monitoring := namespace(t, "chart-revery-"), namespace(t, "chart-monitoring-")
+	ns, monitoring, apps := namespace(t, "chart-revery-"), namespace(t, "chart-monitoring-"), namespace(t, "chart-revery-apps-")
 	moved := map[string]any{"namespace": monitoring}
 	rel := installFiles(t, "nudge-every", ns, []string{charttest.Testdata(t, "reloader-every-value.yaml")},
-		charttest.Values{"reloader": map[string]any{"serviceMonitor": moved, "podMonitor": moved}})
+		charttest.Values{"reloader": map[string]any{"serviceMonitor": moved, "podMonitor": moved,
+			"webhookUrl": "", "pprofAddr": "127.0.0.1:0"}})
 
 	const name = "platform-reloader"
 	var pods corev1.PodList
@@ -87,6 +92,24 @@ func TestReloaderEveryValueInstall(t *testing.T) {
 		m.SetKind(kind)
 		g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: monitoring, Name: name}, m)).To(Succeed(), kind)
 	}
+
+	label := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: apps}}
+	g.Expect(k8s.Patch(t.Context(), label, client.RawPatch("application/merge-patch+json", []byte(`{"metadata":{"labels":{"team":"platform"}}}`)))).To(Succeed())
+	n := start(t, rel)
+	g.Expect(n.args).To(ContainElements("--auto-annotation=platform.example/auto", "--leader-election-id=platform-reloader-lock"))
+	secret := nt.Secret(apps, "web", map[string]string{"GREETING": "hello"})
+	secret.Labels = map[string]string{"reload": "yes"}
+	g.Expect(k8s.Create(t.Context(), secret)).To(Succeed())
+	g.Expect(k8s.Create(t.Context(), nt.Deployment(apps, "web", 1, map[string]string{"platform.example/auto": "true"},
+		nt.EnvFrom("Secret", "web"), restricted))).To(Succeed())
+	baselined(t, apps, "web")
+	secret.Data["GREETING"] = []byte("bonjour")
+	g.Expect(k8s.Update(t.Context(), secret)).To(Succeed())
+	g.Eventually(replicaSets(t, apps, "web")).WithTimeout(30*time.Second).Should(Equal(2), "a new ReplicaSet: platform.example/auto read")
+
+	n.stop(t)
+	n.expectNoForbidden(t)
+	requestsOf(t, rel.user())
 }
 
 // installMonitoringCRDs installs prometheus-operator's ServiceMonitor and
