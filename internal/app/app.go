@@ -234,6 +234,11 @@ func cacheOptions(opts options.Options) cache.Options {
 			not = append(not, fields.OneTermNotEqualSelector("metadata.namespace", ns))
 		}
 		co.DefaultFieldSelector = fields.AndSelectors(not...)
+		// Namespaces (read for --namespace-selector) are cluster-scoped:
+		// the API server refuses a metadata.namespace selector on them.
+		namespaces := &metav1.PartialObjectMetadata{}
+		namespaces.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+		co.ByObject[namespaces] = cache.ByObject{Field: fields.Everything()}
 	}
 	return co
 }

@@ -2,11 +2,13 @@ package chart
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"nudge.dev/nudge/test/chart/charttest"
 )
@@ -15,6 +17,7 @@ import (
 // restricted pod security, leader election with a Lease named after the
 // release and a PodDisruptionBudget with several replicas, Argo Rollouts
 // handled unless isArgoRollouts=false, the ServiceMonitor only when asked for.
+// values are the values given, Reloader's included (reloader.deployment...).
 func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	t.Helper()
 	g := NewWithT(t)
@@ -30,12 +33,23 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 			g.Expect(o.GetNamespace()).To(BeEmpty(), "%s %s is cluster-scoped", o.GetKind(), o.GetName())
 			continue
 		}
-		if !slices.Contains([]string{"ClusterRole", "ClusterRoleBinding", "RoleBinding"}, o.GetKind()) {
+		if monitor, _ := nested(values, "reloader", lowerFirst(o.GetKind()), "namespace").(string); monitor != "" {
+			g.Expect(o.GetNamespace()).To(Equal(monitor), "%s %s in the namespace asked for", o.GetKind(), o.GetName())
+			continue
+		}
+		if !slices.Contains([]string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, o.GetKind()) {
 			g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s in the release namespace", o.GetKind(), o.GetName())
+		}
+		if o.GetKind() == "Role" && global {
+			g.Expect(o.GetNamespace()).To(Equal(namespace), "Role %s in the release namespace", o.GetName())
 		}
 		if !global {
 			g.Expect(o.GetKind()).NotTo(BeElementOf("ClusterRole", "ClusterRoleBinding"))
-			g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s", o.GetKind(), o.GetName())
+			if slices.Contains([]string{"Role", "RoleBinding"}, o.GetKind()) {
+				g.Expect(o.GetNamespace()).To(BeElementOf(append(r.opts.Namespaces, namespace)), "%s %s in a watched namespace", o.GetKind(), o.GetName())
+			} else {
+				g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s", o.GetKind(), o.GetName())
+			}
 		}
 	}
 	if valueBindings {
@@ -110,7 +124,8 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	g.Expect(c.SecurityContext.Capabilities).To(HaveValue(HaveField("Drop", Equal([]corev1.Capability{"ALL"}))))
 	g.Expect(c.SecurityContext.Capabilities.Add).To(BeEmpty())
 	g.Expect(spec.HostNetwork || spec.HostPID || spec.HostIPC).To(BeFalse())
-	g.Expect(spec.Volumes).To(BeEmpty())
+	volumes, _ := nested(values, "reloader", "deployment", "volumes").([]any)
+	g.Expect(spec.Volumes).To(HaveLen(len(volumes)), "the volumes asked for alone")
 
 	g.Expect(c.Env).To(ContainElement(And(HaveField("Name", "POD_NAMESPACE"),
 		HaveField("ValueFrom.FieldRef.FieldPath", "metadata.namespace"))))
@@ -127,17 +142,19 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	}
 	g.Expect(r.opts.LeaderElect).To(Equal(replicas > 1 || reloader["enableHA"] == true), "leader election")
 	if r.opts.LeaderElect {
-		g.Expect(r.opts.LeaderElectionID).To(Equal(r.deploy.Name), "the Lease named after the release's full name")
+		id, _ := nested(values, "reloader", "leaderElection", "id").(string)
+		if id == "" {
+			id = r.deploy.Name
+		}
+		g.Expect(r.opts.LeaderElectionID).To(Equal(id), "the Lease named after the release's full name, or reloader.leaderElection.id")
 	}
 	g.Expect(r.opts.Ignores("rollouts")).To(Equal(reloader["isArgoRollouts"] == false), "Argo Rollouts handled unless isArgoRollouts=false")
-	if replicas > 1 {
+	if replicas > 1 || nested(values, "reloader", "podDisruptionBudget", "enabled") == true {
 		g.Expect(r.m.OfKind("PodDisruptionBudget")).To(HaveLen(1))
 	} else {
 		g.Expect(r.m.OfKind("PodDisruptionBudget")).To(BeEmpty())
 	}
-	metrics, _ := values["metrics"].(map[string]any)
-	monitor, _ := metrics["serviceMonitor"].(map[string]any)
-	if monitor["enabled"] == true {
+	if nested(values, "metrics", "serviceMonitor", "enabled") == true || nested(values, "reloader", "serviceMonitor", "enabled") == true {
 		g.Expect(r.m.OfKind("ServiceMonitor")).To(HaveLen(1))
 	} else {
 		g.Expect(r.m.OfKind("ServiceMonitor")).To(BeEmpty())
@@ -147,9 +164,10 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 // admissionKinds are the kinds of the value bindings' admission policy.
 var admissionKinds = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
-// builtInGroups are the API groups nudge's own rules name; a rule on any
-// other group is a value binding target's.
-var builtInGroups = []string{"", "apps", "batch", "argoproj.io", "events.k8s.io", "coordination.k8s.io", "nudge.dev"}
+// builtInGroups are the API groups nudge's own rules name (Secrets Store
+// CSI's with reloader.enableCSIIntegration); a rule on any other group is a
+// value binding target's.
+var builtInGroups = []string{"", "apps", "batch", "argoproj.io", "events.k8s.io", "coordination.k8s.io", "nudge.dev", "secrets-store.csi.x-k8s.io"}
 
 // coreResources are the core-group resources nudge's own rules name.
 var coreResources = []string{"configmaps", "secrets", "events", "namespaces"}
@@ -187,12 +205,14 @@ func grants(t *testing.T, m charttest.Manifest) []grant {
 					t.Errorf("%s %s binds %s %s/%s, not the chart's ServiceAccount", kind, b.Name, s.Kind, s.Namespace, s.Name)
 				}
 			}
-			role := m.Get(b.RoleRef.Kind, b.RoleRef.Name)
-			if role == nil {
-				t.Fatalf("%s %s refers to %s %s, not rendered", kind, b.Name, b.RoleRef.Kind, b.RoleRef.Name)
+			var role *unstructured.Unstructured
+			for _, o := range m.OfKind(b.RoleRef.Kind) {
+				if o.GetName() == b.RoleRef.Name && (b.RoleRef.Kind == "ClusterRole" || o.GetNamespace() == b.Namespace) {
+					role = o
+				}
 			}
-			if b.RoleRef.Kind == "Role" && role.GetNamespace() != b.Namespace {
-				t.Fatalf("RoleBinding %s/%s refers to a Role of namespace %s", b.Namespace, b.Name, role.GetNamespace())
+			if role == nil {
+				t.Fatalf("%s %s/%s refers to %s %s, not rendered there", kind, b.Namespace, b.Name, b.RoleRef.Kind, b.RoleRef.Name)
 			}
 			var rules rbacv1.ClusterRole // a Role has the same fields
 			charttest.Into(t, role, &rules)
@@ -226,4 +246,26 @@ func (r rendered) canNamed(verb, group, resource, ns, name string) bool {
 		}
 	}
 	return false
+}
+
+// nested returns values[keys[0]][keys[1]]..., or nil where a key is missing.
+func nested(values map[string]any, keys ...string) any {
+	var v any = values
+	for _, k := range keys {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// lowerFirst returns s with its first letter lower case: a kind's name as
+// in values (ServiceMonitor: serviceMonitor).
+func lowerFirst(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToLower(s[:1]) + s[1:]
 }

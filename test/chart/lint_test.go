@@ -39,17 +39,21 @@ func TestRenderRefuses(t *testing.T) {
 			values: charttest.Values{"reloader": map[string]any{"ignoreSecrets": true, "ignoreConfigMaps": true}},
 			want:   "cannot both be true",
 		},
-		"namespaces without watchGlobally": {
-			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false, "namespaces": "shop"}},
-			want:   "reloader.namespaces needs reloader.watchGlobally=true",
-		},
 		"a namespace selector without watchGlobally": {
 			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false, "namespaceSelector": "team=a"}},
 			want:   "reloader.namespaceSelector needs reloader.watchGlobally=true",
 		},
-		"a Reloader value nudge does not take": {
-			values: charttest.Values{"reloader": map[string]any{"deployment": map[string]any{"replicas": 2}}},
-			want:   "additional properties 'deployment' not allowed",
+		"a value neither chart knows": {
+			values: charttest.Values{"reloader": map[string]any{"deployment": map[string]any{"replica": 2}}},
+			want:   "additional properties 'replica' not allowed",
+		},
+		"a custom annotation Reloader's chart does not know": {
+			values: charttest.Values{"reloader": map[string]any{"custom_annotations": map[string]any{"configmaps": "a.example/cm"}}},
+			want:   "additional properties 'configmaps' not allowed",
+		},
+		"a PodMonitor without metrics": {
+			values: charttest.Values{"metrics": map[string]any{"enabled": false}, "reloader": map[string]any{"podMonitor": map[string]any{"enabled": true}}},
+			want:   "reloader.podMonitor.enabled needs metrics.enabled",
 		},
 		"a misspelt value": {
 			values: charttest.Values{"replica": 2},

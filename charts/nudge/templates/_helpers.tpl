@@ -21,6 +21,9 @@ holds the chart's name, else release-chart. Names every object. */}}
 {{- define "nudge.selectorLabels" -}}
 app.kubernetes.io/name: {{ include "nudge.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
+{{- with .Values.reloader.matchLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end }}
 
 {{- define "nudge.labels" -}}
@@ -30,17 +33,27 @@ app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end }}
 
+{{/* reloader.serviceAccount (Reloader's chart) counts as serviceAccount:
+created unless either says not, named by either. */}}
 {{- define "nudge.serviceAccountName" -}}
-{{- if .Values.serviceAccount.create }}
-{{- default (include "nudge.fullname" .) .Values.serviceAccount.name }}
+{{- $name := (.Values.reloader.serviceAccount | default dict).name | default .Values.serviceAccount.name }}
+{{- if include "nudge.createServiceAccount" . }}
+{{- default (include "nudge.fullname" .) $name }}
 {{- else }}
-{{- required "serviceAccount.name is required when serviceAccount.create is false" .Values.serviceAccount.name }}
+{{- required "serviceAccount.name (or reloader.serviceAccount.name) is required when the ServiceAccount is not created" $name }}
 {{- end }}
 {{- end }}
 
-{{/* "true" when leader election is on: reloader.enableHA or replicas > 1. */}}
+{{/* "true" when the chart creates the ServiceAccount. */}}
+{{- define "nudge.createServiceAccount" -}}
+{{- $r := .Values.reloader.serviceAccount | default dict }}
+{{- if and .Values.serviceAccount.create (or (not (hasKey $r "create")) $r.create) }}true{{ end }}
+{{- end }}
+
+{{/* "true" when leader election is on: reloader.enableHA or more than one
+replica. */}}
 {{- define "nudge.leaderElect" -}}
-{{- if or .Values.reloader.enableHA (gt (int .Values.replicas) 1) }}true{{ end }}
+{{- if or .Values.reloader.enableHA (gt (int (include "nudge.replicas" .)) 1) }}true{{ end }}
 {{- end }}
 
 {{/* "true" when nudge handles Argo Rollouts: unless reloader.isArgoRollouts
@@ -115,12 +128,8 @@ apiece, within the API server's CEL budget for one request (about 28). */}}
 {{- if and $r.ignoreSecrets $r.ignoreConfigMaps }}
 {{- fail "reloader.ignoreSecrets and reloader.ignoreConfigMaps cannot both be true: nudge would have nothing to watch" }}
 {{- end }}
-{{- if not $r.watchGlobally }}
-{{- range $name := list "namespaces" "ignoreNamespaces" "namespaceSelector" }}
-{{- if include "nudge.csv" (get $r $name) }}
-{{- fail (printf "reloader.%s needs reloader.watchGlobally=true: with watchGlobally=false nudge watches the release namespace only" $name) }}
-{{- end }}
-{{- end }}
+{{- if and (not $r.watchGlobally) $r.namespaceSelector }}
+{{- fail "reloader.namespaceSelector needs reloader.watchGlobally=true: with watchGlobally=false nudge watches the release namespace, or reloader.namespaces" }}
 {{- end }}
 {{- range .Values.valueBindings.targets }}
 {{- if and (eq .apiGroup "") (has .resource (list "secrets" "configmaps" "pods")) }}
@@ -132,6 +141,11 @@ apiece, within the API server's CEL budget for one request (about 28). */}}
 {{- end }}
 {{- if and .Values.metrics.serviceMonitor.enabled (not .Values.metrics.enabled) }}
 {{- fail "metrics.serviceMonitor.enabled needs metrics.enabled" }}
+{{- end }}
+{{- range $name := list "serviceMonitor" "podMonitor" }}
+{{- if and (get $r $name | default dict).enabled (not $.Values.metrics.enabled) }}
+{{- fail (printf "reloader.%s.enabled needs metrics.enabled" $name) }}
+{{- end }}
 {{- end }}
 {{- end }}
 
@@ -150,16 +164,18 @@ apiece, within the API server's CEL budget for one request (about 28). */}}
 {{- $args = append $args "--leader-elect" }}
 {{- /* The Lease is named after the release, as its Role grants it by name:
        two releases in one namespace never share one. */}}
-{{- $args = append $args (printf "--leader-election-id=%s" (include "nudge.fullname" .)) }}
+{{- $args = append $args (printf "--leader-election-id=%s" (include "nudge.leaderElectionID" .)) }}
 {{- end }}
-{{- if not $r.watchGlobally }}
+{{- if include "nudge.csv" $r.namespaces }}
+{{- $args = append $args (printf "--namespaces=%s" (include "nudge.csv" $r.namespaces)) }}
+{{- else if not $r.watchGlobally }}
 {{- /* Expanded by the kubelet from the container's env, so the manifests
        stay valid when kustomize moves them to another namespace. */}}
 {{- $args = append $args "--namespaces=$(POD_NAMESPACE)" }}
-{{- else if include "nudge.csv" $r.namespaces }}
-{{- $args = append $args (printf "--namespaces=%s" (include "nudge.csv" $r.namespaces)) }}
 {{- end }}
-{{- with include "nudge.csv" $r.ignoreNamespaces }}
+{{- /* With watchGlobally=false, as in Reloader's chart, ignoreNamespaces
+       has no effect (the install notes say so). */}}
+{{- with and $r.watchGlobally (include "nudge.csv" $r.ignoreNamespaces) }}
 {{- $args = append $args (printf "--namespaces-to-ignore=%s" .) }}
 {{- end }}
 {{- with $r.namespaceSelector }}
@@ -211,10 +227,28 @@ apiece, within the API server's CEL budget for one request (about 28). */}}
 {{- $args = append $args (printf "--value-binding-targets=%s" .) }}
 {{- end }}
 {{- end }}
+{{- range include "nudge.reloaderArgs" . | fromJsonArray }}
+{{- $args = append $args . }}
+{{- end }}
 {{- range .Values.extraArgs }}
 {{- $args = append $args . }}
 {{- end }}
 {{- range $args }}
 - {{ . | quote }}
+{{- end }}
+{{- end }}
+
+{{/* "true" when the chart creates its roles: rbac.create and Reloader's
+reloader.rbac.enabled. */}}
+{{- define "nudge.createRBAC" -}}
+{{- $r := .Values.reloader.rbac | default dict }}
+{{- if and .Values.rbac.create (or (not (hasKey $r "enabled")) $r.enabled) }}true{{ end }}
+{{- end }}
+
+{{/* The labels of the roles and bindings: reloader.rbac.labels too. */}}
+{{- define "nudge.rbacLabels" -}}
+{{ include "nudge.labels" . }}
+{{- with (.Values.reloader.rbac | default dict).labels }}
+{{ toYaml . }}
 {{- end }}
 {{- end }}

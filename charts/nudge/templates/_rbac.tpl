@@ -70,6 +70,7 @@ read is a list and watch of an informer: nudge never gets one object.
   verbs: ["get", "list", "watch", "patch"]
 {{- end }}
 {{- end }}
+{{- include "nudge.reloaderRules" . }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]

@@ -89,6 +89,49 @@ func Render(t testing.TB, release, namespace string, values Values) Manifest {
 // failing t; out is the rendered YAML when err is nil.
 func TryRender(t testing.TB, release, namespace string, values Values) (m Manifest, out []byte, err error) {
 	t.Helper()
+	return TryRenderFiles(t, release, namespace, nil, values)
+}
+
+// TryRenderFiles is TryRender with the values files at paths files first
+// (values last, over them), and further arguments of `helm template` (e.g.
+// --api-versions).
+func TryRenderFiles(t testing.TB, release, namespace string, files []string, values Values, args ...string) (m Manifest, out []byte, err error) {
+	t.Helper()
+	args = append([]string{"template", release, Chart(t), "--namespace", namespace}, append(valuesArgs(t, files, values), args...)...)
+	cmd := exec.Command(Helm(t), args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err = cmd.Output()
+	if err != nil {
+		return nil, stderr.Bytes(), fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	m, err = Parse(out)
+	if err != nil {
+		t.Fatalf("Parsing the rendered chart: %v\n%s", err, out)
+	}
+	return m, out, nil
+}
+
+// Notes returns the install notes (templates/NOTES.txt) of the chart
+// installed as release in namespace with the values files and values, from
+// `helm install --dry-run=client`, failing t when helm fails.
+func Notes(t testing.TB, release, namespace string, files []string, values Values) string {
+	t.Helper()
+	args := append([]string{"install", release, Chart(t), "--namespace", namespace, "--dry-run=client"}, valuesArgs(t, files, values)...)
+	out, err := exec.Command(Helm(t), args...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	_, notes, found := strings.Cut(string(out), "\nNOTES:\n")
+	if !found {
+		t.Fatalf("No NOTES in helm's output:\n%s", out)
+	}
+	return notes
+}
+
+// valuesArgs returns helm's --values arguments of files, then of values.
+func valuesArgs(t testing.TB, files []string, values Values) []string {
+	t.Helper()
 	// Not in t.TempDir(): helm splits --values at commas, which test names
 	// hold.
 	dir, err := os.MkdirTemp("", "nudge-chart-")
@@ -104,18 +147,16 @@ func TryRender(t testing.TB, release, namespace string, values Values) (m Manife
 	if err := os.WriteFile(file, b, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(Helm(t), "template", release, Chart(t), "--namespace", namespace, "--values", file)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err = cmd.Output()
-	if err != nil {
-		return nil, stderr.Bytes(), fmt.Errorf("%w: %s", err, strings.TrimSpace(stderr.String()))
+	var args []string
+	for _, f := range files {
+		args = append(args, "--values", f)
 	}
-	m, err = Parse(out)
-	if err != nil {
-		t.Fatalf("Parsing the rendered chart: %v\n%s", err, out)
-	}
-	return m, out, nil
+	return append(args, "--values", file)
+}
+
+// Testdata returns the path of the file name in test/chart/testdata.
+func Testdata(t testing.TB, name string) string {
+	return filepath.Join(Root(t), "test", "chart", "testdata", name)
 }
 
 // Manifest is the list of objects of a rendered chart.

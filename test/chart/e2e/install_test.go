@@ -49,8 +49,15 @@ func (r *release) user() string {
 // waits for the chart's (fake) pods to run.
 func install(t *testing.T, name, ns string, values charttest.Values) *release {
 	t.Helper()
+	return installFiles(t, name, ns, nil, values)
+}
+
+// installFiles is install with the values files at paths files, values over
+// them.
+func installFiles(t *testing.T, name, ns string, files []string, values charttest.Values) *release {
+	t.Helper()
 	g := NewWithT(t)
-	m, out, err := charttest.TryRender(t, name, ns, values)
+	m, out, err := charttest.TryRenderFiles(t, name, ns, files, values)
 	if err != nil {
 		t.Fatalf("helm template: %v", err)
 	}
