@@ -243,6 +243,6 @@ func TestReloaderArgsStartTheBinary(t *testing.T) {
 	g.Eventually(func() string { return get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).Should(
 		ContainSubstring(`reloader_reload_executed_total{success="true"} 0`), "Reloader's counter at 0")
 	g.Expect(get("http://"+pprof+"/debug/pprof/")).NotTo(BeEmpty(), "pprof on --pprof-addr")
-	g.Expect(p.output()).To(ContainSubstring("--enable-csi-integration is not supported yet"))
+	g.Expect(p.output()).To(ContainSubstring("Accepted --enable-csi-integration, which is not supported yet"), "a warning, not silence")
 	g.Expect(p.exited()).To(BeFalse())
 }
