@@ -11,7 +11,7 @@ BIN := bin
 # controller-gen, pinned, run from the Go module proxy (see `make generate`).
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 
-.PHONY: all build test unit integration e2e kube-bins demo bench vet clean generate generate-check
+.PHONY: all build test unit integration e2e kube-bins demo bench vet clean generate generate-check fuzz
 
 all: build
 
@@ -47,6 +47,20 @@ generate-check:
 ## test: every test — unit, integration (apiserver mode), end to end (cluster mode).
 test: generate-check kube-bins helm vet
 	$(GO) test -count=1 -timeout 45m -p 1 -parallel 8 ./...
+
+## fuzz: run every fuzz target (func FuzzXxx in a _test.go) for FUZZTIME
+## each, one after the other (go test fuzzes one target per run). A failing
+## input is written to the package's testdata/fuzz/FuzzXxx/: commit it with
+## the fix, and make test replays it. FUZZ_FLAGS adds go test flags, e.g.
+## FUZZ_FLAGS=-parallel=1 on a busy machine.
+FUZZTIME ?= 30s
+fuzz:
+	@set -e; for dir in $$(grep -rl --include='*_test.go' '^func Fuzz' . | xargs -n1 dirname | sort -u); do \
+	  for target in $$(sed -n 's/^func \(Fuzz[A-Za-z0-9_]*\)(.*/\1/p' $$dir/*_test.go); do \
+	    echo "== $$dir $$target ($(FUZZTIME))"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $(FUZZ_FLAGS) $$dir; \
+	  done; \
+	done
 
 ## demo: built, then run, rather than `go run`: go run exits 1 on Ctrl-C even
 ## when the demo stopped everything and exited 0.

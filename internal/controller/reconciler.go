@@ -329,7 +329,7 @@ func (r *Reconciler) retry(ctx context.Context, err error) (ctrl.Result, error) 
 func (r *Reconciler) rolled(ctx context.Context, obj client.Object, changed []refs.Source) {
 	kind := r.Kind.Name()
 	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolled, "Roll",
-		"Rolled %s %s because %s changed", kind, obj.GetName(), names(changed))
+		"%s", eventNote(fmt.Sprintf("Rolled %s %s because %s changed", kind, obj.GetName(), names(changed))))
 	var detected []string
 	for _, s := range changed {
 		detected = append(detected, fmt.Sprintf("'%s' of type '%s' in namespace '%s'", s.Name, strings.ToUpper(string(s.Kind)), s.Namespace))

@@ -55,7 +55,12 @@ func (w *warnings) forget(key types.NamespacedName) {
 }
 
 // warn records a Warning Event and a log line for every new cause of obj.
+// Notes are cut to what an Event holds (see eventNote) before they are
+// remembered.
 func (r *Reconciler) warn(ctx context.Context, obj client.Object, causes []cause) {
+	for i := range causes {
+		causes[i].note = eventNote(causes[i].note)
+	}
 	for _, c := range r.warnings.fresh(client.ObjectKeyFromObject(obj), causes) {
 		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.reason, "Check", "%s", c.note)
 		ctrl.LoggerFrom(ctx).Info("Warned about "+r.Kind.Name(), "reason", c.reason, "message", c.note)

@@ -232,7 +232,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 // Validate returns every problem with o, joined; nil when o is usable.
 func (o *Options) Validate() error {
 	var errs []error
-	if o.QPS <= 0 || o.Burst <= 0 {
+	// Not "o.QPS <= 0": NaN (pflag reads "NaN") compares false with everything.
+	if !(o.QPS > 0) || o.Burst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.QPS, o.Burst))
 	}
 	if o.LeaderElectionID == "" {
