@@ -38,6 +38,7 @@ import (
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/version"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -145,6 +146,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	if err := registerBuildInfo(metrics.Registry); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	b := behaviour(opts)
 	if err := addNotifiers(ctx, mgr, opts, &b); err != nil {
 		return err
@@ -181,7 +185,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			return err
 		}
 	}
-	ctrl.LoggerFrom(ctx).Info("Starting nudge", "keyID", key.ID(), "namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
+	ctrl.LoggerFrom(ctx).Info("Starting nudge", "version", version.Get(), "goVersion", version.GoVersion(), "keyID", key.ID(), "namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
 	return mgr.Start(ctx)
 }
 
