@@ -94,7 +94,7 @@ does not exist, the API refused a read); 2 a usage error.`,
 			if err != nil {
 				return err
 			}
-			return print(cmd.OutOrStdout(), printFlags, output, report)
+			return printReport(cmd.OutOrStdout(), printFlags, output, report)
 		},
 	}
 	cmd.SetFlagErrorFunc(flagError)
@@ -108,8 +108,8 @@ does not exist, the API refused a read); 2 a usage error.`,
 	return cmd
 }
 
-// print writes report as a table sized to the terminal, or as JSON or YAML.
-func print(out io.Writer, printFlags *genericclioptions.JSONYamlPrintFlags, output string, report any) error {
+// printReport writes report as a table sized to the terminal, or as JSON or YAML.
+func printReport(out io.Writer, printFlags *genericclioptions.JSONYamlPrintFlags, output string, report any) error {
 	if output != "" {
 		p, err := printFlags.ToPrinter(output)
 		if err != nil {

@@ -87,8 +87,8 @@ func (d digested) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 }
 
 // events returns nudge's Events on the object of kind in namespace, oldest
-// first, at most max of the latest.
-func (e Explainer) events(ctx context.Context, kind, namespace, name string, max int) ([]Event, error) {
+// first, at most limit of the latest.
+func (e Explainer) events(ctx context.Context, kind, namespace, name string, limit int) ([]Event, error) {
 	var list corev1.EventList
 	err := e.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{
 		"involvedObject.kind": kind, "involvedObject.name": name,
@@ -107,8 +107,8 @@ func (e Explainer) events(ctx context.Context, kind, namespace, name string, max
 		out = append(out, Event{Time: eventTime(ev), Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: eventCount(ev)})
 	}
 	sortEvents(out)
-	if len(out) > max {
-		out = out[len(out)-max:]
+	if len(out) > limit {
+		out = out[len(out)-limit:]
 	}
 	return out, nil
 }

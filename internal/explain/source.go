@@ -101,7 +101,7 @@ func (e Explainer) dependent(ctx context.Context, res controller.Resolver, k wor
 	if merged := refs.Merge(read); len(merged) == 1 {
 		d.Keys = merged[0].Keys
 	}
-	_, resolved, err := res.Inputs(ctx, obj, spec, tmpl, e.now())
+	in, resolved, err := res.Inputs(ctx, obj, spec, tmpl, e.now())
 	if err != nil {
 		return Dependent{}, false, fmt.Errorf("resolving the references of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}
@@ -114,6 +114,13 @@ func (e Explainer) dependent(ctx context.Context, res controller.Resolver, k wor
 	r := resolved[i]
 	d.ReadAs = readAs(src, r.NeedsMatch, uses, spec)
 	d.WouldRoll, d.Why = why(r, exists)
+	if d.WouldRoll && len(in.Missing) > 0 {
+		var missing []string
+		for _, m := range in.Missing {
+			missing = append(missing, sourceName(m.Source))
+		}
+		d.Why += "; held until the required " + strings.Join(missing, ", ") + " exists"
+	}
 	if k == workload.Job {
 		d.Why += "; a Job rolls (is re-created) only when nudge runs with --recreate-jobs"
 	}

@@ -61,6 +61,9 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 		})
 	}
 	w.Status = e.status(spec, in, cmp)
+	if kind == workload.Job && in.Applied == "" && w.Status.State == StateFirstSight {
+		w.Status.Message += " (nudge handles Jobs only when run with --recreate-jobs)"
+	}
 	if w.Events, err = e.events(ctx, kind.Name(), namespace, name, maxEvents); err != nil {
 		return nil, err
 	}
