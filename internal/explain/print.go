@@ -41,6 +41,9 @@ func PrintWorkload(out io.Writer, width int, w *Workload) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %s/%s\n", w.Kind, w.Namespace, w.Name)
 	fmt.Fprintf(&b, "Status:       %s: %s\n", w.Status.State, w.Status.Message)
+	if w.Status.Until != nil {
+		fmt.Fprintf(&b, "Until:        %s\n", w.Status.Until.Format(time.RFC3339))
+	}
 	if w.Comparison.Compared {
 		fmt.Fprintf(&b, "Content:      compared with key %s (Secret %s)\n", w.Comparison.KeyID, w.Comparison.KeySecret)
 	} else {
@@ -70,9 +73,13 @@ func PrintWorkload(out io.Writer, width int, w *Workload) error {
 	if len(w.References) == 0 {
 		b.WriteString("  none\n")
 	} else {
-		rows := [][]string{{"KIND", "NAMESPACE", "NAME", "KEYS", "OPTIONAL", "READ AS", "OUTCOME", "CONTENT"}}
+		rows := [][]string{{"KIND", "NAME", "KEYS", "OPTIONAL", "READ AS", "OUTCOME", "CONTENT"}}
 		for _, r := range w.References {
-			rows = append(rows, []string{r.Kind, r.Namespace, r.Name, keys(r.Keys), yesNo(r.Optional),
+			name := r.Name
+			if r.Namespace != w.Namespace {
+				name = r.Namespace + "/" + name
+			}
+			rows = append(rows, []string{r.Kind, name, keys(r.Keys), yesNo(r.Optional),
 				strings.Join(r.ReadAs, ","), r.Outcome, r.Content})
 		}
 		table(&b, rows)
@@ -82,9 +89,9 @@ func PrintWorkload(out io.Writer, width int, w *Workload) error {
 	if len(w.Events) == 0 {
 		b.WriteString("  none\n")
 	} else {
-		rows := [][]string{{"TIME", "TYPE", "REASON", "COUNT", "MESSAGE"}}
+		rows := [][]string{{"TIME", "TYPE", "REASON", "MESSAGE"}}
 		for _, ev := range w.Events {
-			rows = append(rows, []string{ev.Time.Format(time.RFC3339), ev.Type, ev.Reason, strconv.Itoa(int(ev.Count)), ev.Message})
+			rows = append(rows, []string{ev.Time.Format(time.RFC3339), ev.Type, ev.Reason, ev.Message})
 		}
 		table(&b, rows)
 	}

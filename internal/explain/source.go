@@ -112,6 +112,7 @@ func (e Explainer) dependent(ctx context.Context, res controller.Resolver, k wor
 		return d, true, nil
 	}
 	r := resolved[i]
+	d.Keys = r.Keys
 	d.ReadAs = readAs(src, r.NeedsMatch, uses, spec)
 	d.WouldRoll, d.Why = why(r, exists)
 	if d.WouldRoll && len(in.Missing) > 0 {
@@ -141,22 +142,21 @@ func notSelected(spec dialect.Spec, autoReloadAll, excluded bool) string {
 
 // why says whether a change of a selected source rolls the workload.
 func why(r controller.Resolved, exists bool) (bool, string) {
-	how := "it reads it"
-	if r.NamedOnly {
-		how = "an annotation names it"
-	}
 	switch r.Outcome {
 	case controller.Counted:
 		if r.NeedsMatch {
 			return true, "yes: search mode, and the source carries " + dialect.ReloaderMatch
 		}
-		return true, "yes: " + how + " and its annotations select it"
+		if r.NamedOnly {
+			return true, "yes: an annotation names it"
+		}
+		return true, "yes: it reads it and its annotations select it"
 	case controller.AbsentOptional:
 		return true, "yes: it is optional and missing; its creation rolls the workload"
 	case controller.Missing:
 		return false, "not now: it is required and missing; nudge holds other changes until it exists, then rolls if its content is new"
 	case controller.Kept:
-		return false, "not now: " + how + " but it does not exist; when created with content other than before, it rolls"
+		return false, "not now: an annotation names it but it does not exist; when created with content other than before, it rolls"
 	case controller.Ignored:
 		return false, "no: the source carries " + dialect.NudgeIgnore + " or " + dialect.ReloaderIgnore
 	case controller.Unmatched:

@@ -139,7 +139,7 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison) S
 		return Status{State: StateNotManaged, Message: "no dialect annotation selects a source: nudge leaves it alone"}
 	}
 	if !cmp.Compared {
-		return Status{State: StateUnknown, Message: cmp.Reason}
+		return Status{State: StateUnknown, Message: "content not compared (see Content)"}
 	}
 	d := rollout.Decide(in)
 	changed := make([]string, len(d.Changed))
@@ -161,8 +161,8 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison) S
 	case rollout.Wait:
 		until := in.Now.Add(d.RequeueAfter).UTC()
 		s.State, s.Until = StateWaiting, &until
-		s.Message = fmt.Sprintf("changed within the rollout window (%s) after the last rollout: nudge rolls it at %s: %s",
-			in.Window, until.Format(time.RFC3339), strings.Join(changed, ", "))
+		s.Message = fmt.Sprintf("changed within the rollout window (%s) after the last rollout: nudge rolls it when the window ends: %s",
+			in.Window, strings.Join(changed, ", "))
 	case rollout.Hold:
 		var missing []string
 		for _, r := range in.Missing {
