@@ -1,7 +1,7 @@
 # syntax=docker/dockerfile:1
 # nudge's image: one static binary on distroless/static, run as the nonroot
 # user (65532), with nothing else to run. Build:
-#   docker build -t ghcr.io/nudge-dev/nudge:<version> .
+#   docker build --build-arg VERSION=$(git describe --tags --always --dirty) -t ghcr.io/nudge-dev/nudge:<version> .
 # Multi-platform: docker buildx build --platform linux/amd64,linux/arm64 .
 # The binary is cross-compiled on the build platform (no emulation).
 
@@ -15,9 +15,12 @@ COPY cmd/ cmd/
 COPY internal/ internal/
 ARG TARGETOS=linux
 ARG TARGETARCH
+# The version nudge reports (nudge version, its start log line,
+# nudge_build_info): pass --build-arg VERSION=$(git describe --tags --always --dirty).
+ARG VERSION=dev
 RUN --mount=type=cache,target=/go/pkg/mod --mount=type=cache,target=/root/.cache/go-build \
     CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH GOFLAGS=-buildvcs=false \
-    go build -trimpath -ldflags "-s -w" -o /out/nudge ./cmd/nudge
+    go build -trimpath -ldflags "-s -w -X nudge.dev/nudge/internal/version.stamped=${VERSION}" -o /out/nudge ./cmd/nudge
 
 FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION=dev

@@ -10,15 +10,22 @@ export NUDGE_KUBE_BINS := $(KUBE_BINS_DIR)
 BIN := bin
 # controller-gen, pinned, run from the Go module proxy (see `make generate`).
 CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+# The version stamped into the binary (nudge version, the start log line,
+# nudge_build_info); the Dockerfile takes it as ARG VERSION.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS := -s -w -X nudge.dev/nudge/internal/version.stamped=$(VERSION)
 
 .PHONY: all build test unit integration e2e kube-bins demo bench vet clean generate generate-check fuzz
 
 all: build
 
 ## build: bin/nudge as the image builds it (Dockerfile): static, no cgo,
-## stripped; the benchmark measures this binary.
+## stripped, stamped with $(VERSION); the benchmark measures this binary.
+## bin/kubectl-nudge is the same binary under the kubectl plugin's name (a
+## hard link): put it on your PATH for `kubectl nudge`.
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(BIN)/nudge ./cmd/nudge
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/nudge ./cmd/nudge
+	ln -f $(BIN)/nudge $(BIN)/kubectl-nudge
 
 ## kube-bins: build kube-apiserver, kube-controller-manager, kube-scheduler,
 ## kubectl, etcd and kwok from the Go module proxy into $(KUBE_BINS_DIR).

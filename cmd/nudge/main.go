@@ -1,13 +1,25 @@
 // Command nudge rolls Kubernetes workloads when the ConfigMaps and Secrets
 // they use change. See the README for flags and annotations.
+//
+// Run without a subcommand, it is the controller. Its subcommands explain
+// what nudge does (nudge explain) and tell its version (nudge version).
+// Installed under the name kubectl-nudge, it is the kubectl plugin
+// `kubectl nudge`, with the subcommands alone.
+//
+// Exit codes: 0 success; 1 an error (the controller failed, the API refused
+// a read, an object does not exist); 2 a usage error of a subcommand (an
+// unknown flag, type or argument).
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -16,6 +28,7 @@ import (
 	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/version"
 )
 
 // gcPercent is nudge's default GOGC: a heap goal of 1.2× the live heap
@@ -26,16 +39,34 @@ import (
 // wins when set.
 const gcPercent = 20
 
+// pluginName is the binary's name as a kubectl plugin: kubectl runs
+// kubectl-nudge for `kubectl nudge`.
+const pluginName = "kubectl-nudge"
+
+// Exit codes.
+const (
+	exitError = 1
+	exitUsage = 2
+)
+
 func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
-	if err := command().Execute(); err != nil {
-		fmt.Fprintln(os.Stderr, "nudge:", err)
-		os.Exit(1)
+	cmd := command()
+	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == pluginName {
+		cmd = pluginCommand()
+	}
+	if err := cmd.Execute(); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.Name(), err)
+		if errors.As(err, new(usageError)) {
+			os.Exit(exitUsage)
+		}
+		os.Exit(exitError)
 	}
 }
 
+// command is nudge: the controller, with the subcommands.
 func command() *cobra.Command {
 	opts := options.Default()
 	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
@@ -44,6 +75,7 @@ func command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "nudge",
 		Short:         "Roll workloads when the ConfigMaps and Secrets they use change",
+		Version:       version.Get(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -77,6 +109,37 @@ func command() *cobra.Command {
 	opts.BindFlags(cmd.Flags())
 	// Reloader's string booleans may be written "--reload-on-create true".
 	cmd.SetArgs(options.JoinBoolArgs(cmd.Flags(), os.Args[1:]))
+	cmd.SetVersionTemplate(versionLine("nudge") + "\n")
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.AddCommand(explainCommand(os.Getenv("POD_NAMESPACE")), versionCommand())
 	cmd.SetContext(context.Background())
 	return cmd
 }
+
+// pluginCommand is kubectl-nudge: the subcommands alone, named as kubectl
+// shows them.
+func pluginCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:           pluginName,
+		Short:         "Explain what nudge rolls, and why",
+		Version:       version.Get(),
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Args:          cobra.NoArgs,
+		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nudge"},
+	}
+	cmd.SetVersionTemplate(versionLine("kubectl-nudge") + "\n")
+	cmd.CompletionOptions.DisableDefaultCmd = true
+	cmd.SetFlagErrorFunc(flagError)
+	cmd.AddCommand(explainCommand(""), versionCommand())
+	cmd.SetContext(context.Background())
+	return cmd
+}
+
+// usageError is an error in what the user asked; main exits with exitUsage.
+type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
+
+// flagError makes cobra's flag errors usage errors.
+func flagError(_ *cobra.Command, err error) error { return usageError{err} }

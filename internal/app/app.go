@@ -42,6 +42,7 @@ import (
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/version"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -161,6 +162,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
+	if err := registerBuildInfo(metrics.Registry); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	b := behaviour(opts)
 	if err := addNotifiers(ctx, mgr, opts, &b); err != nil {
 		return err
@@ -203,8 +207,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			return err
 		}
 	}
-	ctrl.LoggerFrom(ctx).Info("Starting nudge", "keyID", key.ID(), "systemNamespace", opts.SystemNamespace,
-		"namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
+	ctrl.LoggerFrom(ctx).Info("Starting nudge", "version", version.Get(), "goVersion", version.GoVersion(), "keyID", key.ID(),
+		"systemNamespace", opts.SystemNamespace, "namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
 	return mgr.Start(ctx)
 }
 

@@ -50,3 +50,19 @@ func LoadKey(ctx context.Context, c client.Client, namespace, name string) (fing
 	}
 	return k, nil
 }
+
+// ReadKey returns the fingerprint key stored in the Secret namespace/name,
+// without creating it: nudge explain's read, with the user's permissions. It
+// returns the API error (apierrors.IsNotFound, IsForbidden) when the Secret
+// cannot be read, and an error when it holds no valid key.
+func ReadKey(ctx context.Context, c client.Reader, namespace, name string) (fingerprint.Key, error) {
+	var s corev1.Secret
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
+		return fingerprint.Key{}, fmt.Errorf("reading fingerprint key from Secret %s/%s: %w", namespace, name, err)
+	}
+	k, err := fingerprint.NewKey(s.Data[keyField])
+	if err != nil {
+		return fingerprint.Key{}, fmt.Errorf("the key Secret %s/%s, field %q: %w", namespace, name, keyField, err)
+	}
+	return k, nil
+}

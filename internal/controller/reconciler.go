@@ -11,7 +11,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -232,83 +231,41 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 	return r.resume(ctx, obj, result)
 }
 
-// inputs gathers what rollout.Decide needs from the cache, with the Warning
-// causes found on the way (missing sources, unwatched namespaces).
+// inputs gathers what rollout.Decide needs from the cache (see
+// Resolver.Inputs), with the Warning causes found on the way (missing
+// sources, unwatched namespaces).
 func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []cause, error) {
-	now := r.now()
-	window := r.Window
-	if spec.Window != nil {
-		window = *spec.Window
-	}
-	applied := obj.GetAnnotations()[AppliedAnnotation]
-	sealed := applied != "" && obj.GetLabels()[SealLabel] == r.Key.Seal(applied)
-	in := rollout.Input{
-		Applied:     applied,
-		Sealed:      sealed,
-		Restored:    sealed && r.history.restored(client.ObjectKeyFromObject(obj), applied),
-		Namespace:   obj.GetNamespace(),
-		Desired:     fingerprint.State{KeyID: r.Key.ID(), Entries: map[refs.Source]fingerprint.Entry{}},
-		Now:         now,
-		Window:      window,
-		CreateRolls: r.ReloadOnCreate,
-	}
-	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[LastRolloutAnnotation]); err == nil {
-		in.LastRollout = t
-	}
-	candidates, err := r.references(ctx, obj.GetNamespace(), spec, &tmpl.Spec)
+	in, resolved, err := r.resolver().Inputs(ctx, obj, spec, tmpl, r.now())
 	if err != nil {
-		return in, nil, err
+		return in, nil, fmt.Errorf("reading from the cache: %w", err)
 	}
+	in.Restored = in.Sealed && r.history.restored(client.ObjectKeyFromObject(obj), in.Applied)
 	var causes []cause
-	for _, c := range candidates {
-		if !r.watched(ctx, c.Namespace) {
+	for _, c := range resolved {
+		switch c.Outcome {
+		case Unwatched:
 			causes = append(causes, cause{reason: ReasonNamespaceNotWatched, note: fmt.Sprintf(
 				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
-			continue
-		}
-		if r.IgnoreSources[c.Kind] {
-			continue
-		}
-		src, err := r.getSource(ctx, c.Source)
-		switch {
-		case apierrors.IsNotFound(err) && c.namedOnly && !r.ReloadOnDelete:
-			in.Kept = append(in.Kept, c.Reference)
+		case Kept:
 			causes = append(causes, cause{reason: ReasonSourceMissing, note: fmt.Sprintf(
 				"Named %s %s/%s does not exist; its absence rolls nothing", c.Kind, c.Namespace, c.Name)})
-			continue
-		case apierrors.IsNotFound(err):
-			if c.Optional || r.ReloadOnDelete {
-				if !c.needsMatch {
-					in.Desired.Entries[c.Source] = fingerprint.Entry{Shape: fingerprint.Shape(c.Reference), Digest: fingerprint.Absent}
-				}
-				continue
-			}
-			in.Missing = append(in.Missing, c.Reference)
+		case Missing:
 			causes = append(causes, cause{reason: ReasonSourceMissing, note: fmt.Sprintf(
 				"Required %s %s/%s does not exist; no rollout until it does", c.Kind, c.Namespace, c.Name)})
-			continue
-		case err != nil:
-			return in, nil, fmt.Errorf("reading %s from the cache: %w", c.Source, err)
-		}
-		if r.Dialect.Ignored(src.GetAnnotations()) || (c.needsMatch && !r.Dialect.Matched(src.GetAnnotations())) ||
-			(r.SourceSelector != nil && !r.SourceSelector.Matches(labels.Set(src.GetLabels()))) {
-			continue
-		}
-		in.Desired.Entries[c.Source] = fingerprint.Entry{
-			Shape:  fingerprint.Shape(c.Reference),
-			Digest: r.Key.Source(c.Reference, digestsOf(src)),
 		}
 	}
 	return in, causes, nil
 }
 
-func (r *Reconciler) getSource(ctx context.Context, s refs.Source) (client.Object, error) {
-	var obj client.Object = &corev1.ConfigMap{}
-	if s.Kind == refs.Secret {
-		obj = &corev1.Secret{}
+// resolver returns the reconciler's Resolver, over its cache.
+func (r *Reconciler) resolver() Resolver {
+	return Resolver{
+		Selector:  Selector{Reader: r.Client, AutoReloadAll: r.AutoReloadAll, Watched: r.Watched},
+		Key:       r.Key,
+		Window:    r.Window,
+		Behaviour: r.Behaviour,
+		Dialect:   r.Dialect,
 	}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, obj)
-	return obj, err
 }
 
 // retry turns a conflict (the cache was behind the API) into a prompt

@@ -26,6 +26,19 @@ type candidate struct {
 	namedOnly bool
 }
 
+// Selector selects the references of a workload: the reconciler's, over its
+// cache, and nudge explain's, over the API with the user's permissions.
+type Selector struct {
+	// Reader lists the sources a name pattern is matched against: the
+	// cache, or the API.
+	Reader client.Reader
+	// AutoReloadAll is Reloader's --auto-reload-all (see
+	// Reconciler.AutoReloadAll).
+	AutoReloadAll bool
+	// Watched reports whether nudge watches a namespace; nil means every one.
+	Watched func(ctx context.Context, namespace string) bool
+}
+
 // namedReference is the reference an annotation's name makes to src: the
 // whole object, optional as the pod spec reads it. A source the pod spec
 // reads as required is required even when only an annotation selects it, so
@@ -41,8 +54,8 @@ func namedReference(src refs.Source, inPod map[refs.Source]refs.Reference) refs.
 }
 
 // references returns what spec selects of the pod spec and the named
-// sources, merged (see refs.Merge), reading name patterns against the cache.
-func (r *Reconciler) references(ctx context.Context, namespace string, spec dialect.Spec, pod *corev1.PodSpec) ([]candidate, error) {
+// sources, merged (see refs.Merge), reading name patterns against the Reader.
+func (r Selector) references(ctx context.Context, namespace string, spec dialect.Spec, pod *corev1.PodSpec) ([]candidate, error) {
 	var all []refs.Reference
 	searchOnly := map[refs.Source]bool{}
 	inPod := map[refs.Source]refs.Reference{}
@@ -100,14 +113,14 @@ func (r *Reconciler) references(ctx context.Context, namespace string, spec dial
 	return out, nil
 }
 
-// sourceNames lists the names of the cached sources of kind in namespace.
-func (r *Reconciler) sourceNames(ctx context.Context, kind refs.Kind, namespace string) ([]string, error) {
+// sourceNames lists the names of the sources of kind in namespace.
+func (r Selector) sourceNames(ctx context.Context, kind refs.Kind, namespace string) ([]string, error) {
 	var list client.ObjectList = &corev1.ConfigMapList{}
 	if kind == refs.Secret {
 		list = &corev1.SecretList{}
 	}
-	if err := r.Client.List(ctx, list, client.InNamespace(namespace)); err != nil {
-		return nil, fmt.Errorf("listing cached %ss in %s: %w", kind, namespace, err)
+	if err := r.Reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+		return nil, fmt.Errorf("listing %ss in %s: %w", kind, namespace, err)
 	}
 	var names []string
 	err := apimeta.EachListItem(list, func(o runtime.Object) error {
@@ -117,4 +130,8 @@ func (r *Reconciler) sourceNames(ctx context.Context, kind refs.Kind, namespace 
 		return nil
 	})
 	return names, err
+}
+
+func (r Selector) watched(ctx context.Context, namespace string) bool {
+	return r.Watched == nil || r.Watched(ctx, namespace)
 }

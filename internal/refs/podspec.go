@@ -28,6 +28,43 @@ import (
 // projections. Uses with an empty name are skipped. A nil spec has no
 // references.
 func FromPodSpec(namespace string, spec *corev1.PodSpec) []Reference {
+	uses := Uses(namespace, spec)
+	if len(uses) == 0 {
+		return nil
+	}
+	all := make([]Reference, len(uses))
+	for i, u := range uses {
+		all[i] = u.Reference
+	}
+	return Merge(all)
+}
+
+// Via says how a pod spec reads a source.
+type Via string
+
+// The ways a pod spec reads a source.
+const (
+	// Env: env[].valueFrom.configMapKeyRef or secretKeyRef.
+	Env Via = "env"
+	// EnvFrom: envFrom[].configMapRef or secretRef.
+	EnvFrom Via = "envFrom"
+	// Volume: a configMap or secret volume.
+	Volume Via = "volume"
+	// Projected: a source of a projected volume.
+	Projected Via = "projected"
+)
+
+// Use is one use of a source in a pod spec, before uses are merged.
+type Use struct {
+	Reference
+	Via Via
+}
+
+// Uses returns every use FromPodSpec counts, one per env var, envFrom entry,
+// volume or projection, unmerged, in the order of the pod spec: init
+// containers, containers, ephemeral containers, then volumes. A nil spec has
+// none.
+func Uses(namespace string, spec *corev1.PodSpec) []Use {
 	if spec == nil {
 		return nil
 	}
@@ -44,28 +81,25 @@ func FromPodSpec(namespace string, spec *corev1.PodSpec) []Reference {
 	for i := range spec.Volumes {
 		c.volume(&spec.Volumes[i].VolumeSource)
 	}
-	if len(c.uses) == 0 {
-		return nil
-	}
-	return Merge(c.uses)
+	return c.uses
 }
 
 // collector gathers the uses of one pod spec before they are merged.
 type collector struct {
 	namespace string
-	uses      []Reference
+	uses      []Use
 }
 
 // add records one use; keys nil means the whole object.
-func (c *collector) add(kind Kind, name string, keys []string, optional *bool) {
+func (c *collector) add(via Via, kind Kind, name string, keys []string, optional *bool) {
 	if name == "" {
 		return
 	}
-	c.uses = append(c.uses, Reference{
+	c.uses = append(c.uses, Use{Via: via, Reference: Reference{
 		Source:   Source{Kind: kind, Namespace: c.namespace, Name: name},
 		Keys:     keys,
 		Optional: optional != nil && *optional,
-	})
+	}})
 }
 
 func (c *collector) env(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
@@ -74,38 +108,38 @@ func (c *collector) env(env []corev1.EnvVar, envFrom []corev1.EnvFromSource) {
 			continue
 		}
 		if r := e.ValueFrom.ConfigMapKeyRef; r != nil {
-			c.add(ConfigMap, r.Name, []string{r.Key}, r.Optional)
+			c.add(Env, ConfigMap, r.Name, []string{r.Key}, r.Optional)
 		}
 		if r := e.ValueFrom.SecretKeyRef; r != nil {
-			c.add(Secret, r.Name, []string{r.Key}, r.Optional)
+			c.add(Env, Secret, r.Name, []string{r.Key}, r.Optional)
 		}
 	}
 	for _, e := range envFrom {
 		if r := e.ConfigMapRef; r != nil {
-			c.add(ConfigMap, r.Name, nil, r.Optional)
+			c.add(EnvFrom, ConfigMap, r.Name, nil, r.Optional)
 		}
 		if r := e.SecretRef; r != nil {
-			c.add(Secret, r.Name, nil, r.Optional)
+			c.add(EnvFrom, Secret, r.Name, nil, r.Optional)
 		}
 	}
 }
 
 func (c *collector) volume(v *corev1.VolumeSource) {
 	if v.ConfigMap != nil {
-		c.add(ConfigMap, v.ConfigMap.Name, itemKeys(v.ConfigMap.Items), v.ConfigMap.Optional)
+		c.add(Volume, ConfigMap, v.ConfigMap.Name, itemKeys(v.ConfigMap.Items), v.ConfigMap.Optional)
 	}
 	if v.Secret != nil {
-		c.add(Secret, v.Secret.SecretName, itemKeys(v.Secret.Items), v.Secret.Optional)
+		c.add(Volume, Secret, v.Secret.SecretName, itemKeys(v.Secret.Items), v.Secret.Optional)
 	}
 	if v.Projected == nil {
 		return
 	}
 	for _, p := range v.Projected.Sources {
 		if p.ConfigMap != nil {
-			c.add(ConfigMap, p.ConfigMap.Name, itemKeys(p.ConfigMap.Items), p.ConfigMap.Optional)
+			c.add(Projected, ConfigMap, p.ConfigMap.Name, itemKeys(p.ConfigMap.Items), p.ConfigMap.Optional)
 		}
 		if p.Secret != nil {
-			c.add(Secret, p.Secret.Name, itemKeys(p.Secret.Items), p.Secret.Optional)
+			c.add(Projected, Secret, p.Secret.Name, itemKeys(p.Secret.Items), p.Secret.Optional)
 		}
 	}
 }

@@ -288,3 +288,38 @@ func TestFromPodSpec(t *testing.T) {
 		})
 	}
 }
+
+func TestUses(t *testing.T) {
+	tests := map[string]struct {
+		spec *corev1.PodSpec
+		want []Use
+	}{
+		"a nil spec has no uses": {spec: nil, want: nil},
+		"each use keeps how it reads, unmerged, init containers first and volumes last": {
+			spec: &corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "init", EnvFrom: []corev1.EnvFromSource{secretEnvFrom("db", nil)}}},
+				Containers: []corev1.Container{{Name: "app",
+					Env:     []corev1.EnvVar{cmKeyEnv("app", "mode", ptr(true))},
+					EnvFrom: []corev1.EnvFromSource{cmEnvFrom("app", nil)}}},
+				Volumes: []corev1.Volume{
+					secretVolume("db", nil, "password"),
+					projectedVolume(cmProjection("files", nil), secretProjection("tls", nil, "crt")),
+				},
+			},
+			want: []Use{
+				{Reference: secret("db"), Via: EnvFrom},
+				{Reference: optional(cm("app", "mode")), Via: Env},
+				{Reference: cm("app"), Via: EnvFrom},
+				{Reference: secret("db", "password"), Via: Volume},
+				{Reference: cm("files"), Via: Projected},
+				{Reference: secret("tls", "crt"), Via: Projected},
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(Uses(ns, tc.spec)).To(Equal(tc.want))
+		})
+	}
+}

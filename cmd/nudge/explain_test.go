@@ -1,0 +1,325 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/explain"
+	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/options"
+)
+
+// update rewrites the golden files: go test ./cmd/nudge -run TestExplain -update
+var update = flag.Bool("update", false, "rewrite testdata/*.golden")
+
+// fixture is one namespace of workloads in every dialect and reference
+// form, baselined by a nudge that has been stopped since, then changed.
+type fixture struct {
+	ns, system string
+}
+
+// TestExplain pins nudge explain's table output for every dialect and
+// reference form (golden files), its JSON and YAML, and its answer for a
+// user who may not read nudge's key Secret.
+func TestExplain(t *testing.T) {
+	f := newFixture(t)
+	goldens := map[string][]string{
+		"native-auto":     {"deployment/native-auto"},
+		"native-named":    {"deploy", "native-named"},
+		"reloader-auto":   {"statefulset/reloader-auto"},
+		"reloader-search": {"ds/reloader-search"},
+		"reloader-reload": {"cronjob/reloader-reload"},
+		"pod-reloader":    {"deployment/pod-reloader"},
+		"wave":            {"rollout/wave"},
+		"held":            {"deployment/held"},
+		"windowed":        {"deployment/windowed"},
+		"unmanaged":       {"deployment/unmanaged"},
+		"first-sight":     {"deployment/first-sight"},
+		"job":             {"job/job"},
+		"source-app":      {"configmap/app"},
+		"source-db":       {"secret/db"},
+		"source-gone":     {"secret/gone"},
+		"source-unused":   {"cm/unused"},
+	}
+	for name, args := range goldens {
+		t.Run(name, func(t *testing.T) {
+			out, err := run(t, command(), f.args(append([]string{"explain"}, args...)...)...)
+			NewWithT(t).Expect(err).NotTo(HaveOccurred(), "explain %v:\n%s", args, out)
+			golden(t, name, f.normalise(out))
+		})
+	}
+
+	t.Run("-o json parses and holds the comparison", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := run(t, pluginCommand(), f.args("explain", "deployment/native-auto", "-o", "json")...)
+		g.Expect(err).NotTo(HaveOccurred())
+		var got struct {
+			APIVersion, Kind string
+			Workload         explain.Workload
+		}
+		g.Expect(json.Unmarshal([]byte(out), &got)).To(Succeed(), "JSON output:\n%s", out)
+		g.Expect(got.APIVersion).To(Equal(explain.APIVersion))
+		g.Expect(got.Kind).To(Equal(explain.Kind))
+		g.Expect(got.Workload.Status.State).To(Equal(explain.StateWouldRoll))
+		g.Expect(got.Workload.Comparison.Compared).To(BeTrue())
+		g.Expect(got.Workload.References).To(ContainElement(And(
+			HaveField("Name", "app"), HaveField("ReadAs", []string{"envFrom"}), HaveField("Content", explain.ContentChanged))))
+	})
+
+	t.Run("-o yaml parses", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := run(t, pluginCommand(), f.args("explain", "secret", "db", "-o", "yaml")...)
+		g.Expect(err).NotTo(HaveOccurred())
+		var got struct{ Source explain.Source }
+		g.Expect(yaml.Unmarshal([]byte(out), &got)).To(Succeed(), "YAML output:\n%s", out)
+		g.Expect(got.Source.Workloads).NotTo(BeEmpty())
+	})
+
+	t.Run("without access to the key Secret", func(t *testing.T) {
+		g := NewWithT(t)
+		user := f.reader(t)
+		out, err := run(t, pluginCommand(), f.args("explain", "deployment/native-auto", "--as", user)...)
+		g.Expect(err).NotTo(HaveOccurred(), "explain still works:\n%s", out)
+		golden(t, "no-key-access", f.normalise(out))
+		g.Expect(out).To(ContainSubstring("cannot compare content: no access to Secret " + f.system + "/nudge-fingerprint-key"))
+
+		// The same user may not read the workload of another namespace.
+		_, err = run(t, pluginCommand(), "explain", "deployment/native-auto", "--as", user, "-n", f.system,
+			"--kubeconfig", plane.Kubeconfig(), "--system-namespace", f.system)
+		g.Expect(err).To(MatchError(ContainSubstring("forbidden")))
+		g.Expect(err).NotTo(BeAssignableToTypeOf(usageError{}), "an API error exits 1, not 2")
+	})
+
+	t.Run("a workload that does not exist is an error", func(t *testing.T) {
+		_, err := run(t, command(), f.args("explain", "deployment/nothing")...)
+		NewWithT(t).Expect(explain.IsNotFound(err)).To(BeTrue(), "got %v", err)
+	})
+}
+
+// args adds the fixture's kubeconfig, namespace and nudge's system namespace.
+func (f *fixture) args(args ...string) []string {
+	return append(args, "--kubeconfig", plane.Kubeconfig(), "-n", f.ns, "--system-namespace", f.system)
+}
+
+// normalise replaces what differs from run to run: the generated namespace
+// names, times, and the key's identifier.
+func (f *fixture) normalise(out string) string {
+	out = strings.ReplaceAll(out, f.system, "SYSTEM")
+	out = strings.ReplaceAll(out, f.ns, "NS")
+	out = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`).ReplaceAllString(out, "YYYY-MM-DDTHH:MM:SSZ")
+	return regexp.MustCompile(`key [0-9a-f]{8} `).ReplaceAllString(out, "key KEYID ")
+}
+
+// golden compares got with testdata/name.golden, or writes it with -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("reading %s (run with -update to create it): %v", path, err)
+	}
+	NewWithT(t).Expect(got).To(Equal(string(want)), "output differs from %s (run with -update if intended)", path)
+}
+
+// reader creates a user who may read the fixture's workloads, sources and
+// Events, and nothing in nudge's namespace, and returns its name.
+func (f *fixture) reader(t *testing.T) string {
+	t.Helper()
+	g := NewWithT(t)
+	const user = "explain-reader"
+	role := &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "explain-reader"}, Rules: []rbacv1.PolicyRule{
+		{APIGroups: []string{""}, Resources: []string{"configmaps", "secrets", "events"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"apps"}, Resources: []string{"deployments", "statefulsets", "daemonsets"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"batch"}, Resources: []string{"cronjobs", "jobs"}, Verbs: []string{"get", "list"}},
+		{APIGroups: []string{"argoproj.io"}, Resources: []string{"rollouts"}, Verbs: []string{"get", "list"}},
+	}}
+	binding := &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "explain-reader"},
+		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
+		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
+	for _, o := range []client.Object{role, binding} {
+		g.Expect(k8s.Create(t.Context(), o)).To(Succeed())
+	}
+	return user
+}
+
+// newFixture builds the fixture: sources and workloads, a nudge that records
+// their baselines and rolls windowed once, then, nudge stopped, changes.
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	g := NewWithT(t)
+	ctx := t.Context()
+	f := &fixture{}
+	var err error
+	f.ns, err = plane.GenerateNamespace(ctx, "explain-")
+	g.Expect(err).NotTo(HaveOccurred())
+	f.system, err = plane.GenerateNamespace(ctx, "explain-system-")
+	g.Expect(err).NotTo(HaveOccurred())
+	nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
+	ns := f.ns
+
+	matched := nt.ConfigMap(ns, "matched", map[string]string{"a": "1"})
+	matched.Annotations = map[string]string{"reloader.stakater.com/match": "true"}
+	tls := nt.Secret(ns, "tls", map[string]string{"crt": "c", "key": "k"})
+	objs := []client.Object{
+		nt.ConfigMap(ns, "app", map[string]string{"mode": "a"}),
+		nt.Secret(ns, "db", map[string]string{"password": "p", "user": "u"}),
+		nt.ConfigMap(ns, "files", map[string]string{"f": "1"}),
+		tls, matched,
+		nt.ConfigMap(ns, "extra", map[string]string{"x": "1"}),
+		nt.ConfigMap(ns, "win", map[string]string{"w": "1"}),
+		nt.ConfigMap(ns, "later", map[string]string{"l": "1"}),
+		nt.ConfigMap(ns, "unused", map[string]string{"u": "1"}),
+
+		nt.Deployment(ns, "native-auto", 1, map[string]string{"nudge.dev/auto": "true"},
+			nt.EnvFrom("ConfigMap", "app"), nt.EnvKey("Secret", "db", "password", false), nt.Volume("ConfigMap", "files"),
+			projected("Secret", "tls", "crt")),
+		nt.Deployment(ns, "native-named", 1, map[string]string{
+			"nudge.dev/configmaps": "extra", "nudge.dev/secrets": "gone", "nudge.dev/exclude-configmaps": "app", "nudge.dev/auto": "true",
+		}, nt.EnvFrom("ConfigMap", "app")),
+		templateAnnotated(ns, "reloader-auto", map[string]string{"reloader.stakater.com/auto": "true"}, nt.Volume("Secret", "db")),
+		nt.DaemonSet(ns, "reloader-search", map[string]string{"reloader.stakater.com/search": "true"},
+			nt.EnvFrom("ConfigMap", "app"), nt.EnvFrom("ConfigMap", "matched")),
+		cronJob(ns, "reloader-reload", map[string]string{
+			"configmap.reloader.stakater.com/reload": "ext.*", "secret.reloader.stakater.com/reload": "db",
+		}),
+		nt.Deployment(ns, "pod-reloader", 1, map[string]string{
+			"pod-reloader.cs.sap.com/configmaps": "app", "pod-reloader.cs.sap.com/secrets": "db",
+		}, nt.EnvKey("ConfigMap", "app", "mode", true)),
+		nt.Rollout(ns, "wave", map[string]string{
+			"wave.pusher.com/update-on-config-change": "true", "wave.pusher.com/extra-secrets": "db",
+		}, nt.EnvFrom("ConfigMap", "app")),
+		nt.Deployment(ns, "held", 1, map[string]string{"nudge.dev/auto": "true"},
+			nt.EnvFrom("ConfigMap", "app"), nt.EnvFrom("ConfigMap", "later")),
+		nt.Deployment(ns, "windowed", 1, map[string]string{"nudge.dev/auto": "true", "nudge.dev/rollout-window": "1h"},
+			nt.EnvFrom("ConfigMap", "win")),
+		nt.Deployment(ns, "unmanaged", 1, nil, nt.EnvFrom("ConfigMap", "app")),
+		job(ns, "job", map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "app")),
+	}
+	for _, o := range objs {
+		g.Expect(k8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
+	}
+
+	n := nt.Start(t, plane.Config(), ns, func(o *options.Options) { o.SystemNamespace = f.system })
+	for _, o := range objs[9:] {
+		if o.GetName() == "unmanaged" || o.GetName() == "job" {
+			continue
+		}
+		g.Eventually(func() string {
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+			return o.GetAnnotations()[controller.AppliedAnnotation]
+		}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of %s", o.GetName())
+	}
+	// One rollout of windowed, so its next change waits for its window.
+	updateData(t, ns, "win")
+	g.Eventually(func() string {
+		d := nt.Deployment(ns, "windowed", 1, nil)
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		return d.Annotations[controller.LastRolloutAnnotation]
+	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to roll windowed")
+	// A required source of held goes away.
+	g.Expect(k8s.Delete(ctx, nt.ConfigMap(ns, "later", nil))).To(Succeed())
+	// Wait for every Event nudge records here, so the goldens hold them all.
+	for _, want := range []struct{ name, reason string }{
+		{"windowed", controller.ReasonRolled}, {"held", controller.ReasonSourceMissing}, {"native-named", controller.ReasonSourceMissing},
+	} {
+		g.Eventually(func() []string {
+			var list corev1.EventList
+			g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			var reasons []string
+			for _, ev := range list.Items {
+				if ev.InvolvedObject.Name == want.name {
+					reasons = append(reasons, ev.Reason)
+				}
+			}
+			return reasons
+		}).WithTimeout(30*time.Second).Should(ContainElement(want.reason), "a %s Event on %s", want.reason, want.name)
+	}
+	n.Stop(t)
+
+	// Changes nudge has not seen.
+	updateData(t, ns, "app")
+	updateData(t, ns, "win")
+	g.Expect(k8s.Create(ctx, nt.Deployment(ns, "first-sight", 1, map[string]string{"nudge.dev/auto": "true"},
+		nt.EnvFrom("ConfigMap", "app")))).To(Succeed())
+	return f
+}
+
+func updateData(t *testing.T, ns, name string) {
+	t.Helper()
+	g := NewWithT(t)
+	var cm corev1.ConfigMap
+	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &cm)).To(Succeed())
+	for k := range cm.Data {
+		cm.Data[k] += "-changed"
+	}
+	g.Expect(k8s.Update(t.Context(), &cm)).To(Succeed())
+}
+
+// projected mounts the keys of a ConfigMap or Secret through a projected volume.
+func projected(kind, name string, keys ...string) nt.PodOption {
+	return func(t *corev1.PodTemplateSpec) {
+		var items []corev1.KeyToPath
+		for _, k := range keys {
+			items = append(items, corev1.KeyToPath{Key: k, Path: k})
+		}
+		p := corev1.VolumeProjection{}
+		if kind == "Secret" {
+			p.Secret = &corev1.SecretProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items}
+		} else {
+			p.ConfigMap = &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Items: items}
+		}
+		t.Spec.Volumes = append(t.Spec.Volumes, corev1.Volume{Name: "p-" + name,
+			VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{p}}}})
+	}
+}
+
+// templateAnnotated is a StatefulSet whose pod template, not its metadata,
+// carries annotations: Reloader reads them there too.
+func templateAnnotated(ns, name string, annotations map[string]string, opts ...nt.PodOption) *appsv1.StatefulSet {
+	s := nt.StatefulSet(ns, name, 1, nil, opts...)
+	s.Spec.Template.Annotations = annotations
+	return s
+}
+
+func cronJob(ns, name string, annotations map[string]string, opts ...nt.PodOption) *batchv1.CronJob {
+	tmpl := nt.Template(name, opts...)
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	return &batchv1.CronJob{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: batchv1.CronJobSpec{Schedule: "0 0 1 1 *",
+			JobTemplate: batchv1.JobTemplateSpec{Spec: batchv1.JobSpec{Template: tmpl}}},
+	}
+}
+
+func job(ns, name string, annotations map[string]string, opts ...nt.PodOption) *batchv1.Job {
+	tmpl := nt.Template(name, opts...)
+	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
+	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
+		Spec: batchv1.JobSpec{Template: tmpl, BackoffLimit: ptr.To[int32](0)}}
+}

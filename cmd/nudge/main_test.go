@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	goruntime "runtime"
+	"strings"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"github.com/spf13/cobra"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/testbed"
+	"nudge.dev/nudge/internal/version"
+)
+
+// plane is the kube-apiserver the explain tests talk to; no workload
+// controller runs.
+var (
+	plane *testbed.Plane
+	k8s   client.Client
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(testbed.Main(m, testbed.Options{Mode: testbed.APIServer}, func(p *testbed.Plane) {
+		plane = p
+		scheme := runtime.NewScheme()
+		_ = clientgoscheme.AddToScheme(scheme)
+		_ = apiextensionsv1.AddToScheme(scheme)
+		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
+		if err != nil {
+			panic(err)
+		}
+		k8s = c
+	}))
+}
+
+// run runs root (command or pluginCommand) with args and returns its
+// standard output and error.
+func run(t *testing.T, root *cobra.Command, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	root.SetArgs(args)
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetContext(t.Context())
+	err := root.Execute()
+	return out.String(), err
+}
+
+func TestVersion(t *testing.T) {
+	want := "nudge " + version.Get() + " " + goruntime.Version() + " " + goruntime.GOOS + "/" + goruntime.GOARCH + "\n"
+	tests := map[string]struct {
+		root func() *cobra.Command
+		args []string
+		want string
+	}{
+		"nudge version prints the version":   {command, []string{"version"}, want},
+		"nudge --version prints the same":    {command, []string{"--version"}, want},
+		"kubectl nudge version names itself": {pluginCommand, []string{"version"}, "kubectl-" + want},
+		"kubectl nudge --version too":        {pluginCommand, []string{"--version"}, "kubectl-" + want},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			out, err := run(t, tc.root(), tc.args...)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(out).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := map[string][]string{
+		"an unknown type": {"explain", "pod/web"},
+		"no name":         {"explain", "deployment"},
+		"an output format other than json or yaml": {"explain", "deployment/web", "-o", "wide"},
+		"an unknown flag":                          {"explain", "deployment/web", "--no-such-flag"},
+		"version takes no argument":                {"version", "extra"},
+	}
+	for name, args := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			_, err := run(t, pluginCommand(), append(args, "--kubeconfig", plane.Kubeconfig())...)
+			g.Expect(err).To(HaveOccurred())
+			g.Expect(errors.As(err, new(usageError))).To(BeTrue(), "a usage error (exit code 2), got %v", err)
+		})
+	}
+}
+
+// The controller's flags stay on the root command, and the subcommands do
+// not take them.
+func TestRootKeepsTheControllerFlags(t *testing.T) {
+	g := NewWithT(t)
+	root := command()
+	for _, f := range []string{"kubeconfig", "system-namespace", "key-secret", "auto-reload-all", "reload-strategy", "namespaces", "enable-ha", "log-format"} {
+		g.Expect(root.Flags().Lookup(f)).NotTo(BeNil(), "root flag --%s", f)
+	}
+	_, err := run(t, command(), "--log-format", "xml")
+	g.Expect(err).To(MatchError(ContainSubstring("--log-format")), "the root still validates the controller's options")
+	g.Expect(strings.Contains(root.UsageString(), "explain")).To(BeTrue(), "the root lists its subcommands")
+}

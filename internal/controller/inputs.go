@@ -1,0 +1,166 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/rollout"
+)
+
+// Outcome is what became of one selected reference once its source was read.
+type Outcome string
+
+// The outcomes of a reference, in Resolved.
+const (
+	// Counted: the source exists and its content counts.
+	Counted Outcome = "Counted"
+	// AbsentOptional: an optional source (or any, with --reload-on-delete)
+	// does not exist; its absence counts (fingerprint.Absent).
+	AbsentOptional Outcome = "AbsentOptional"
+	// Missing: a required source does not exist; a change holds until it
+	// does (rollout.Input.Missing).
+	Missing Outcome = "Missing"
+	// Kept: a source only an annotation names does not exist; its absence
+	// rolls nothing (rollout.Input.Kept).
+	Kept Outcome = "Kept"
+	// Unwatched: the source is in a namespace nudge does not watch.
+	Unwatched Outcome = "Unwatched"
+	// KindIgnored: its kind is in --resources-to-ignore.
+	KindIgnored Outcome = "KindIgnored"
+	// Ignored: the source carries nudge.dev/ignore or
+	// reloader.stakater.com/ignore.
+	Ignored Outcome = "Ignored"
+	// Unmatched: only Reloader's search mode selects it, and it does not
+	// carry reloader.stakater.com/match (or does not exist).
+	Unmatched Outcome = "Unmatched"
+	// Unselected: the source does not match --resource-label-selector.
+	Unselected Outcome = "Unselected"
+)
+
+// Resolved is one reference a workload's dialects select, with what became of
+// it when its source was read.
+type Resolved struct {
+	refs.Reference
+	// NeedsMatch: only Reloader's search mode selects the source.
+	NeedsMatch bool
+	// NamedOnly: an annotation names the source and the pod spec does not
+	// read it.
+	NamedOnly bool
+	Outcome   Outcome
+}
+
+// Resolver gathers rollout.Decide's inputs for one workload: nudge's
+// reference resolution and fingerprint, over the cache in the reconciler and
+// over the API in nudge explain. Sources its Reader returns must be digested
+// (see DigestSource).
+type Resolver struct {
+	Selector
+	// Key is the installation's fingerprint key.
+	Key fingerprint.Key
+	// Window is the default rollout window (see rollout.Input.Window).
+	Window time.Duration
+	// Behaviour: ReloadOnCreate, ReloadOnDelete, SourceSelector and
+	// IgnoreSources are read.
+	Behaviour
+	// Dialect reads the sources' ignore and match marks, with Reloader's
+	// names as its flags set them; the zero Parser reads the defaults.
+	Dialect dialect.Parser
+}
+
+// Inputs returns rollout.Decide's input for workload obj, whose dialect spec
+// and pod template are given, at time now, with every selected reference and
+// its outcome in the order of refs.Merge. Input.Restored is left false: only
+// the reconciler knows the states it replaced. It returns an error when a
+// source or a list of sources cannot be read.
+func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec, now time.Time) (rollout.Input, []Resolved, error) {
+	window := r.Window
+	if spec.Window != nil {
+		window = *spec.Window
+	}
+	applied := obj.GetAnnotations()[AppliedAnnotation]
+	in := rollout.Input{
+		Applied:     applied,
+		Sealed:      applied != "" && obj.GetLabels()[SealLabel] == r.Key.Seal(applied),
+		Namespace:   obj.GetNamespace(),
+		Desired:     fingerprint.State{KeyID: r.Key.ID(), Entries: map[refs.Source]fingerprint.Entry{}},
+		Now:         now,
+		Window:      window,
+		CreateRolls: r.ReloadOnCreate,
+	}
+	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[LastRolloutAnnotation]); err == nil {
+		in.LastRollout = t
+	}
+	candidates, err := r.references(ctx, obj.GetNamespace(), spec, &tmpl.Spec)
+	if err != nil {
+		return in, nil, err
+	}
+	out := make([]Resolved, 0, len(candidates))
+	for _, c := range candidates {
+		outcome, err := r.resolve(ctx, c, &in)
+		if err != nil {
+			return in, nil, err
+		}
+		out = append(out, Resolved{Reference: c.Reference, NeedsMatch: c.needsMatch, NamedOnly: c.namedOnly, Outcome: outcome})
+	}
+	return in, out, nil
+}
+
+// resolve reads the source of c and records it in in.
+func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input) (Outcome, error) {
+	if !r.watched(ctx, c.Namespace) {
+		return Unwatched, nil
+	}
+	if r.IgnoreSources[c.Kind] {
+		return KindIgnored, nil
+	}
+	src, err := r.getSource(ctx, c.Source)
+	switch {
+	case apierrors.IsNotFound(err) && c.namedOnly && !r.ReloadOnDelete:
+		in.Kept = append(in.Kept, c.Reference)
+		return Kept, nil
+	case apierrors.IsNotFound(err):
+		if c.Optional || r.ReloadOnDelete {
+			if c.needsMatch {
+				return Unmatched, nil
+			}
+			in.Desired.Entries[c.Source] = fingerprint.Entry{Shape: fingerprint.Shape(c.Reference), Digest: fingerprint.Absent}
+			return AbsentOptional, nil
+		}
+		in.Missing = append(in.Missing, c.Reference)
+		return Missing, nil
+	case err != nil:
+		return "", fmt.Errorf("reading %s: %w", c.Source, err)
+	}
+	switch {
+	case r.Dialect.Ignored(src.GetAnnotations()):
+		return Ignored, nil
+	case c.needsMatch && !r.Dialect.Matched(src.GetAnnotations()):
+		return Unmatched, nil
+	case r.SourceSelector != nil && !r.SourceSelector.Matches(labels.Set(src.GetLabels())):
+		return Unselected, nil
+	}
+	in.Desired.Entries[c.Source] = fingerprint.Entry{
+		Shape:  fingerprint.Shape(c.Reference),
+		Digest: r.Key.Source(c.Reference, digestsOf(src)),
+	}
+	return Counted, nil
+}
+
+func (r Resolver) getSource(ctx context.Context, s refs.Source) (client.Object, error) {
+	var obj client.Object = &corev1.ConfigMap{}
+	if s.Kind == refs.Secret {
+		obj = &corev1.Secret{}
+	}
+	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, obj)
+	return obj, err
+}

@@ -1,0 +1,141 @@
+package explain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/app"
+	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/fingerprint"
+)
+
+// Options are what nudge explain must know of the nudge it explains: where
+// its key is and the flags that change its decisions. The zero value of each
+// field but the key's location is nudge's default.
+type Options struct {
+	// SystemNamespace and KeySecret locate nudge's fingerprint key, as the
+	// controller's --system-namespace and --key-secret.
+	SystemNamespace, KeySecret string
+	// AutoReloadAll is the controller's --auto-reload-all.
+	AutoReloadAll bool
+	// RolloutWindow is the controller's --rollout-window.
+	RolloutWindow time.Duration
+	// Now tells the time; time.Now when nil.
+	Now func() time.Time
+}
+
+// Explainer explains workloads and sources through Client, which reads with
+// the user's permissions: workloads, ConfigMaps, Secrets and Events of the
+// namespace, and, to compare content, nudge's key Secret.
+type Explainer struct {
+	Client client.Client
+	Options
+}
+
+func (e Explainer) now() time.Time {
+	if e.Now == nil {
+		return time.Now()
+	}
+	return e.Now()
+}
+
+// key reads nudge's fingerprint key. It returns the Comparison to report and
+// the key when it could be read.
+func (e Explainer) key(ctx context.Context) (fingerprint.Key, Comparison) {
+	c := Comparison{KeySecret: e.SystemNamespace + "/" + e.KeySecret}
+	k, err := app.ReadKey(ctx, e.Client, e.SystemNamespace, e.KeySecret)
+	switch {
+	case err == nil:
+		c.Compared, c.KeyID = true, k.ID()
+	case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+		c.Reason = fmt.Sprintf("cannot compare content: no access to Secret %s (nudge's key; get it with --system-namespace and --key-secret)", c.KeySecret)
+	case apierrors.IsNotFound(err):
+		c.Reason = fmt.Sprintf("cannot compare content: Secret %s (nudge's key) does not exist: is nudge installed there? (see --system-namespace and --key-secret)", c.KeySecret)
+	default:
+		c.Reason = fmt.Sprintf("cannot compare content: %v", err)
+	}
+	return k, c
+}
+
+// resolver returns nudge's Resolver over the API: sources are digested as
+// they are read, as the controller's cache does.
+func (e Explainer) resolver(key fingerprint.Key) controller.Resolver {
+	return controller.Resolver{
+		Selector: controller.Selector{Reader: digested{e.Client}, AutoReloadAll: e.AutoReloadAll},
+		Key:      key,
+		Window:   e.RolloutWindow,
+	}
+}
+
+// digested reads ConfigMaps and Secrets as nudge's cache holds them: per-key
+// digests instead of values (controller.DigestSource), so nothing here keeps
+// a value longer than the read.
+type digested struct{ client.Reader }
+
+func (d digested) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := d.Reader.Get(ctx, key, obj, opts...); err != nil {
+		return err
+	}
+	_, err := controller.DigestSource(false, dialect.Parser{}.SourceAnnotations())(obj)
+	return err
+}
+
+// events returns nudge's Events on the object of kind in namespace, oldest
+// first, at most limit of the latest.
+func (e Explainer) events(ctx context.Context, kind, namespace, name string, limit int) ([]Event, error) {
+	var list corev1.EventList
+	err := e.Client.List(ctx, &list, client.InNamespace(namespace), client.MatchingFields{
+		"involvedObject.kind": kind, "involvedObject.name": name,
+	})
+	if apierrors.IsForbidden(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("listing Events of %s %s/%s: %w", kind, namespace, name, err)
+	}
+	var out []Event
+	for _, ev := range list.Items {
+		if ev.ReportingController != "nudge" && ev.Source.Component != "nudge" {
+			continue
+		}
+		out = append(out, Event{Time: eventTime(ev), Type: ev.Type, Reason: ev.Reason, Message: ev.Message, Count: eventCount(ev)})
+	}
+	sortEvents(out)
+	if len(out) > limit {
+		out = out[len(out)-limit:]
+	}
+	return out, nil
+}
+
+// eventTime is when an Event was last seen, whichever API wrote it.
+func eventTime(ev corev1.Event) time.Time {
+	t := ev.EventTime.Time
+	if ev.Series != nil && ev.Series.LastObservedTime.After(t) {
+		t = ev.Series.LastObservedTime.Time
+	}
+	if ev.LastTimestamp.After(t) {
+		t = ev.LastTimestamp.Time
+	}
+	return t.UTC()
+}
+
+func eventCount(ev corev1.Event) int32 {
+	switch {
+	case ev.Series != nil:
+		return ev.Series.Count
+	case ev.Count > 0:
+		return ev.Count
+	}
+	return 1
+}
+
+// ErrUsage is wrapped by errors in what the user asked (an unknown kind, a
+// malformed argument), as opposed to errors talking to the API.
+var ErrUsage = errors.New("usage")

@@ -1,0 +1,158 @@
+package explain
+
+import "time"
+
+// Workload is the explanation of one workload.
+type Workload struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Annotations are the dialect annotations the workload carries, on its
+	// metadata and its pod template.
+	Annotations []Annotation `json:"annotations"`
+	// Malformed lists the annotation errors nudge reports as
+	// MalformedAnnotation Warnings.
+	Malformed []string `json:"malformed,omitempty"`
+	// References lists every reference its dialects select, sorted by kind,
+	// namespace and name.
+	References []Reference `json:"references"`
+	// Comparison says whether content could be compared.
+	Comparison Comparison `json:"comparison"`
+	// Status is what nudge does with the workload now.
+	Status Status `json:"status"`
+	// LastRollout is when nudge last rolled it (nudge.dev/last-rollout).
+	LastRollout *time.Time `json:"lastRollout,omitempty"`
+	// Events are nudge's recent Events on it, oldest first.
+	Events []Event `json:"events"`
+}
+
+// Annotation is one dialect annotation found on a workload.
+type Annotation struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	// Dialect is "nudge", "reloader", "pod-reloader" or "wave".
+	Dialect string `json:"dialect"`
+	// Place is "metadata" or "template" (the pod template's annotations).
+	Place string `json:"place"`
+	// Selects says in words what the annotation selects.
+	Selects string `json:"selects"`
+}
+
+// Reference is one selected reference and how its content compares.
+type Reference struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Keys are the keys read; empty when the whole object is.
+	Keys     []string `json:"keys,omitempty"`
+	Optional bool     `json:"optional"`
+	// ReadAs lists how it is read: env, envFrom, volume, projected (the pod
+	// spec), named (an annotation names it; "named:<dialect>"), search
+	// (counts only with reloader.stakater.com/match).
+	ReadAs []string `json:"readAs"`
+	// Outcome is controller.Outcome: Counted, AbsentOptional, Missing, Kept,
+	// Ignored, Unmatched, Unselected, Unwatched, KindIgnored.
+	Outcome string `json:"outcome"`
+	// Content compares the source with what the running pods started with:
+	// Unchanged, Changed, New (not in the applied state), ReadDifferently
+	// (other keys read), Missing, NotCounted, or Unknown (no applied state,
+	// or no key to compare with).
+	Content string `json:"content"`
+}
+
+// The values of Reference.Content.
+const (
+	ContentUnchanged       = "Unchanged"
+	ContentChanged         = "Changed"
+	ContentNew             = "New"
+	ContentReadDifferently = "ReadDifferently"
+	ContentMissing         = "Missing"
+	ContentNotCounted      = "NotCounted"
+	ContentUnknown         = "Unknown"
+)
+
+// Comparison says whether content was compared, with which key.
+type Comparison struct {
+	// Compared is false when nudge's key Secret could not be read.
+	Compared bool `json:"compared"`
+	// KeyID is the key's public identifier (fingerprint.Key.ID).
+	KeyID string `json:"keyID,omitempty"`
+	// KeySecret is the key Secret, "namespace/name".
+	KeySecret string `json:"keySecret"`
+	// Reason says why content was not compared.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Status is what nudge does with a workload now.
+type Status struct {
+	// State is one of the State* constants.
+	State string `json:"state"`
+	// Message says why, in words.
+	Message string `json:"message"`
+	// Changed lists the sources whose content changed, "Kind ns/name".
+	Changed []string `json:"changed,omitempty"`
+	// Until is when a wait ends (StateWaiting).
+	Until *time.Time `json:"until,omitempty"`
+}
+
+// The values of Status.State.
+const (
+	// StateNotManaged: no dialect annotation selects anything.
+	StateNotManaged = "NotManaged"
+	// StateFirstSight: no applied state, or one nudge did not write last
+	// (no seal) or wrote with another key: nudge records a baseline and
+	// does not roll.
+	StateFirstSight = "FirstSight"
+	// StateUpToDate: every source is what the pods started with.
+	StateUpToDate = "UpToDate"
+	// StateWouldRoll: a source changed; nudge rolls the workload.
+	StateWouldRoll = "WouldRoll"
+	// StateWaiting: a source changed within the rollout window after the
+	// last rollout; nudge rolls at the window's end.
+	StateWaiting = "Waiting"
+	// StateHeld: a source changed but a required source is missing, so new
+	// pods could not start; nudge waits for it.
+	StateHeld = "Held"
+	// StateRebaseline: only the set of references changed; nudge records
+	// it without a rollout.
+	StateRebaseline = "Rebaseline"
+	// StateUnknown: content could not be compared (see Comparison).
+	StateUnknown = "Unknown"
+)
+
+// Event is one of nudge's Events on an object.
+type Event struct {
+	Time    time.Time `json:"time"`
+	Type    string    `json:"type"`
+	Reason  string    `json:"reason"`
+	Message string    `json:"message"`
+	Count   int32     `json:"count"`
+}
+
+// Source is the explanation of one ConfigMap or Secret: the workloads of its
+// namespace that use it or name it.
+type Source struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	// Exists is false when the source does not exist (yet).
+	Exists bool `json:"exists"`
+	// Workloads lists, sorted by kind and name, every workload of the
+	// namespace whose pod spec reads the source or whose annotations name or
+	// exclude it.
+	Workloads []Dependent `json:"workloads"`
+}
+
+// Dependent is one workload's relation to a source.
+type Dependent struct {
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// WouldRoll: a change of the source's content rolls the workload.
+	WouldRoll bool `json:"wouldRoll"`
+	// ReadAs is as in Reference; empty when the workload does not read it.
+	ReadAs []string `json:"readAs,omitempty"`
+	// Keys are the keys read; empty when the whole object is.
+	Keys []string `json:"keys,omitempty"`
+	// Why says in words why it does or does not roll.
+	Why string `json:"why"`
+}

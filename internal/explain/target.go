@@ -1,0 +1,78 @@
+package explain
+
+import (
+	"fmt"
+	"strings"
+
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/workload"
+)
+
+// Target is what nudge explain was asked about: a workload or a source.
+type Target struct {
+	// Workload is set for a workload, nil for a source.
+	Workload workload.Kind
+	// Source is the source's kind when Workload is nil.
+	Source refs.Kind
+	Name   string
+}
+
+// ParseTarget reads the arguments of nudge explain, as kubectl names an
+// object: "TYPE/NAME" or "TYPE NAME", where TYPE is a kind's name, plural or
+// kubectl short name, in any case, optionally with its API group
+// ("deployments.apps", "rollouts.argoproj.io"). It returns an error wrapping
+// ErrUsage for anything else.
+func ParseTarget(args []string) (Target, error) {
+	var typ, name string
+	switch {
+	case len(args) == 1 && strings.Contains(args[0], "/"):
+		typ, name, _ = strings.Cut(args[0], "/")
+	case len(args) == 2 && !strings.Contains(args[0], "/"):
+		typ, name = args[0], args[1]
+	default:
+		return Target{}, fmt.Errorf("%w: want TYPE/NAME or TYPE NAME, e.g. deployment/web or secret db", ErrUsage)
+	}
+	if name == "" || strings.Contains(name, "/") {
+		return Target{}, fmt.Errorf("%w: no object name in %q", ErrUsage, strings.Join(args, " "))
+	}
+	typ = strings.ToLower(typ)
+	if base, group, ok := strings.Cut(typ, "."); ok {
+		if groups[base] == "" || group != groups[base] {
+			return Target{}, fmt.Errorf("%w: unknown type %q", ErrUsage, typ)
+		}
+		typ = base
+	}
+	t := Target{Name: name}
+	switch typ {
+	case "deployment", "deployments", "deploy":
+		t.Workload = workload.Deployment
+	case "statefulset", "statefulsets", "sts":
+		t.Workload = workload.StatefulSet
+	case "daemonset", "daemonsets", "ds":
+		t.Workload = workload.DaemonSet
+	case "cronjob", "cronjobs", "cj":
+		t.Workload = workload.CronJob
+	case "job", "jobs":
+		t.Workload = workload.Job
+	case "rollout", "rollouts", "ro":
+		t.Workload = workload.Rollout
+	case "configmap", "configmaps", "cm":
+		t.Source = refs.ConfigMap
+	case "secret", "secrets":
+		t.Source = refs.Secret
+	default:
+		return Target{}, fmt.Errorf("%w: nudge explains deployments, statefulsets, daemonsets, cronjobs, jobs, rollouts, configmaps and secrets, not %q", ErrUsage, typ)
+	}
+	return t, nil
+}
+
+// groups are the API groups a TYPE may be qualified with; "" for the core
+// group, which takes no suffix.
+var groups = map[string]string{
+	"deployment": "apps", "deployments": "apps", "deploy": "apps",
+	"statefulset": "apps", "statefulsets": "apps", "sts": "apps",
+	"daemonset": "apps", "daemonsets": "apps", "ds": "apps",
+	"cronjob": "batch", "cronjobs": "batch", "cj": "batch",
+	"job": "batch", "jobs": "batch",
+	"rollout": "argoproj.io", "rollouts": "argoproj.io", "ro": "argoproj.io",
+}

@@ -1,0 +1,202 @@
+package explain
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/workload"
+)
+
+// maxEvents is how many of nudge's latest Events on a workload are shown.
+const maxEvents = 10
+
+// Workload explains the workload of kind namespace/name. It returns an error
+// wrapping ErrUsage when the object has no pod template (an Argo Rollout
+// with a workloadRef), and the API's error when it cannot be read.
+func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, name string) (*Workload, error) {
+	obj := kind.New()
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
+		return nil, fmt.Errorf("reading %s %s/%s: %w", kind.Name(), namespace, name, err)
+	}
+	tmpl := kind.Template(obj)
+	if tmpl == nil {
+		return nil, fmt.Errorf("%w: %s %s/%s has no pod template: nudge leaves it alone", ErrUsage, kind.Name(), namespace, name)
+	}
+	w := &Workload{Kind: kind.Name(), Namespace: namespace, Name: name,
+		Annotations: annotations(obj.GetAnnotations(), tmpl.Annotations), References: []Reference{}}
+	spec, errs := dialect.Parse(namespace, obj.GetAnnotations(), tmpl.Annotations)
+	for _, err := range errs {
+		w.Malformed = append(w.Malformed, err.Error())
+	}
+	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[controller.LastRolloutAnnotation]); err == nil {
+		t = t.UTC()
+		w.LastRollout = &t
+	}
+	key, cmp := e.key(ctx)
+	w.Comparison = cmp
+	in, resolved, err := e.resolver(key).Inputs(ctx, obj, spec, tmpl, e.now())
+	if err != nil {
+		return nil, fmt.Errorf("resolving the references of %s %s/%s: %w", kind.Name(), namespace, name, err)
+	}
+	uses := refs.Uses(namespace, &tmpl.Spec)
+	applied, appliedOK := appliedState(in, cmp.Compared)
+	for _, r := range resolved {
+		w.References = append(w.References, Reference{
+			Kind: string(r.Kind), Namespace: r.Namespace, Name: r.Name, Keys: r.Keys, Optional: r.Optional,
+			ReadAs:  readAs(r.Source, r.NeedsMatch, uses, spec),
+			Outcome: string(r.Outcome),
+			Content: content(r, in.Desired, applied, appliedOK),
+		})
+	}
+	w.Status = e.status(spec, in, cmp)
+	if kind == workload.Job && in.Applied == "" && w.Status.State == StateFirstSight {
+		w.Status.Message += " (nudge handles Jobs only when run with --recreate-jobs)"
+	}
+	if w.Events, err = e.events(ctx, kind.Name(), namespace, name, maxEvents); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// appliedState returns the workload's applied state when it can be trusted:
+// content compared, sealed, readable and of the current key.
+func appliedState(in rollout.Input, compared bool) (fingerprint.State, bool) {
+	if !compared || !in.Sealed {
+		return fingerprint.State{}, false
+	}
+	s, err := fingerprint.Parse(in.Applied, in.Namespace)
+	if err != nil || s.KeyID != in.Desired.KeyID {
+		return fingerprint.State{}, false
+	}
+	return s, true
+}
+
+// content compares one reference's desired entry with its applied one.
+func content(r controller.Resolved, desired, applied fingerprint.State, appliedOK bool) string {
+	switch r.Outcome {
+	case controller.Missing, controller.Kept:
+		return ContentMissing
+	case controller.Counted, controller.AbsentOptional:
+	default:
+		return ContentNotCounted
+	}
+	if !appliedOK {
+		return ContentUnknown
+	}
+	a, ok := applied.Entries[r.Source]
+	d := desired.Entries[r.Source]
+	switch {
+	case !ok:
+		return ContentNew
+	case a.Shape != d.Shape:
+		return ContentReadDifferently
+	case a.Digest != d.Digest:
+		return ContentChanged
+	}
+	return ContentUnchanged
+}
+
+// readAs says how the workload reads src: the pod spec's uses, the dialects
+// that name it, and search when only Reloader's search mode selects it.
+func readAs(src refs.Source, search bool, uses []refs.Use, spec dialect.Spec) []string {
+	var out []string
+	for _, u := range uses {
+		if u.Source == src {
+			out = append(out, string(u.Via))
+		}
+	}
+	for _, n := range spec.Named {
+		if n.Matches(src) {
+			out = append(out, "named:"+string(n.Dialect))
+		}
+	}
+	if search {
+		out = append(out, "search")
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// status turns rollout.Decide's decision on in into a Status.
+//
+// Extension point: waves (--max-concurrent-rollouts) and halts
+// (nudge.dev/halted) will add the states "pending in a wave" and "halted"
+// here, read from the workload once nudge writes them; nudge does not yet.
+func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison) Status {
+	if !spec.Enabled(e.AutoReloadAll) {
+		return Status{State: StateNotManaged, Message: "no dialect annotation selects a source: nudge leaves it alone"}
+	}
+	if !cmp.Compared {
+		return Status{State: StateUnknown, Message: "content not compared (see Content)"}
+	}
+	d := rollout.Decide(in)
+	changed := make([]string, len(d.Changed))
+	for i, s := range d.Changed {
+		changed[i] = sourceName(s)
+	}
+	s := Status{Changed: changed}
+	switch d.Action {
+	case rollout.Baseline:
+		if d.FirstSight {
+			s.State, s.Message = StateFirstSight, firstSightMessage(in)
+		} else {
+			s.State, s.Message = StateRebaseline, "the set of references changed, not their content: nudge records it without a rollout"
+		}
+	case rollout.None:
+		s.State, s.Message = StateUpToDate, "every source is as the running pods started with it"
+	case rollout.Roll:
+		s.State, s.Message = StateWouldRoll, "changed since the pods started: nudge rolls it: "+strings.Join(changed, ", ")
+	case rollout.Wait:
+		until := in.Now.Add(d.RequeueAfter).UTC()
+		s.State, s.Until = StateWaiting, &until
+		s.Message = fmt.Sprintf("changed within the rollout window (%s) after the last rollout: nudge rolls it when the window ends: %s",
+			in.Window, strings.Join(changed, ", "))
+	case rollout.Hold:
+		var missing []string
+		for _, r := range in.Missing {
+			missing = append(missing, sourceName(r.Source))
+		}
+		verb := "are"
+		if len(missing) == 1 {
+			verb = "is"
+		}
+		s.State = StateHeld
+		s.Message = fmt.Sprintf("changed, but the required %s %s missing: new pods could not start, so nudge waits for it: %s",
+			strings.Join(missing, ", "), verb, strings.Join(changed, ", "))
+	default:
+		s.State, s.Message = StateUnknown, "nudge's decision: "+d.Action.String()
+	}
+	return s
+}
+
+func firstSightMessage(in rollout.Input) string {
+	switch {
+	case in.Applied == "":
+		return "no applied state yet: nudge records what the pods run with, and does not roll"
+	case !in.Sealed:
+		return "the applied state was not written by nudge last (no matching seal): nudge records a new baseline, and does not roll"
+	}
+	return "the applied state is of another key or unreadable: nudge records a new baseline, and does not roll"
+}
+
+// sourceName renders "ConfigMap shop/app".
+func sourceName(s refs.Source) string { return string(s.Kind) + " " + s.Namespace + "/" + s.Name }
+
+func sortEvents(evs []Event) {
+	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
+}
+
+// IsNotFound reports whether err says the object explained does not exist.
+func IsNotFound(err error) bool { return apierrors.IsNotFound(err) }
