@@ -45,6 +45,11 @@ func TestReloaderDefaultValues(t *testing.T) {
 	g.Expect(c.Resources.Limits.Memory().String()).To(Equal("512Mi"), "nudge's resources: Reloader's are empty")
 	g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--enable-pprof")))
 
+	// As Reloader's README installs it in one namespace.
+	one := renderReloader(t, reloaderDefaults, charttest.Values{"reloader": map[string]any{"watchGlobally": false}})
+	g.Expect(one.opts.Namespaces).To(Equal([]string{namespace}))
+	g.Expect(one.m.OfKind("ClusterRole")).To(BeEmpty())
+
 	notes := charttest.Notes(t, release, namespace, []string{charttest.Testdata(t, reloaderDefaults)}, nil)
 	g.Expect(notes).To(ContainSubstring("kubernetes.host"), "named as without effect")
 	g.Expect(notes).To(ContainSubstring("Reloader's image was replaced by nudge's, ghcr.io/nudge-dev/nudge:0.1.0"))
@@ -313,9 +318,7 @@ func renderReloader(t *testing.T, file string, values charttest.Values, args ...
 			t.Fatal(err)
 		}
 	}
-	for k, v := range values {
-		given[k] = v
-	}
+	mergeValues(given, values)
 	m, out, err := charttest.TryRenderFiles(t, release, namespace, files, values, args...)
 	if err != nil {
 		t.Fatalf("helm template -f %s: %v\n%s", file, err, out)
@@ -331,4 +334,17 @@ func renderReloader(t *testing.T, file string, values charttest.Values, args ...
 	r.grants = grants(t, m)
 	checkInvariants(t, r, given)
 	return r
+}
+
+// mergeValues sets over's values over into, recursing into maps as helm
+// merges values files.
+func mergeValues(into, over map[string]any) {
+	for k, v := range over {
+		sub, ok := v.(map[string]any)
+		if prev, isMap := into[k].(map[string]any); ok && isMap {
+			mergeValues(prev, sub)
+			continue
+		}
+		into[k] = v
+	}
 }
