@@ -12,7 +12,7 @@ func TestOwnerOf(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	entry := func(manager string, op metav1.ManagedFieldsOperationType, at time.Duration, fields string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Time: &metav1.Time{Time: t0.Add(at)},
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	const ak = `{"f:spec":{"f:s3":{"f:accesskey":{}}}}`
 	const bucket = `{"f:spec":{"f:s3":{"f:bucket":{}}}}`
