@@ -24,10 +24,11 @@ import (
 // harbor-operator's published API (see the file), relative to the root.
 const harborCRD = "internal/binding/testdata/harbor-crd.yaml"
 
-// Value bindings in a namespaced install: with the chart's Role alone (no
-// ClusterRole of any kind), nudge keeps a Harbor's S3 access key equal to a
-// Secret's key, follows its rotation, and is never refused a request; every
-// request it makes stays in its namespace.
+// Value bindings in a namespaced install, with Secrets ignored as workload
+// sources: with the chart's Role alone (no ClusterRole of any kind), nudge
+// keeps a Harbor's S3 access key equal to a Secret's key, follows its
+// rotation, and is never refused a request; every request it makes stays in
+// its namespace.
 func TestValueBindingsNamespacedInstall(t *testing.T) {
 	g := NewWithT(t)
 	for _, file := range []string{filepath.Join("charts", "nudge", "crds", "nudge.dev_valuebindings.yaml"), harborCRD} {
@@ -35,7 +36,8 @@ func TestValueBindingsNamespacedInstall(t *testing.T) {
 	}
 	ns := namespace(t, "chart-vb-")
 	rel := install(t, "nudge", ns, charttest.Values{
-		"reloader": map[string]any{"watchGlobally": false},
+		// Secrets ignored as workload sources: the bindings still read them.
+		"reloader": map[string]any{"watchGlobally": false, "ignoreSecrets": true},
 		"valueBindings": map[string]any{"enabled": true, "targets": []map[string]any{
 			{"apiGroup": "goharbor.io", "kind": "Harbor", "resource": "harbors"},
 		}},
