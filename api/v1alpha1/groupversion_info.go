@@ -7,17 +7,17 @@
 package v1alpha1
 
 import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
-var (
-	// GroupVersion is nudge.dev/v1alpha1.
-	GroupVersion = schema.GroupVersion{Group: "nudge.dev", Version: "v1alpha1"}
+// GroupVersion is nudge.dev/v1alpha1.
+var GroupVersion = schema.GroupVersion{Group: "nudge.dev", Version: "v1alpha1"}
 
-	// SchemeBuilder registers this package's types with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
-
-	// AddToScheme adds ValueBinding and ValueBindingList to a scheme.
-	AddToScheme = SchemeBuilder.AddToScheme
-)
+// AddToScheme adds ValueBinding and ValueBindingList to a scheme.
+func AddToScheme(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion, &ValueBinding{}, &ValueBindingList{})
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}

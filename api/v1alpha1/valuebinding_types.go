@@ -188,7 +188,3 @@ type ValueBindingList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ValueBinding `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ValueBinding{}, &ValueBindingList{})
-}

@@ -49,7 +49,6 @@ func applyConfig(b *v1alpha1.ValueBinding, t *target) *unstructured.Unstructured
 func (r *Reconciler) apply(ctx context.Context, b *v1alpha1.ValueBinding, t *target, sums []string) (string, *outcome, error) {
 	cfg := applyConfig(b, t)
 	sources := map[string]map[string][]byte{}
-	defer clear(sources)
 	var secrets []string
 	for i, v := range b.Spec.Values {
 		if sums[i] == "" {
@@ -114,12 +113,19 @@ func (r *Reconciler) applyFailed(b *v1alpha1.ValueBinding, err error, values []s
 		}
 		o := failed(v1alpha1.ReasonRefused, "the API server refused the apply to %s %s as invalid: %s", ref.Kind, ref.Name, strings.Join(fields, ", "))
 		return &o, nil
-	case apierrors.IsForbidden(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err),
+	case apierrors.IsForbidden(err), apierrors.IsBadRequest(err), apierrors.IsMethodNotSupported(err), isSchemaMismatch(err),
 		apierrors.IsNotAcceptable(err), apierrors.IsUnsupportedMediaType(err), apierrors.IsRequestEntityTooLargeError(err):
 		o := failed(v1alpha1.ReasonRefused, "the API server refused the apply to %s %s: %s", ref.Kind, ref.Name, redact(err.Error(), values))
 		return &o, nil
 	}
 	return nil, fmt.Errorf("applying to %s %s: %s", ref.Kind, ref.Name, redact(err.Error(), values))
+}
+
+// isSchemaMismatch reports the API server's refusal of an apply whose fields
+// do not fit the target's schema (a string where it declares an integer): it
+// answers 500 "failed to create typed patch object", which no retry mends.
+func isSchemaMismatch(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed to create typed patch object")
 }
 
 // isUIDMismatch reports the API server's refusal of an apply whose uid names
@@ -146,9 +152,31 @@ func redact(msg string, values []string) string {
 }
 
 // read returns the data of a Secret or ConfigMap (binaryData merged in),
-// with one GET from the API server: values are never cached.
+// with one GET from the API server: values are never cached. Concurrent
+// reads of one version of a source (as the source cache knows it) share one
+// GET, so a Secret bound by many bindings is read once per wave of
+// reconciles, not once per binding; the data lives as long as those calls.
+// The caller must not change the map.
 func (r *Reconciler) read(ctx context.Context, kind, namespace, name string) (map[string][]byte, error) {
 	key := client.ObjectKey{Namespace: namespace, Name: name}
+	var cached client.Object = &corev1.Secret{}
+	if kind == "ConfigMap" {
+		cached = &corev1.ConfigMap{}
+	}
+	if err := r.Client.Get(ctx, key, cached); err != nil {
+		return nil, err
+	}
+	v, err, _ := r.reads.Do(kind+"/"+key.String()+"@"+cached.GetResourceVersion(), func() (any, error) {
+		return r.get(ctx, kind, key)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(map[string][]byte), nil
+}
+
+// get reads a source's data from the API server.
+func (r *Reconciler) get(ctx context.Context, kind string, key client.ObjectKey) (map[string][]byte, error) {
 	if kind == "Secret" {
 		var s corev1.Secret
 		if err := r.APIReader.Get(ctx, key, &s); err != nil {
@@ -259,8 +287,13 @@ func (r *Reconciler) record(ctx context.Context, b *v1alpha1.ValueBinding, out o
 	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(old)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	r.conflicts.wrote(statusKey(b), old.ResourceVersion, r.Clock.Now())
 	return nil
 }
+
+// statusKey keys the resourceVersion a binding had before nudge last wrote
+// its status, in overwrites.before.
+func statusKey(b *v1alpha1.ValueBinding) string { return bindingKey(b) + "#status" }
 
 // readyReason returns the reason of b's Ready condition, "" without one.
 func readyReason(b *v1alpha1.ValueBinding) string {

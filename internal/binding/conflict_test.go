@@ -20,6 +20,7 @@ func TestConflictStopsAndResumes(t *testing.T) {
 	e.argoApply(harbor(e.ns, "harbor"))
 	e.create(valueBinding(e.ns, "harbor-s3", "harbor", fromSecret("spec.imageChartStorage.s3.accesskey", "s3-credentials", "accesskey")))
 	e.g.Eventually(e.field("harbor", accessKey...)).WithTimeout(30*time.Second).Should(Equal("AK1"), "the access key applied")
+	e.waitReason("harbor-s3", v1alpha1.ReasonApplied)
 
 	overwrite := func(i int) string {
 		h := harbor(e.ns, "harbor")

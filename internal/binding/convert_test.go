@@ -17,13 +17,13 @@ func TestConvert(t *testing.T) {
 		want    any
 		wantErr string
 	}{
-		"a string is the bytes as they are":        {raw: " AKIA 1 ", typ: v1alpha1.TypeString, want: " AKIA 1 "},
-		"no type is a string":                      {raw: "x", want: "x"},
-		"an integer is parsed base 10":             {raw: "-42", typ: v1alpha1.TypeInteger, want: int64(-42)},
-		"a boolean is parsed as Go does":           {raw: "true", typ: v1alpha1.TypeBoolean, want: true},
-		"a word is not an integer":                 {raw: "s3cr3t-value", typ: v1alpha1.TypeInteger, wantErr: "not a base-10 64-bit integer"},
-		"a number beyond 64 bits is not integer":   {raw: "99999999999999999999", typ: v1alpha1.TypeInteger, wantErr: "not a base-10"},
-		"yes is not a boolean":                     {raw: "s3cr3t-yes", typ: v1alpha1.TypeBoolean, wantErr: "not a boolean"},
+		"a string is the bytes as they are":       {raw: " AKIA 1 ", typ: v1alpha1.TypeString, want: " AKIA 1 "},
+		"no type is a string":                     {raw: "x", want: "x"},
+		"an integer is parsed base 10":            {raw: "-42", typ: v1alpha1.TypeInteger, want: int64(-42)},
+		"a boolean is parsed as Go does":          {raw: "true", typ: v1alpha1.TypeBoolean, want: true},
+		"a word is not an integer":                {raw: "s3cr3t-value", typ: v1alpha1.TypeInteger, wantErr: "not a base-10 64-bit integer"},
+		"a number beyond 64 bits is not integer":  {raw: "99999999999999999999", typ: v1alpha1.TypeInteger, wantErr: "not a base-10"},
+		"yes is not a boolean":                    {raw: "s3cr3t-yes", typ: v1alpha1.TypeBoolean, wantErr: "not a boolean"},
 		"an unknown type is refused, not guessed": {raw: "1", typ: "float", wantErr: "unknown type"},
 	}
 	for name, tc := range tests {

@@ -46,7 +46,7 @@ func TestHarborAccessKeyFollowsTheSecret(t *testing.T) {
 	e.g.Expect(s3).To(HaveKeyWithValue("region", "eu-west-1"))
 	for _, m := range h.GetManagedFields() {
 		if m.Manager == "nudge" {
-			e.g.Expect(string(m.FieldsV1.Raw)).To(MatchJSON(`{"f:spec":{"f:imageChartStorage":{"f:s3":{"f:accesskey":{}}}}}`),
+			e.g.Expect(string(m.FieldsV1.GetRawBytes())).To(MatchJSON(`{"f:spec":{"f:imageChartStorage":{"f:s3":{"f:accesskey":{}}}}}`),
 				"nudge's apply holds the bound field alone")
 		}
 	}

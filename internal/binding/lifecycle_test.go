@@ -132,9 +132,9 @@ func TestLeaderElectionOneWriter(t *testing.T) {
 	e.create(nt.Secret(e.ns, "s3-credentials", map[string]string{"accesskey": "AK1"}))
 	e.argoApply(harbor(e.ns, "harbor"))
 	e.create(valueBinding(e.ns, "harbor-s3", "harbor", fromSecret("spec.imageChartStorage.s3.accesskey", "s3-credentials", "accesskey")))
-	e.g.Eventually(e.field("harbor", accessKey...)).WithTimeout(30*time.Second).Should(Equal("AK1"))
+	e.g.Eventually(e.field("harbor", accessKey...)).WithTimeout(30 * time.Second).Should(Equal("AK1"))
 	e.updateSecret("s3-credentials", map[string]string{"accesskey": "AK2"})
-	e.g.Eventually(e.field("harbor", accessKey...)).WithTimeout(30*time.Second).Should(Equal("AK2"))
+	e.g.Eventually(e.field("harbor", accessKey...)).WithTimeout(30 * time.Second).Should(Equal("AK2"))
 
 	writers := 0
 	for _, r := range replicas {

@@ -255,7 +255,7 @@ func (e *env) managers(name string, path ...string) []string {
 	var out []string
 	for _, m := range e.getHarbor(name).GetManagedFields() {
 		var fields map[string]any
-		e.g.Expect(json.Unmarshal(m.FieldsV1.Raw, &fields)).To(Succeed())
+		e.g.Expect(json.Unmarshal(m.FieldsV1.GetRawBytes(), &fields)).To(Succeed())
 		cur := fields
 		found := true
 		for _, p := range path {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	"golang.org/x/sync/singleflight"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -68,6 +69,7 @@ type Reconciler struct {
 	Clock clock.PassiveClock
 
 	targets   cache.Cache
+	reads     singleflight.Group
 	ctrl      controller.Controller
 	mu        sync.Mutex
 	watched   map[schema.GroupVersionKind]bool

@@ -38,7 +38,7 @@ func ownerOf(managed []metav1.ManagedFieldsEntry, p Path) ownership {
 			continue
 		}
 		var set fieldpath.Set
-		if err := set.FromJSON(bytes.NewReader(m.FieldsV1.Raw)); err != nil || !set.Has(fp) {
+		if err := set.FromJSON(bytes.NewReader(m.FieldsV1.GetRawBytes())); err != nil || !set.Has(fp) {
 			continue
 		}
 		if m.Manager == FieldManager && m.Operation == metav1.ManagedFieldsOperationApply {

@@ -12,7 +12,7 @@ func TestOwnerOf(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	entry := func(manager string, op metav1.ManagedFieldsOperationType, at time.Duration, fields string) metav1.ManagedFieldsEntry {
 		return metav1.ManagedFieldsEntry{Manager: manager, Operation: op, Time: &metav1.Time{Time: t0.Add(at)},
-			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+			FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	const ak = `{"f:spec":{"f:s3":{"f:accesskey":{}}}}`
 	const bucket = `{"f:spec":{"f:s3":{"f:bucket":{}}}}`
@@ -64,7 +64,7 @@ func TestRedact(t *testing.T) {
 		values []string
 		want   string
 	}{
-		"a value as written is taken out": {msg: `Invalid value: AK1: bad`, values: []string{"AK1"}, want: `Invalid value: [redacted]: bad`},
+		"a value as written is taken out":             {msg: `Invalid value: AK1: bad`, values: []string{"AK1"}, want: `Invalid value: [redacted]: bad`},
 		"a quoted value is taken out with its quotes": {msg: `Invalid value: "AK1": bad`, values: []string{"AK1"}, want: `Invalid value: [redacted]: bad`},
 		"an escaped value is taken out":               {msg: `Invalid value: "a\"b": bad`, values: []string{`a"b`}, want: `Invalid value: [redacted]: bad`},
 		"an empty value changes nothing":              {msg: `x`, values: []string{""}, want: `x`},

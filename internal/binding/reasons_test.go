@@ -60,7 +60,11 @@ func TestReadyFalseReasons(t *testing.T) {
 		},
 		"a value the API server refuses": {
 			binding: valueBinding(e.ns, "refused-value", "harbor", chunk),
-			reason:  v1alpha1.ReasonRefused, message: "the API server refused the apply to Harbor harbor as invalid: spec.imageChartStorage.s3.chunksize",
+			reason:  v1alpha1.ReasonRefused, message: "the API server refused the apply to Harbor harbor: ",
+		},
+		"a value the target's schema refuses": {
+			binding: valueBinding(e.ns, "invalid-value", "harbor", fromSecret("spec.imageChartStorage.s3.storageclass", "s3-credentials", "accesskey")),
+			reason:  v1alpha1.ReasonRefused, message: "the API server refused the apply to Harbor harbor as invalid: spec.imageChartStorage.s3.storageclass (FieldValueNotSupported)",
 		},
 		"a kind not in --value-binding-targets": {
 			binding: configMap,

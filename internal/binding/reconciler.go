@@ -27,7 +27,8 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 
 // errStale: the target cache has not seen nudge's last apply to the target
 // yet; the reconcile is retried after staleRetry (the target's update event
-// usually comes first).
+// usually comes first). The same wait applies to a binding whose status
+// nudge just wrote.
 var errStale = errors.New("the target cache has not seen nudge's last apply yet")
 
 const staleRetry = 200 * time.Millisecond
@@ -59,6 +60,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("valuebinding", req.String()))
+	// A binding whose status nudge just wrote, read from a cache that has
+	// not seen the write, would look changed (and reset its overwrites).
+	if r.conflicts.stale(statusKey(&b), b.ResourceVersion, r.Clock.Now()) {
+		return ctrl.Result{RequeueAfter: staleRetry}, nil
+	}
 	if !b.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.finalize(ctx, &b)
 	}

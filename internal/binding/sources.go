@@ -173,4 +173,5 @@ func (o *overwrites) forget(binding string) {
 	defer o.mu.Unlock()
 	delete(o.byBinding, binding)
 	delete(o.before, binding)
+	delete(o.before, binding+"#status")
 }
