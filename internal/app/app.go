@@ -190,7 +190,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		}
 	}
 	if opts.ValueBindings {
-		if err := setupValueBindings(ctx, mgr, opts, key, recorder); err != nil {
+		// Without its CRD (config/ applied without config/crd) nudge waits
+		// for it instead of failing to start.
+		if err := setupWhenServed(ctx, mgr, v1alpha1.GroupVersion.WithKind("ValueBinding"), opts.DiscoveryInterval, func() error {
+			return setupValueBindings(ctx, mgr, opts, key, recorder)
+		}); err != nil {
 			return err
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"nudge.dev/nudge/api/v1alpha1"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/testbed"
 )
 
 // deletionPolicy Orphan leaves the value in the target; Delete removes the
@@ -144,4 +145,45 @@ func TestLeaderElectionOneWriter(t *testing.T) {
 		}
 	}
 	e.g.Expect(writers).To(Equal(1), "one replica wrote")
+}
+
+// nudge started with --value-bindings before the ValueBinding CRD exists
+// (config/ applied without config/crd) waits for it instead of failing, and
+// reconciles bindings once it is installed. It needs a plane of its own: the
+// shared one has the CRD.
+func TestValueBindingCRDInstalledAfterNudge(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	p := testbed.ForTest(t, testbed.Options{Mode: testbed.APIServer})
+	c, err := client.New(p.Config(), client.Options{Scheme: k8s.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	ns, err := p.GenerateNamespace(t.Context(), "vb-")
+	g.Expect(err).NotTo(HaveOccurred())
+	n := nt.Start(t, p.Config(), ns, func(o *options.Options) {
+		o.ValueBindings = true
+		o.ValueBindingTargets = []string{harborKind}
+	})
+	g.Eventually(func() bool {
+		for line := range strings.Lines(n.Logs()) {
+			if strings.Contains(line, "Waiting for the API server to serve a kind") && strings.Contains(line, "Kind=ValueBinding") {
+				return true
+			}
+		}
+		return false
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "nudge waits for the ValueBinding CRD")
+
+	e := &env{t: t, g: g, ctx: t.Context(), ns: ns, nudge: n}
+	for _, b := range [][]byte{valueBindingCRD(t), harborCRD} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		g.Expect(yaml.Unmarshal(b, crd)).To(Succeed())
+		nt.InstallCRD(t, c, crd)
+	}
+	g.Expect(c.Create(e.ctx, nt.Secret(ns, "s3-credentials", map[string]string{"accesskey": "AK1"}))).To(Succeed())
+	g.Expect(c.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(harbor(ns, "harbor")), client.FieldOwner("argocd-controller"))).To(Succeed())
+	g.Expect(c.Create(e.ctx, valueBinding(ns, "harbor-s3", "harbor", fromSecret("spec.imageChartStorage.s3.accesskey", "s3-credentials", "accesskey")))).To(Succeed())
+	g.Eventually(func() any {
+		h := harbor(ns, "harbor")
+		g.Expect(c.Get(e.ctx, client.ObjectKeyFromObject(h), h)).To(Succeed())
+		return h.Object["spec"].(map[string]any)["imageChartStorage"].(map[string]any)["s3"].(map[string]any)["accesskey"]
+	}).WithTimeout(60*time.Second).Should(Equal("AK1"), "the binding applied once its CRD is served")
 }

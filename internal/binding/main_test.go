@@ -59,17 +59,23 @@ func TestMain(m *testing.M) {
 // existing one is kept).
 func installCRDs(t *testing.T) {
 	t.Helper()
-	vb, err := os.ReadFile(filepath.Join("..", "..", "charts", "nudge", "crds", "nudge.dev_valuebindings.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, b := range [][]byte{vb, harborCRD} {
+	for _, b := range [][]byte{valueBindingCRD(t), harborCRD} {
 		crd := &apiextensionsv1.CustomResourceDefinition{}
 		if err := yaml.Unmarshal(b, crd); err != nil {
 			t.Fatal(err)
 		}
 		nudgetest.InstallCRD(t, k8s, crd)
 	}
+}
+
+// valueBindingCRD returns the ValueBinding CRD as the chart ships it.
+func valueBindingCRD(t *testing.T) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", "charts", "nudge", "crds", "nudge.dev_valuebindings.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // env is one test's namespace and its nudge.
