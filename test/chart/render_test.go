@@ -374,6 +374,14 @@ func TestRender(t *testing.T) {
 				g.Expect(policyOf(g, r).Spec.Variables).To(ContainElement(And(HaveField("Name", "resources"), HaveField("Expression", "{}"))))
 			},
 		},
+		"ignoreSecrets with value bindings: Secrets still listed and watched, as the bindings read them": {
+			values: charttest.Values{"reloader": map[string]any{"ignoreSecrets": true}, "valueBindings": harborValues["valueBindings"]},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.IgnoresSources("Secret")).To(BeTrue(), "no rollout for Secrets")
+				g.Expect(r.can("watch", "", "secrets", "shop")).To(BeTrue())
+				g.Expect(r.can("list", "", "secrets", "shop")).To(BeTrue())
+			},
+		},
 		"a value binding target of the core group is named by its kind alone": {
 			values: charttest.Values{"valueBindings": map[string]any{"enabled": true,
 				"targets": []map[string]any{{"apiGroup": "", "kind": "Service", "resource": "services"}}}},

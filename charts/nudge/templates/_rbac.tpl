@@ -1,16 +1,19 @@
 {{/*
 The workload rules: read sources and workloads, roll workloads, record
 Events. Nothing writes a ConfigMap or a Secret, nothing touches Pods. Every
-read is a list and watch of an informer: nudge never gets one object.
+read is a list and watch of an informer: nudge never gets one object, but a
+bound Secret or ConfigMap when it applies a value binding.
 */}}
 {{- define "nudge.workloadRules" -}}
 {{- $r := .Values.reloader -}}
-{{- if not $r.ignoreConfigMaps }}
+{{- /* Value bindings watch both kinds of source, whatever the workloads do. */}}
+{{- $vb := .Values.valueBindings.enabled -}}
+{{- if or (not $r.ignoreConfigMaps) $vb }}
 - apiGroups: [""]
   resources: ["configmaps"]
   verbs: ["list", "watch"]
 {{- end }}
-{{- if not $r.ignoreSecrets }}
+{{- if or (not $r.ignoreSecrets) $vb }}
 - apiGroups: [""]
   resources: ["secrets"]
   verbs: ["list", "watch"]

@@ -65,19 +65,17 @@ func TestMain(m *testing.M) {
 	}))
 }
 
-// installed is set up once by install: the CRDs, the policy and its
+// installed is true once install has set up the CRDs, the policy and its
 // binding. Tests that need them call install first.
-var installed = struct {
-	done   bool
-	policy *admissionregistrationv1.ValidatingAdmissionPolicy
-}{}
+var installed bool
 
 // install creates the ValueBinding CRD, the test's Harbor CRD, and the
-// chart's admission policy and binding, once for the package.
-func install(t *testing.T) *admissionregistrationv1.ValidatingAdmissionPolicy {
+// chart's admission policy and binding, once for the package, and waits
+// until the API server enforces the policy.
+func install(t *testing.T) {
 	t.Helper()
-	if installed.done {
-		return installed.policy
+	if installed {
+		return
 	}
 	ctx := t.Context()
 	root := charttest.Root(t)
@@ -110,9 +108,8 @@ func install(t *testing.T) *admissionregistrationv1.ValidatingAdmissionPolicy {
 			t.Fatalf("creating %T %s: %v", o, o.GetName(), err)
 		}
 	}
-	installed.done, installed.policy = true, policy
+	installed = true
 	waitEnforced(t)
-	return policy
 }
 
 // waitEnforced waits until the API server enforces the policy: it refuses a
