@@ -87,6 +87,15 @@ func (r Selector) references(ctx context.Context, namespace string, spec dialect
 		if err != nil {
 			return nil, err
 		}
+		// A source the pod spec reads is matched whether or not it exists
+		// now: deleted, it stays a reference, so it holds the workload and
+		// its return with other content rolls (rule 5), instead of leaving
+		// the references and coming back as a new one (a baseline).
+		for src := range inPod {
+			if src.Kind == n.Kind && src.Namespace == n.Namespace {
+				names = append(names, src.Name)
+			}
+		}
 		for _, name := range names {
 			src := refs.Source{Kind: n.Kind, Namespace: n.Namespace, Name: name}
 			if n.Matches(src) && !spec.Excluded(src) {
