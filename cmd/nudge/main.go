@@ -28,7 +28,6 @@ import (
 	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/options"
-	"nudge.dev/nudge/internal/version"
 )
 
 // gcPercent is nudge's default GOGC: a heap goal of 1.2× the live heap
@@ -75,7 +74,7 @@ func command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "nudge",
 		Short:         "Roll workloads when the ConfigMaps and Secrets they use change",
-		Version:       version.Get(),
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -100,7 +99,6 @@ func command() *cobra.Command {
 		},
 	}
 	opts.BindFlags(cmd.Flags())
-	cmd.SetVersionTemplate(versionLine("nudge") + "\n")
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.AddCommand(explainCommand(os.Getenv("POD_NAMESPACE")), versionCommand())
 	cmd.SetContext(context.Background())
@@ -113,13 +111,12 @@ func pluginCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           pluginName,
 		Short:         "Explain what nudge rolls, and why",
-		Version:       version.Get(),
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nudge"},
 	}
-	cmd.SetVersionTemplate(versionLine("kubectl-nudge") + "\n")
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetFlagErrorFunc(flagError)
 	cmd.AddCommand(explainCommand(""), versionCommand())

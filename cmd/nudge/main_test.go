@@ -54,7 +54,7 @@ func run(t *testing.T, root *cobra.Command, args ...string) (string, error) {
 }
 
 func TestVersion(t *testing.T) {
-	want := "nudge " + version.Get() + " " + goruntime.Version() + " " + goruntime.GOOS + "/" + goruntime.GOARCH + "\n"
+	want := "nudge version " + version.Get() + " (" + goruntime.Version() + " " + goruntime.GOOS + "/" + goruntime.GOARCH + ")\n"
 	tests := map[string]struct {
 		root func() *cobra.Command
 		args []string
@@ -62,8 +62,8 @@ func TestVersion(t *testing.T) {
 	}{
 		"nudge version prints the version":   {command, []string{"version"}, want},
 		"nudge --version prints the same":    {command, []string{"--version"}, want},
-		"kubectl nudge version names itself": {pluginCommand, []string{"version"}, "kubectl-" + want},
-		"kubectl nudge --version too":        {pluginCommand, []string{"--version"}, "kubectl-" + want},
+		"kubectl nudge version names itself": {pluginCommand, []string{"version"}, "kubectl " + want},
+		"kubectl nudge --version too":        {pluginCommand, []string{"--version"}, "kubectl " + want},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
