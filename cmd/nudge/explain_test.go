@@ -260,6 +260,8 @@ func newFixture(t *testing.T) *fixture {
 			return reasons
 		}).WithTimeout(30*time.Second).Should(ContainElement(want.reason), "a %s Event on %s", want.reason, want.name)
 	}
+	g.Expect(n.Logs()).To(MatchRegexp(`"msg":"Starting nudge","version":"[^"]+","goVersion":"go`),
+		"the start log line names the version")
 	n.Stop(t)
 
 	// Changes nudge has not seen.

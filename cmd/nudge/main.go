@@ -52,10 +52,7 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
-	cmd := command()
-	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == pluginName {
-		cmd = pluginCommand()
-	}
+	cmd := rootCommand(os.Args[0])
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.Name(), err)
 		if errors.As(err, new(usageError)) {
@@ -63,6 +60,15 @@ func main() {
 		}
 		os.Exit(exitError)
 	}
+}
+
+// rootCommand returns the command the binary runs as, by the name it was
+// run by (argv0): kubectl-nudge is the plugin, any other name nudge.
+func rootCommand(argv0 string) *cobra.Command {
+	if strings.TrimSuffix(filepath.Base(argv0), ".exe") == pluginName {
+		return pluginCommand()
+	}
+	return command()
 }
 
 // command is nudge: the controller, with the subcommands.

@@ -75,6 +75,21 @@ func TestVersion(t *testing.T) {
 	}
 }
 
+func TestRootCommandByName(t *testing.T) {
+	tests := map[string]string{
+		"nudge":                        "nudge",
+		"/usr/local/bin/nudge":         "nudge",
+		"/usr/local/bin/kubectl-nudge": "kubectl nudge",
+		"kubectl-nudge.exe":            "kubectl nudge",
+		"kubectl-nudge-old":            "nudge",
+	}
+	for argv0, want := range tests {
+		t.Run(argv0, func(t *testing.T) {
+			NewWithT(t).Expect(rootCommand(argv0).DisplayName()).To(Equal(want))
+		})
+	}
+}
+
 func TestUsageErrors(t *testing.T) {
 	tests := map[string][]string{
 		"an unknown type": {"explain", "pod/web"},
