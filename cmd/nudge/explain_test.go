@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -109,7 +110,7 @@ func TestExplain(t *testing.T) {
 
 	t.Run("a workload that does not exist is an error", func(t *testing.T) {
 		_, err := run(t, command(), f.args("explain", "deployment/nothing")...)
-		NewWithT(t).Expect(explain.IsNotFound(err)).To(BeTrue(), "got %v", err)
+		NewWithT(t).Expect(apierrors.IsNotFound(err)).To(BeTrue(), "got %v", err)
 	})
 }
 
@@ -260,6 +261,8 @@ func newFixture(t *testing.T) *fixture {
 			return reasons
 		}).WithTimeout(30*time.Second).Should(ContainElement(want.reason), "a %s Event on %s", want.reason, want.name)
 	}
+	g.Expect(n.Logs()).To(MatchRegexp(`"msg":"Starting nudge","version":"[^"]+","goVersion":"go`),
+		"the start log line names the version")
 	n.Stop(t)
 
 	// Changes nudge has not seen.

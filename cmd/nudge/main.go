@@ -28,7 +28,6 @@ import (
 	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/options"
-	"nudge.dev/nudge/internal/version"
 )
 
 // gcPercent is nudge's default GOGC: a heap goal of 1.2× the live heap
@@ -53,10 +52,7 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}
-	cmd := command()
-	if strings.TrimSuffix(filepath.Base(os.Args[0]), ".exe") == pluginName {
-		cmd = pluginCommand()
-	}
+	cmd := rootCommand(os.Args[0])
 	if err := cmd.Execute(); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: %v\n", cmd.Name(), err)
 		if errors.As(err, new(usageError)) {
@@ -64,6 +60,15 @@ func main() {
 		}
 		os.Exit(exitError)
 	}
+}
+
+// rootCommand returns the command the binary runs as, by the name it was
+// run by (argv0): kubectl-nudge is the plugin, any other name nudge.
+func rootCommand(argv0 string) *cobra.Command {
+	if strings.TrimSuffix(filepath.Base(argv0), ".exe") == pluginName {
+		return pluginCommand()
+	}
+	return command()
 }
 
 // command is nudge: the controller, with the subcommands.
@@ -75,7 +80,7 @@ func command() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           "nudge",
 		Short:         "Roll workloads when the ConfigMaps and Secrets they use change",
-		Version:       version.Get(),
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
@@ -109,7 +114,6 @@ func command() *cobra.Command {
 	opts.BindFlags(cmd.Flags())
 	// Reloader's string booleans may be written "--reload-on-create true".
 	cmd.SetArgs(options.JoinBoolArgs(cmd.Flags(), os.Args[1:]))
-	cmd.SetVersionTemplate(versionLine("nudge") + "\n")
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.AddCommand(explainCommand(os.Getenv("POD_NAMESPACE")), versionCommand())
 	cmd.SetContext(context.Background())
@@ -122,13 +126,12 @@ func pluginCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           pluginName,
 		Short:         "Explain what nudge rolls, and why",
-		Version:       version.Get(),
+		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Args:          cobra.NoArgs,
 		Annotations:   map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl nudge"},
 	}
-	cmd.SetVersionTemplate(versionLine("kubectl-nudge") + "\n")
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetFlagErrorFunc(flagError)
 	cmd.AddCommand(explainCommand(""), versionCommand())

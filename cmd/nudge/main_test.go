@@ -54,7 +54,7 @@ func run(t *testing.T, root *cobra.Command, args ...string) (string, error) {
 }
 
 func TestVersion(t *testing.T) {
-	want := "nudge " + version.Get() + " " + goruntime.Version() + " " + goruntime.GOOS + "/" + goruntime.GOARCH + "\n"
+	want := "nudge version " + version.Get() + " (" + goruntime.Version() + " " + goruntime.GOOS + "/" + goruntime.GOARCH + ")\n"
 	tests := map[string]struct {
 		root func() *cobra.Command
 		args []string
@@ -62,8 +62,8 @@ func TestVersion(t *testing.T) {
 	}{
 		"nudge version prints the version":   {command, []string{"version"}, want},
 		"nudge --version prints the same":    {command, []string{"--version"}, want},
-		"kubectl nudge version names itself": {pluginCommand, []string{"version"}, "kubectl-" + want},
-		"kubectl nudge --version too":        {pluginCommand, []string{"--version"}, "kubectl-" + want},
+		"kubectl nudge version names itself": {pluginCommand, []string{"version"}, "kubectl " + want},
+		"kubectl nudge --version too":        {pluginCommand, []string{"--version"}, "kubectl " + want},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -71,6 +71,21 @@ func TestVersion(t *testing.T) {
 			out, err := run(t, tc.root(), tc.args...)
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(out).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestRootCommandByName(t *testing.T) {
+	tests := map[string]string{
+		"nudge":                        "nudge",
+		"/usr/local/bin/nudge":         "nudge",
+		"/usr/local/bin/kubectl-nudge": "kubectl nudge",
+		"kubectl-nudge.exe":            "kubectl nudge",
+		"kubectl-nudge-old":            "nudge",
+	}
+	for argv0, want := range tests {
+		t.Run(argv0, func(t *testing.T) {
+			NewWithT(t).Expect(rootCommand(argv0).DisplayName()).To(Equal(want))
 		})
 	}
 }

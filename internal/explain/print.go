@@ -2,6 +2,7 @@ package explain
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -10,29 +11,52 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
 )
 
-// APIVersion and Kind of the object ToObject returns, for -o json and yaml.
+// APIVersion and Kind of the object Encode writes, for -o json and yaml.
 const (
 	APIVersion = "nudge.dev/v1alpha1"
 	Kind       = "Explanation"
 )
 
-// ToObject wraps a *Workload or *Source in an object of kind Explanation,
-// for cli-runtime's JSON and YAML printers: apiVersion, kind, and the report
-// under "workload" or "source".
-func ToObject(report any) (runtime.Object, error) {
-	field := "workload"
-	if _, ok := report.(*Source); ok {
-		field = "source"
+// Encode writes a *Workload or *Source to out as format "json" or "yaml", the
+// way kubectl's -o json and -o yaml print an object: an object of kind
+// Explanation with apiVersion, kind, and the report under "workload" or
+// "source"; JSON indented by four spaces. It returns an error wrapping
+// ErrUsage for another format.
+func Encode(out io.Writer, format string, report any) error {
+	obj := explanation{APIVersion: APIVersion, Kind: Kind}
+	switch r := report.(type) {
+	case *Workload:
+		obj.Workload = r
+	case *Source:
+		obj.Source = r
 	}
-	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(report)
+	var b []byte
+	var err error
+	switch format {
+	case "json":
+		b, err = json.MarshalIndent(obj, "", "    ")
+		b = append(b, '\n')
+	case "yaml":
+		b, err = yaml.Marshal(obj)
+	default:
+		return fmt.Errorf(`%w: output format %q: want "json" or "yaml"`, ErrUsage, format)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("converting the explanation: %w", err)
+		return fmt.Errorf("encoding the explanation: %w", err)
 	}
-	return &unstructured.Unstructured{Object: map[string]any{"apiVersion": APIVersion, "kind": Kind, field: m}}, nil
+	_, err = out.Write(b)
+	return err
+}
+
+// explanation is the object Encode writes.
+type explanation struct {
+	APIVersion string    `json:"apiVersion"`
+	Kind       string    `json:"kind"`
+	Workload   *Workload `json:"workload,omitempty"`
+	Source     *Source   `json:"source,omitempty"`
 }
 
 // PrintWorkload writes w as text to out, each line cut to width characters

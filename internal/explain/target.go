@@ -37,7 +37,7 @@ func ParseTarget(args []string) (Target, error) {
 	}
 	typ = strings.ToLower(typ)
 	if base, group, ok := strings.Cut(typ, "."); ok {
-		if groups[base] == "" || group != groups[base] {
+		if g := apiGroup(base); g == "" || group != g {
 			return Target{}, fmt.Errorf("%w: unknown type %q", ErrUsage, typ)
 		}
 		typ = base
@@ -66,13 +66,16 @@ func ParseTarget(args []string) (Target, error) {
 	return t, nil
 }
 
-// groups are the API groups a TYPE may be qualified with; "" for the core
-// group, which takes no suffix.
-var groups = map[string]string{
-	"deployment": "apps", "deployments": "apps", "deploy": "apps",
-	"statefulset": "apps", "statefulsets": "apps", "sts": "apps",
-	"daemonset": "apps", "daemonsets": "apps", "ds": "apps",
-	"cronjob": "batch", "cronjobs": "batch", "cj": "batch",
-	"job": "batch", "jobs": "batch",
-	"rollout": "argoproj.io", "rollouts": "argoproj.io", "ro": "argoproj.io",
+// apiGroup returns the API group a TYPE may be qualified with; "" for the
+// core group, which takes no suffix, and for unknown types.
+func apiGroup(typ string) string {
+	switch typ {
+	case "deployment", "deployments", "deploy", "statefulset", "statefulsets", "sts", "daemonset", "daemonsets", "ds":
+		return "apps"
+	case "cronjob", "cronjobs", "cj", "job", "jobs":
+		return "batch"
+	case "rollout", "rollouts", "ro":
+		return "argoproj.io"
+	}
+	return ""
 }

@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/controller"
@@ -197,6 +196,3 @@ func sourceName(s refs.Source) string { return string(s.Kind) + " " + s.Namespac
 func sortEvents(evs []Event) {
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
 }
-
-// IsNotFound reports whether err says the object explained does not exist.
-func IsNotFound(err error) bool { return apierrors.IsNotFound(err) }
