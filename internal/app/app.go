@@ -61,7 +61,8 @@ func RESTConfig(opts options.Options) (*rest.Config, error) {
 
 // newScheme returns a scheme of the API groups nudge reads and writes, and
 // of no other: each registered type costs memory for the life of the process.
-// Argo Rollouts are read as unstructured objects and need no type.
+// Argo Rollouts and custom kinds are read as unstructured objects and need
+// no type.
 func newScheme() (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	for _, add := range []func(*runtime.Scheme) error{
@@ -82,6 +83,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err != nil {
 		return err
 	}
+	custom, err := workload.ReadCustomKinds(opts.CustomKindsFile)
+	if err != nil {
+		return err
+	}
 
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -94,7 +99,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(opts),
+		Cache:                         cacheOptions(opts, custom),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofAddr,
@@ -106,7 +111,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		// Run may be called more than once in a process (tests restart
 		// nudge), and controller names are checked process-wide.
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		// Argo Rollouts are read as unstructured objects: from the cache too.
+		// Argo Rollouts and custom kinds are read as unstructured objects:
+		// from the cache too.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
@@ -175,8 +181,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		}
 	}
 	if !opts.Ignores(workload.Rollout.Plural()) {
-		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, opts.DiscoveryInterval, func() error {
+		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, opts.DiscoveryInterval, func(string) error {
 			return newReconciler(workload.Rollout).SetupWithManager(ctx, mgr, copts)
+		}); err != nil {
+			return err
+		}
+	}
+	for _, c := range custom {
+		if err := setupWhenServed(ctx, mgr, c.GroupVersionKind(), opts.DiscoveryInterval, func(resource string) error {
+			if c.Resource != "" && c.Resource != resource {
+				ctrl.LoggerFrom(ctx).Info("Found a custom kind under another resource than configured; RBAC rendered from the configured one does not cover it",
+					"kind", c.String(), "configured", c.Resource, "served", resource)
+			}
+			return newReconciler(c.Adapter(resource)).SetupWithManager(ctx, mgr, copts)
 		}); err != nil {
 			return err
 		}
@@ -186,12 +203,17 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 }
 
 // cacheOptions keeps ConfigMaps and Secrets as per-key digests (never their
-// values), their labels only for --resource-label-selector, trims workloads to
-// what nudge reads, and limits the cache to opts.Namespaces when set.
-func cacheOptions(opts options.Options) cache.Options {
+// values), their labels only for --resource-label-selector, trims workloads
+// (built-in, Argo Rollouts and the custom kinds) to what nudge reads, and
+// limits the cache to opts.Namespaces when set.
+func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Options {
 	digested := cache.ByObject{Transform: controller.DigestSource(opts.ResourceLabelSelector != ""), UnsafeDisableDeepCopy: ptr.To(true)}
+	unstructuredKinds := []workload.Kind{workload.Rollout}
+	for _, c := range custom {
+		unstructuredKinds = append(unstructuredKinds, c.Adapter(""))
+	}
 	co := cache.Options{
-		DefaultTransform: controller.TrimWorkload,
+		DefaultTransform: controller.TrimWorkloads(unstructuredKinds...),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: digested,
 			&corev1.Secret{}:    digested,
