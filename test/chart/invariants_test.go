@@ -78,7 +78,8 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	g.Expect(c.SecurityContext.Capabilities).To(HaveValue(HaveField("Drop", Equal([]corev1.Capability{"ALL"}))))
 	g.Expect(c.SecurityContext.Capabilities.Add).To(BeEmpty())
 	g.Expect(spec.HostNetwork || spec.HostPID || spec.HostIPC).To(BeFalse())
-	g.Expect(spec.Volumes).To(BeEmpty())
+	g.Expect(spec.Volumes).To(Or(BeEmpty(), ConsistOf(And(HaveField("Name", "custom-kinds"), HaveField("ConfigMap", Not(BeNil()))))),
+		"no volume but the custom kinds' ConfigMap")
 
 	g.Expect(c.Env).To(ContainElement(And(HaveField("Name", "POD_NAMESPACE"),
 		HaveField("ValueFrom.FieldRef.FieldPath", "metadata.namespace"))))

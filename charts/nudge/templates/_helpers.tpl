@@ -154,6 +154,9 @@ comma-separated string without blanks or empty entries. */}}
 {{- if include "nudge.cronJobStartJob" . }}
 {{- $args = append $args "--cronjob-start-job" }}
 {{- end }}
+{{- if .Values.customKinds }}
+{{- $args = append $args "--custom-kinds-file=/etc/nudge/custom-kinds/custom-kinds.yaml" }}
+{{- end }}
 {{- if $r.autoReloadAll }}
 {{- $args = append $args "--auto-reload-all" }}
 {{- end }}

@@ -49,6 +49,13 @@ read is a list and watch of an informer: nudge never gets one object.
   resources: ["rollouts"]
   verbs: ["list", "watch", "patch"]
 {{- end }}
+{{- range .Values.customKinds }}
+# Custom kind {{ .apiVersion }} {{ .kind }}, granted whether or not its CRD is
+# installed yet (found by API discovery); get for the env-vars strategy.
+- apiGroups: [{{ ternary (first (splitList "/" .apiVersion)) "" (contains "/" .apiVersion) | quote }}]
+  resources: [{{ .resource | quote }}]
+  verbs: ["get", "list", "watch", "patch"]
+{{- end }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]
