@@ -45,7 +45,7 @@ type CustomKind struct {
 	// controller that acts only on a change of it: Flux's
 	// "reconcile.fluxcd.io/requestedAt" with a triggerPath
 	// "metadata.annotations"
-	// (https://fluxcd.io/flux/components/helm/helmreleases/#triggering-a-reconcile).
+	// (https://fluxcd.io/flux/components/helm/helmreleases/).
 	TriggerAnnotation string `json:"triggerAnnotation,omitempty"`
 }
 
