@@ -1,6 +1,7 @@
 package controller_test
 
 import (
+	"context"
 	"reflect"
 	"strings"
 	"sync"
@@ -172,10 +173,14 @@ func TestCustomKindServedAfterStart(t *testing.T) {
 	kind.APIVersion = crd.Spec.Group + "/v1"
 	file := nt.CustomKindsFile(t, kind)
 	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.RolloutWindow = 0; o.CustomKindsFile = file })
-	e.g.Eventually(e.nudge.Logs).WithTimeout(20*time.Second).Should(ContainSubstring("Waiting for the API server to serve a kind"))
+	e.g.Eventually(e.nudge.Logs).WithTimeout(20*time.Second).Should(ContainSubstring(kind.APIVersion+", Kind=Service"),
+		"nudge to log that it waits for the kind")
 
 	nt.InstallCRD(t, k8s, crd)
-	t.Cleanup(func() { _ = k8s.Delete(t.Context(), crd) })
+	t.Cleanup(func() {
+		e.nudge.Stop(t)
+		_ = k8s.Delete(context.Background(), crd)
+	})
 	obj := nt.KnativeService(e.ns, "w", auto, nt.EnvFrom("ConfigMap", "app"))
 	obj.SetAPIVersion(kind.APIVersion)
 	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), obj)
