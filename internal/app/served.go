@@ -15,8 +15,9 @@ import (
 )
 
 // setupWhenServed calls setup, with the plural resource name gvk is served
-// under, once the API server serves gvk: at once when it does now, otherwise from a poll of API discovery every interval (nudge then
-// needs no restart when, say, Argo Rollouts is installed after it). Discovery
+// under, once the API server serves gvk: at once when it does now, otherwise
+// from a poll of API discovery every interval (nudge then needs no restart
+// when, say, Argo Rollouts or a custom kind is installed after it). Discovery
 // needs no RBAC beyond being authenticated, so this also works with a
 // namespaced Role, and nothing of the CRDs is cached.
 func setupWhenServed(ctx context.Context, mgr ctrl.Manager, gvk schema.GroupVersionKind, interval time.Duration, setup func(resource string) error) error {
