@@ -60,7 +60,7 @@ func TestTrimWorkloadsTrimsCustomKinds(t *testing.T) {
 
 	prom := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "metadata": meta(),
-		"spec":       map[string]any{"replicas": int64(2), "podMetadata": map[string]any{"annotations": map[string]any{"x": "y"}}},
+		"spec": map[string]any{"replicas": int64(2), "podMetadata": map[string]any{"annotations": map[string]any{"x": "y"}}},
 	}}
 	_, err = trim(prom)
 	g.Expect(err).NotTo(HaveOccurred())

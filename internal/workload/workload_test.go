@@ -130,4 +130,6 @@ func TestChangePatchRefusesContainersWithoutTemplate(t *testing.T) {
 	g.Expect(err).To(MatchError(workload.ErrNoTemplate))
 }
 
-func metaWithAnnotations(a map[string]string) metav1.ObjectMeta { return metav1.ObjectMeta{Annotations: a} }
+func metaWithAnnotations(a map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Annotations: a}
+}
