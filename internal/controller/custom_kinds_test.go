@@ -2,6 +2,11 @@ package controller_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"sync"
@@ -10,8 +15,10 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/app"
@@ -72,10 +79,13 @@ func setupCustom(t *testing.T, tc customCase) *customEnv {
 	e.specs = watchSpecs(t, tc.kind, e.ns)
 	e.obj = tc.object(e.ns)
 	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Secret(e.ns, "db", map[string]string{"password": "p", "other": "o"}), e.obj)
+		nt.Secret(e.ns, "db", map[string]string{"password": e.secretValue(1), "other": "o"}), e.obj)
 	e.kindsF = nt.CustomKindsFile(t, tc.kind)
 	return e
 }
+
+// secretValue is the test's n-th value of Secret db's key password.
+func (e *customEnv) secretValue(n int) string { return fmt.Sprintf("s3cr3t-%s-%d", e.ns, n) }
 
 func (e *customEnv) start() {
 	e.nudge = nt.Start(e.t, plane.Config(), e.ns, func(o *options.Options) {
@@ -97,7 +107,9 @@ func (e *customEnv) rolledTo(n int64) {
 // nudge's first start over it (rule 3) nor for a label-only change of a
 // source (rule 2), exactly once per change (rule 1), with the trigger at its
 // trigger path; only for keys it reads (rule 8, kinds with a pod template);
-// and once for a change made while nudge was down (rule 4).
+// once for a change made while nudge was down (rule 4); and not again when a
+// GitOps tool applies its manifest over it, stripping what nudge wrote (rule
+// 6: the tool's own write is the only one).
 func TestCustomKindRules(t *testing.T) {
 	t.Parallel()
 	for name, tc := range customCases() {
@@ -131,6 +143,18 @@ func TestCustomKindRules(t *testing.T) {
 			e.g.Consistently(func() int64 { return e.specs.count("w") }).WithTimeout(time.Second).Should(Equal(int64(2)), "no rollout while nudge is down")
 			e.start()
 			e.rolledTo(3) // rule 4
+
+			strip := map[string]any{"metadata": map[string]any{
+				"annotations": map[string]any{controller.AppliedAnnotation: nil, controller.LastRolloutAnnotation: nil},
+				"labels":      map[string]any{controller.SealLabel: nil},
+			}}
+			e.g.Expect(unstructured.SetNestedField(strip, map[string]any{
+				controller.RestartedAtAnnotation: nil, controller.RestartedForAnnotation: nil}, path...)).To(Succeed())
+			body, err := json.Marshal(strip)
+			e.g.Expect(err).NotTo(HaveOccurred())
+			e.g.Expect(k8s.Patch(e.ctx, e.obj, client.RawPatch(types.MergePatchType, body))).To(Succeed())
+			e.baselinedObj(e.obj)
+			e.rolledTo(4) // rule 6: the tool's write, none of nudge's
 		})
 	}
 }
@@ -138,7 +162,8 @@ func TestCustomKindRules(t *testing.T) {
 // TestCustomKindDeletedSource: rule 5 for each custom kind. A deleted
 // required source (or, for Prometheus, one its annotation names) rolls
 // nothing and says so; its return with the same content rolls nothing, with
-// other content once.
+// other content once. Rule 9: no form of the Secret's values is in the
+// object, the Events or nudge's log.
 func TestCustomKindDeletedSource(t *testing.T) {
 	t.Parallel()
 	for name, tc := range customCases() {
@@ -152,11 +177,25 @@ func TestCustomKindDeletedSource(t *testing.T) {
 				Should(ContainElement(HaveField("Note", ContainSubstring("Secret "+e.ns+"/db"))), "a Warning naming the missing Secret")
 			e.rolledTo(0)
 
-			e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p", "other": "o"}))
+			e.create(nt.Secret(e.ns, "db", map[string]string{"password": e.secretValue(1), "other": "o"}))
 			e.rolledTo(0)
 			e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-			e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p2", "other": "o"}))
+			e.create(nt.Secret(e.ns, "db", map[string]string{"password": e.secretValue(2), "other": "o"}))
 			e.rolledTo(1)
+
+			var events eventsv1.EventList
+			e.g.Expect(k8s.List(e.ctx, &events, client.InNamespace(e.ns))).To(Succeed())
+			e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(e.obj), e.obj)).To(Succeed())
+			written, err := json.Marshal([]any{e.obj, events.Items})
+			e.g.Expect(err).NotTo(HaveOccurred())
+			haystack := string(written) + e.nudge.Logs()
+			for _, v := range []string{e.secretValue(1), e.secretValue(2)} {
+				sum := sha256.Sum256([]byte(v))
+				for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v)), hex.EncodeToString(sum[:]),
+					base64.StdEncoding.EncodeToString(sum[:]), base64.RawURLEncoding.EncodeToString(sum[:])} {
+					e.g.Expect(strings.Contains(haystack, form)).To(BeFalse(), "found %q (a form of the Secret's value)", form)
+				}
+			}
 		})
 	}
 }
