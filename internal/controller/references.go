@@ -26,14 +26,28 @@ type candidate struct {
 	namedOnly bool
 }
 
+// namedReference is the reference an annotation's name makes to src: the
+// whole object, optional as the pod spec reads it. A source the pod spec
+// reads as required is required even when only an annotation selects it, so
+// its deletion holds the workload (rule 5) instead of rolling it into pods
+// that cannot start; one the pod spec does not read is optional (and kept:
+// see candidate.namedOnly).
+func namedReference(src refs.Source, inPod map[refs.Source]refs.Reference) refs.Reference {
+	optional := true
+	if ref, ok := inPod[src]; ok {
+		optional = ref.Optional
+	}
+	return refs.Reference{Source: src, Optional: optional}
+}
+
 // references returns what spec selects of the pod spec and the named
 // sources, merged (see refs.Merge), reading name patterns against the cache.
 func (r *Reconciler) references(ctx context.Context, namespace string, spec dialect.Spec, pod *corev1.PodSpec) ([]candidate, error) {
 	var all []refs.Reference
 	searchOnly := map[refs.Source]bool{}
-	inPod := map[refs.Source]bool{}
+	inPod := map[refs.Source]refs.Reference{}
 	for _, ref := range refs.FromPodSpec(namespace, pod) {
-		inPod[ref.Source] = true
+		inPod[ref.Source] = ref
 		sel := spec.For(ref.Kind)
 		auto := sel.Automatic(r.AutoReloadAll)
 		if (!auto && !sel.Search) || spec.Excluded(ref.Source) {
@@ -49,7 +63,7 @@ func (r *Reconciler) references(ctx context.Context, namespace string, spec dial
 			if spec.Excluded(src) {
 				continue
 			}
-			all = append(all, refs.Reference{Source: src, Optional: true})
+			all = append(all, namedReference(src, inPod))
 			searchOnly[src] = false
 			continue
 		}
@@ -60,10 +74,19 @@ func (r *Reconciler) references(ctx context.Context, namespace string, spec dial
 		if err != nil {
 			return nil, err
 		}
+		// A source the pod spec reads is matched whether or not it exists
+		// now: deleted, it stays a reference, so it holds the workload and
+		// its return with other content rolls (rule 5), instead of leaving
+		// the references and coming back as a new one (a baseline).
+		for src := range inPod {
+			if src.Kind == n.Kind && src.Namespace == n.Namespace {
+				names = append(names, src.Name)
+			}
+		}
 		for _, name := range names {
 			src := refs.Source{Kind: n.Kind, Namespace: n.Namespace, Name: name}
 			if n.Matches(src) && !spec.Excluded(src) {
-				all = append(all, refs.Reference{Source: src, Optional: true})
+				all = append(all, namedReference(src, inPod))
 				searchOnly[src] = false
 			}
 		}
@@ -71,7 +94,8 @@ func (r *Reconciler) references(ctx context.Context, namespace string, spec dial
 	merged := refs.Merge(all)
 	out := make([]candidate, len(merged))
 	for i, ref := range merged {
-		out[i] = candidate{Reference: ref, needsMatch: searchOnly[ref.Source], namedOnly: !inPod[ref.Source]}
+		_, read := inPod[ref.Source]
+		out[i] = candidate{Reference: ref, needsMatch: searchOnly[ref.Source], namedOnly: !read}
 	}
 	return out, nil
 }

@@ -1,0 +1,91 @@
+package controller_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/controller"
+	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/options"
+)
+
+// Rule 5 for a source an annotation names and the pod spec reads as required:
+// the name selects it, the pod spec decides its optionality. Its deletion
+// holds the workload with a Warning (new pods could not start) in every
+// dialect's named form; its return with the same content rolls nothing, with
+// other content once. Until this was fixed, the named form counted as
+// optional and the deletion rolled the workload.
+func TestDeletedNamedRequiredSource(t *testing.T) {
+	t.Parallel()
+	tests := map[string]struct {
+		annotations map[string]string
+		kind        string // of the source cfg
+		pod         nt.PodOption
+	}{
+		"nudge.dev/configmaps, read by envFrom": {
+			annotations: map[string]string{"nudge.dev/configmaps": "cfg"},
+			kind:        "ConfigMap", pod: nt.EnvFrom("ConfigMap", "cfg"),
+		},
+		"nudge.dev/secrets, mounted as a volume": {
+			annotations: map[string]string{"nudge.dev/secrets": "cfg"},
+			kind:        "Secret", pod: nt.Volume("Secret", "cfg"),
+		},
+		"configmap.reloader.stakater.com/reload, read by envFrom": {
+			annotations: map[string]string{"configmap.reloader.stakater.com/reload": "cfg"},
+			kind:        "ConfigMap", pod: nt.EnvFrom("ConfigMap", "cfg"),
+		},
+		"configmap.reloader.stakater.com/reload as a pattern, read by envFrom": {
+			annotations: map[string]string{"configmap.reloader.stakater.com/reload": "cf.*"},
+			kind:        "ConfigMap", pod: nt.EnvFrom("ConfigMap", "cfg"),
+		},
+		"secret.reloader.stakater.com/reload, one key read by secretKeyRef": {
+			annotations: map[string]string{"secret.reloader.stakater.com/reload": "cfg"},
+			kind:        "Secret", pod: nt.EnvKey("Secret", "cfg", "k", false),
+		},
+		"pod-reloader.cs.sap.com/configmaps, read by envFrom": {
+			annotations: map[string]string{"pod-reloader.cs.sap.com/configmaps": "cfg"},
+			kind:        "ConfigMap", pod: nt.EnvFrom("ConfigMap", "cfg"),
+		},
+		"pod-reloader.cs.sap.com/secrets, mounted as a volume": {
+			annotations: map[string]string{"pod-reloader.cs.sap.com/secrets": "cfg"},
+			kind:        "Secret", pod: nt.Volume("Secret", "cfg"),
+		},
+		"wave.pusher.com/extra-configmaps, read by envFrom": {
+			annotations: map[string]string{"wave.pusher.com/extra-configmaps": "cfg"},
+			kind:        "ConfigMap", pod: nt.EnvFrom("ConfigMap", "cfg"),
+		},
+		"wave.pusher.com/extra-secrets, mounted as a volume": {
+			annotations: map[string]string{"wave.pusher.com/extra-secrets": "cfg"},
+			kind:        "Secret", pod: nt.Volume("Secret", "cfg"),
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+			source := func(value string) client.Object {
+				if tc.kind == "Secret" {
+					return nt.Secret(e.ns, "cfg", map[string]string{"k": value})
+				}
+				return nt.ConfigMap(e.ns, "cfg", map[string]string{"k": value})
+			}
+			e.create(source("1"), nt.Deployment(e.ns, "web", 1, tc.annotations, tc.pod))
+			e.baselined("web")
+
+			e.g.Expect(k8s.Delete(e.ctx, source(""))).To(Succeed())
+			e.g.Eventually(e.events("web", controller.ReasonSourceMissing)).WithTimeout(10*time.Second).
+				Should(ContainElement(HaveField("Note", ContainSubstring("Required "+tc.kind+" "+e.ns+"/cfg does not exist"))),
+					"a Warning that the required %s is missing", tc.kind)
+			e.rolledTo("web", 0)
+
+			e.create(source("1"))
+			e.rolledTo("web", 0)
+			e.g.Expect(k8s.Delete(e.ctx, source(""))).To(Succeed())
+			e.g.Consistently(e.rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout after the second deletion")
+			e.create(source("2"))
+			e.rolledTo("web", 1)
+		})
+	}
+}
