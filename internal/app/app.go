@@ -67,7 +67,8 @@ func RESTConfig(opts options.Options) (*rest.Config, error) {
 // newScheme returns a scheme of the API groups nudge reads and writes, and
 // of no other: each registered type costs memory for the life of the process.
 // nudge's own API (ValueBinding) is registered only with --value-bindings.
-// Argo Rollouts are read as unstructured objects and need no type.
+// Argo Rollouts and custom kinds are read as unstructured objects and need
+// no type.
 func newScheme(opts options.Options) (*runtime.Scheme, error) {
 	s := runtime.NewScheme()
 	adds := []func(*runtime.Scheme) error{
@@ -92,6 +93,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err != nil {
 		return err
 	}
+	custom, err := workload.ReadCustomKinds(opts.CustomKindsFile)
+	if err != nil {
+		return err
+	}
 
 	direct, err := client.New(cfg, client.Options{Scheme: scheme})
 	if err != nil {
@@ -108,7 +113,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(opts),
+		Cache:                         cacheOptions(opts, custom),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofBindAddress(),
@@ -123,7 +128,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		// Run may be called more than once in a process (tests restart
 		// nudge), and controller names are checked process-wide.
 		Controller: ctrlconfig.Controller{SkipNameValidation: ptr.To(true)},
-		// Argo Rollouts are read as unstructured objects: from the cache too.
+		// Argo Rollouts and custom kinds are read as unstructured objects:
+		// from the cache too.
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
@@ -196,7 +202,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		}
 	}
 	if !opts.Ignores(workload.Rollout.Plural()) {
-		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, opts.DiscoveryInterval, func() error {
+		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, opts.DiscoveryInterval, func(string) error {
 			return newReconciler(workload.Rollout).SetupWithManager(ctx, mgr, copts)
 		}); err != nil {
 			return err
@@ -205,8 +211,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if opts.ValueBindings {
 		// Without its CRD (config/ applied without config/crd) nudge waits
 		// for it instead of failing to start.
-		if err := setupWhenServed(ctx, mgr, v1alpha1.GroupVersion.WithKind("ValueBinding"), opts.DiscoveryInterval, func() error {
+		if err := setupWhenServed(ctx, mgr, v1alpha1.GroupVersion.WithKind("ValueBinding"), opts.DiscoveryInterval, func(string) error {
 			return setupValueBindings(ctx, mgr, opts, key, recorder)
+		}); err != nil {
+			return err
+		}
+	}
+	for _, c := range custom {
+		if err := setupWhenServed(ctx, mgr, c.GroupVersionKind(), opts.DiscoveryInterval, func(resource string) error {
+			if c.Resource != "" && c.Resource != resource {
+				ctrl.LoggerFrom(ctx).Info("Found a custom kind under another resource than configured; RBAC rendered from the configured one does not cover it",
+					"kind", c.String(), "configured", c.Resource, "served", resource)
+			}
+			return newReconciler(c.Adapter(resource)).SetupWithManager(ctx, mgr, copts)
 		}); err != nil {
 			return err
 		}
@@ -217,13 +234,18 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 }
 
 // cacheOptions keeps ConfigMaps and Secrets as per-key digests (never their
-// values), their labels only for --resource-label-selector, trims workloads to
-// what nudge reads, and limits the cache to opts.Namespaces when set.
-func cacheOptions(opts options.Options) cache.Options {
+// values), their labels only for --resource-label-selector, trims workloads
+// (built-in, Argo Rollouts and the custom kinds) to what nudge reads, and
+// limits the cache to opts.Namespaces when set.
+func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Options {
 	marks := dialect.NewParser(opts.Reloader.Annotations).SourceAnnotations()
 	digested := cache.ByObject{Transform: controller.DigestSource(opts.ResourceLabelSelector != "", marks), UnsafeDisableDeepCopy: ptr.To(true)}
+	unstructuredKinds := []workload.Kind{workload.Rollout}
+	for _, c := range custom {
+		unstructuredKinds = append(unstructuredKinds, c.Adapter(""))
+	}
 	co := cache.Options{
-		DefaultTransform: controller.TrimWorkload,
+		DefaultTransform: controller.TrimWorkloads(unstructuredKinds...),
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: digested,
 			&corev1.Secret{}:    digested,
@@ -258,7 +280,7 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 	if err != nil {
 		return err
 	}
-	co := cacheOptions(opts)
+	co := cacheOptions(opts, nil)
 	r := &binding.Reconciler{
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -13,49 +14,52 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// setupWhenServed calls setup once the API server serves gvk: at once when it
-// does now, otherwise from a poll of API discovery every interval (nudge then
-// needs no restart when, say, Argo Rollouts is installed after it). Discovery
+// setupWhenServed calls setup, with the plural resource name gvk is served
+// under, once the API server serves gvk: at once when it does now, otherwise
+// from a poll of API discovery every interval (nudge then needs no restart
+// when, say, Argo Rollouts or a custom kind is installed after it). Discovery
 // needs no RBAC beyond being authenticated, so this also works with a
 // namespaced Role, and nothing of the CRDs is cached.
-func setupWhenServed(ctx context.Context, mgr ctrl.Manager, gvk schema.GroupVersionKind, interval time.Duration, setup func() error) error {
+func setupWhenServed(ctx context.Context, mgr ctrl.Manager, gvk schema.GroupVersionKind, interval time.Duration, setup func(resource string) error) error {
 	dc, err := discovery.NewDiscoveryClientForConfig(mgr.GetConfig())
 	if err != nil {
 		return fmt.Errorf("creating discovery client: %w", err)
 	}
-	served := func() (bool, error) {
+	// served returns the resource gvk is served under, "" for none; a
+	// subresource (services/status) has the kind too and is skipped.
+	served := func() (string, error) {
 		list, err := dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 		if apierrors.IsNotFound(err) {
-			return false, nil
+			return "", nil
 		}
 		if err != nil {
-			return false, err
+			return "", err
 		}
 		for _, r := range list.APIResources {
-			if r.Kind == gvk.Kind {
-				return true, nil
+			if r.Kind == gvk.Kind && !strings.Contains(r.Name, "/") {
+				return r.Name, nil
 			}
 		}
-		return false, nil
+		return "", nil
 	}
-	if ok, err := served(); err != nil {
+	if resource, err := served(); err != nil {
 		return fmt.Errorf("looking up %s: %w", gvk, err)
-	} else if ok {
-		return setup()
+	} else if resource != "" {
+		return setup(resource)
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", gvk.String())
 	log.Info("Waiting for the API server to serve a kind", "every", interval)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		err := wait.PollUntilContextCancel(ctx, interval, false, func(context.Context) (bool, error) {
-			ok, err := served()
+			resource, err := served()
 			if err != nil {
 				log.V(1).Info("Failed to look up a kind; will retry", "error", err.Error())
 				return false, nil
 			}
-			if !ok {
+			if resource == "" {
 				return false, nil
 			}
-			if err := setup(); err != nil {
+			if err := setup(resource); err != nil {
 				log.Error(err, "Failed to start watching a newly served kind; will retry")
 				return false, nil
 			}

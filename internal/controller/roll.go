@@ -114,7 +114,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 	switch {
 	case r.Kind == workload.Rollout && obj.GetAnnotations()[RolloutStrategyAnnotation] == "restart":
 		c.Spec = map[string]any{"restartAt": now.UTC().Format(time.RFC3339)}
-	case r.EnvVars:
+	case r.EnvVars && len(r.Kind.TemplatePath()) > 0:
 		// The cache holds trimmed containers: the whole list comes from the
 		// API, and the write is guarded by the version read there.
 		live := r.Kind.New()
@@ -132,6 +132,9 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		c.Containers = containers
 	default:
 		c.TemplateAnnotations = map[string]string{RestartedAtAnnotation: stamp, RestartedForAnnotation: names(d.Changed)}
+		if a := r.Kind.TriggerAnnotation(); a != "" {
+			c.TemplateAnnotations[a] = stamp
+		}
 	}
 	// Pause with the trigger, unless already paused: by nudge (the period
 	// runs) or by someone else (whose pause nudge must not end).

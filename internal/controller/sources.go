@@ -146,7 +146,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // a patch's response replaces the trimmed object it was given. Other objects
 // lose only their managedFields, owner references and that annotation (a
 // Namespace keeps its labels: --namespace-selector reads them); an
-// unstructured one (an Argo Rollout) its status too. It is idempotent.
+// unstructured one its status too (TrimWorkloads trims Argo Rollouts and
+// custom kinds as the built-in kinds). It is idempotent.
 func TrimWorkload(obj any) (any, error) {
 	if o, ok := obj.(client.Object); ok {
 		o.SetManagedFields(nil)

@@ -43,8 +43,11 @@ type Options struct {
 	// LeaderElectionID names the leader-election Lease.
 	LeaderElectionID string
 	// DiscoveryInterval is how often nudge looks for a kind that is not served
-	// yet (Argo Rollouts installed after nudge).
+	// yet (Argo Rollouts or a custom kind installed after nudge).
 	DiscoveryInterval time.Duration
+	// CustomKindsFile is the path of a YAML list of custom kinds nudge
+	// handles like its built-in ones (see workload.CustomKind); "" for none.
+	CustomKindsFile string
 	// SystemNamespace is nudge's own namespace: it holds the fingerprint key
 	// Secret and the leader-election Lease. "" means the namespace nudge runs
 	// in: the pod's in a cluster, the kubeconfig context's outside one
@@ -204,7 +207,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so several replicas can run (same as --enable-ha).")
 	fs.BoolVar(&o.LeaderElect, "enable-ha", o.LeaderElect, "Reloader's name for --leader-elect.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader-election Lease in the system namespace.")
-	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval, "How often to look for Argo Rollouts when it is not installed yet.")
+	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval, "How often to look for Argo Rollouts and custom kinds not served yet.")
+	fs.StringVar(&o.CustomKindsFile, "custom-kinds-file", o.CustomKindsFile, "YAML list of custom kinds (apiVersion, kind, templatePath, triggerPath) to handle like the built-in ones.")
 	fs.StringVar(&o.SystemNamespace, "system-namespace", o.SystemNamespace, "nudge's own namespace, holding its key Secret and leader-election Lease; when empty $POD_NAMESPACE, else the pod's namespace in a cluster, else the kubeconfig context's.")
 	fs.StringVar(&o.KeySecret, "key-secret", o.KeySecret, "Name of the Secret holding the fingerprint key; created at first start.")
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Comma-separated namespaces to watch; all when empty.")

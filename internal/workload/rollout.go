@@ -18,17 +18,26 @@ var RolloutGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha
 // that nudge does not depend on Argo's Go module. A Rollout that uses
 // spec.workloadRef instead of a template has no pod template (Template
 // returns nil) and is left alone.
-var Rollout Kind = &unstructuredKind{gvk: RolloutGVK, plural: "rollouts", path: specTemplate}
+var Rollout Kind = &unstructuredKind{gvk: RolloutGVK, plural: "rollouts", path: specTemplate, trigger: triggerOf(specTemplate)}
 
+// unstructuredKind is the adapter for a kind nudge has no Go type for: Argo
+// Rollouts and the configured custom kinds. Without a template path the kind
+// has no pod template: Template returns an empty one, so only sources named
+// by annotations count, and the trigger goes to the trigger path alone.
 type unstructuredKind struct {
-	gvk    schema.GroupVersionKind
-	plural string
-	path   []string
+	gvk     schema.GroupVersionKind
+	plural  string
+	path    []string
+	trigger []string
+	// annotation is the TriggerAnnotation.
+	annotation string
 }
 
-func (k unstructuredKind) Name() string           { return k.gvk.Kind }
-func (k unstructuredKind) Plural() string         { return k.plural }
-func (k unstructuredKind) TemplatePath() []string { return k.path }
+func (k unstructuredKind) Name() string              { return k.gvk.Kind }
+func (k unstructuredKind) Plural() string            { return k.plural }
+func (k unstructuredKind) TemplatePath() []string    { return k.path }
+func (k unstructuredKind) TriggerPath() []string     { return k.trigger }
+func (k unstructuredKind) TriggerAnnotation() string { return k.annotation }
 
 func (k unstructuredKind) New() client.Object {
 	u := &unstructured.Unstructured{}
@@ -43,11 +52,16 @@ func (k unstructuredKind) NewList() client.ObjectList {
 }
 
 // Template returns a copy of the pod template, or nil when obj is not of
-// the kind, has none, or it does not decode.
+// the kind, has none at the template path, or it does not decode. Fields a
+// pod template does not have (Knative's containerConcurrency, say) are
+// dropped from the copy. A kind without a template path has an empty one.
 func (k unstructuredKind) Template(obj client.Object) *corev1.PodTemplateSpec {
 	u, ok := obj.(*unstructured.Unstructured)
 	if !ok || u.GroupVersionKind() != k.gvk {
 		return nil
+	}
+	if len(k.path) == 0 {
+		return &corev1.PodTemplateSpec{}
 	}
 	m, found, err := unstructured.NestedMap(u.Object, k.path...)
 	if !found || err != nil {

@@ -20,8 +20,15 @@ type Kind interface {
 	// Template returns obj's pod template, or nil when obj is not of the kind.
 	Template(obj client.Object) *corev1.PodTemplateSpec
 	// TemplatePath is the JSON path of the pod template in the object, e.g.
-	// ["spec", "template"].
+	// ["spec", "template"]; empty for a custom kind without one.
 	TemplatePath() []string
+	// TriggerPath is the JSON path of the annotations map nudge writes its
+	// trigger into, e.g. ["spec", "template", "metadata", "annotations"].
+	TriggerPath() []string
+	// TriggerAnnotation is an annotation nudge sets to the rollout time
+	// besides its own trigger (e.g. Flux's reconcile.fluxcd.io/requestedAt);
+	// "" for none.
+	TriggerAnnotation() string
 	// Plural is the kind's lower-case plural resource name, e.g.
 	// "deployments", as --ignored-workload-types names it.
 	Plural() string
@@ -42,6 +49,8 @@ func (k kind[T]) Plural() string             { return k.plural }
 func (k kind[T]) New() client.Object         { return k.new() }
 func (k kind[T]) NewList() client.ObjectList { return k.newList() }
 func (k kind[T]) TemplatePath() []string     { return k.path }
+func (k kind[T]) TriggerPath() []string      { return triggerOf(k.path) }
+func (k kind[T]) TriggerAnnotation() string  { return "" }
 
 func (k kind[T]) Template(obj client.Object) *corev1.PodTemplateSpec {
 	o, ok := obj.(T)
@@ -52,6 +61,11 @@ func (k kind[T]) Template(obj client.Object) *corev1.PodTemplateSpec {
 }
 
 var specTemplate = []string{"spec", "template"}
+
+// triggerOf returns the path of the annotations of the pod template at path.
+func triggerOf(path []string) []string {
+	return append(append([]string(nil), path...), "metadata", "annotations")
+}
 
 // Deployment is the adapter for apps/v1 Deployments.
 var Deployment Kind = &kind[*appsv1.Deployment]{

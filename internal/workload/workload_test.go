@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	"nudge.dev/nudge/internal/refs"
@@ -68,6 +69,9 @@ func TestSetEnvReplacesAndAppends(t *testing.T) {
 
 func TestChangePatch(t *testing.T) {
 	v := "v1.k"
+	keda := workload.CustomKind{APIVersion: "keda.sh/v1alpha1", Kind: "ScaledJob", TemplatePath: "spec.jobTargetRef.template"}.Adapter("")
+	prometheus := workload.CustomKind{APIVersion: "monitoring.coreos.com/v1", Kind: "Prometheus", TriggerPath: "spec.podMetadata.annotations"}.Adapter("")
+	flux := workload.CustomKind{APIVersion: "helm.toolkit.fluxcd.io/v2", Kind: "HelmRelease", TriggerPath: "metadata.annotations"}.Adapter("")
 	for name, tc := range map[string]struct {
 		kind   workload.Kind
 		change workload.Change
@@ -93,6 +97,21 @@ func TestChangePatch(t *testing.T) {
 			change: workload.Change{ResourceVersion: "7", Containers: []corev1.Container{{Name: "a"}}, Spec: map[string]any{"restartAt": "now"}},
 			want:   `{"metadata":{"resourceVersion":"7"},"spec":{"restartAt":"now","template":{"spec":{"containers":[{"name":"a","resources":{}}]}}}}`,
 		},
+		"a KEDA ScaledJob's trigger goes to its job target's template": {
+			kind:   keda,
+			change: workload.Change{ResourceVersion: "7", TemplateAnnotations: map[string]string{"t": "1"}},
+			want:   `{"metadata":{"resourceVersion":"7"},"spec":{"jobTargetRef":{"template":{"metadata":{"annotations":{"t":"1"}}}}}}`,
+		},
+		"a Prometheus's trigger goes to its pod metadata": {
+			kind:   prometheus,
+			change: workload.Change{ResourceVersion: "7", Annotations: map[string]*string{"a": &v}, TemplateAnnotations: map[string]string{"t": "1"}},
+			want:   `{"metadata":{"annotations":{"a":"v1.k"},"resourceVersion":"7"},"spec":{"podMetadata":{"annotations":{"t":"1"}}}}`,
+		},
+		"a trigger in the object's own annotations joins nudge's state": {
+			kind:   flux,
+			change: workload.Change{ResourceVersion: "7", Annotations: map[string]*string{"a": &v, "gone": nil}, TemplateAnnotations: map[string]string{"t": "1"}},
+			want:   `{"metadata":{"annotations":{"a":"v1.k","gone":null,"t":"1"},"resourceVersion":"7"}}`,
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -102,4 +121,15 @@ func TestChangePatch(t *testing.T) {
 			g.Expect(string(b)).To(MatchJSON(tc.want))
 		})
 	}
+}
+
+func TestChangePatchRefusesContainersWithoutTemplate(t *testing.T) {
+	g := NewWithT(t)
+	prometheus := workload.CustomKind{APIVersion: "monitoring.coreos.com/v1", Kind: "Prometheus", TriggerPath: "spec.podMetadata.annotations"}.Adapter("")
+	_, err := workload.Change{Containers: []corev1.Container{{Name: "a"}}}.Patch(prometheus)
+	g.Expect(err).To(MatchError(workload.ErrNoTemplate))
+}
+
+func metaWithAnnotations(a map[string]string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{Annotations: a}
 }

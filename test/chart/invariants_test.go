@@ -72,8 +72,9 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 		for _, group := range rule.APIGroups {
 			if !slices.Contains(builtInGroups, group) || (group == "" && !slices.Contains(coreResources, rule.Resources[0])) {
 				g.Expect(rule.Resources).To(HaveLen(1), gr.holder)
-				g.Expect(targets).To(ContainElement(group+"/"+rule.Resources[0]), "%s: only the kinds of valueBindings.targets", gr.holder)
-				g.Expect(rule.Verbs).To(ConsistOf("get", "list", "watch", "patch"), "%s: a target kind, exactly", gr.holder)
+				g.Expect(append(targets, customKindResources(values)...)).To(ContainElement(group+"/"+rule.Resources[0]),
+					"%s: only the kinds of valueBindings.targets and customKinds", gr.holder)
+				g.Expect(rule.Verbs).To(ConsistOf("get", "list", "watch", "patch"), "%s: a target or custom kind, exactly", gr.holder)
 			}
 		}
 		if slices.Contains(rule.APIGroups, "nudge.dev") {
@@ -125,7 +126,13 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	g.Expect(c.SecurityContext.Capabilities.Add).To(BeEmpty())
 	g.Expect(spec.HostNetwork || spec.HostPID || spec.HostIPC).To(BeFalse())
 	volumes, _ := nested(values, "reloader", "deployment", "volumes").([]any)
-	g.Expect(spec.Volumes).To(HaveLen(len(volumes)), "the volumes asked for alone")
+	want := len(volumes)
+	if customKindsGiven(values) {
+		want++
+		g.Expect(spec.Volumes).To(ContainElement(And(HaveField("Name", "custom-kinds"), HaveField("ConfigMap", Not(BeNil())))),
+			"the custom kinds' ConfigMap")
+	}
+	g.Expect(spec.Volumes).To(HaveLen(want), "the volumes asked for and the custom kinds' ConfigMap alone")
 
 	g.Expect(c.Env).To(ContainElement(And(HaveField("Name", "POD_NAMESPACE"),
 		HaveField("ValueFrom.FieldRef.FieldPath", "metadata.namespace"))))
@@ -268,4 +275,33 @@ func lowerFirst(s string) string {
 		return s
 	}
 	return strings.ToLower(s[:1]) + s[1:]
+}
+
+// customKindsGiven reports whether values set a non-empty customKinds.
+func customKindsGiven(values charttest.Values) bool { return len(customKindResources(values)) > 0 }
+
+// customKindResources returns the customKinds of values as group/resource.
+func customKindResources(values charttest.Values) []string {
+	var kinds []map[string]any
+	switch ck := values["customKinds"].(type) {
+	case []any:
+		for _, k := range ck {
+			if m, ok := k.(map[string]any); ok {
+				kinds = append(kinds, m)
+			}
+		}
+	case []map[string]any:
+		kinds = ck
+	}
+	out := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		apiVersion, _ := k["apiVersion"].(string)
+		group, _, found := strings.Cut(apiVersion, "/")
+		if !found {
+			group = ""
+		}
+		resource, _ := k["resource"].(string)
+		out = append(out, group+"/"+resource)
+	}
+	return out
 }

@@ -78,6 +78,14 @@ func TestRenderRefuses(t *testing.T) {
 				"targets": []map[string]any{{"apiGroup": "goharbor.io", "kind": "Harbor' || true || '", "resource": "harbors"}}}},
 			want: "kind",
 		},
+		"a custom kind without its resource (its RBAC rule names it)": {
+			values: charttest.Values{"customKinds": []any{map[string]any{"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledJob", "templatePath": "spec.jobTargetRef.template"}}},
+			want:   "missing property 'resource'",
+		},
+		"a custom kind with neither a template nor a trigger path": {
+			values: charttest.Values{"customKinds": []any{map[string]any{"apiVersion": "a.io/v1", "kind": "A", "resource": "as"}}},
+			want:   "customKinds",
+		},
 		"a ServiceMonitor without metrics": {
 			values: charttest.Values{"metrics": map[string]any{"enabled": false, "serviceMonitor": map[string]any{"enabled": true}}},
 			want:   "metrics.serviceMonitor.enabled needs metrics.enabled",

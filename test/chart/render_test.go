@@ -12,10 +12,12 @@ import (
 	"github.com/spf13/pflag"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/workload"
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
@@ -108,6 +110,43 @@ func TestRender(t *testing.T) {
 				g.Expect(r.can("patch", "argoproj.io", "rollouts", "shop")).To(BeTrue())
 				g.Expect(r.can("list", "argoproj.io", "rollouts", "other")).To(BeFalse())
 				g.Expect(r.m.OfKind("ClusterRoleBinding")).To(BeEmpty(), "nothing bound cluster-wide")
+			},
+		},
+		"customKinds: a ConfigMap nudge reads, and their resources granted in their groups alone": {
+			values: charttest.Values{"customKinds": customKinds},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.CustomKindsFile).To(Equal("/etc/nudge/custom-kinds/custom-kinds.yaml"))
+				cm := &corev1.ConfigMap{}
+				charttest.Into(t, r.m.Get("ConfigMap", "nudge-custom-kinds"), cm)
+				kinds, err := workload.ParseCustomKinds([]byte(cm.Data["custom-kinds.yaml"]))
+				g.Expect(err).NotTo(HaveOccurred(), "nudge reads the file the chart renders")
+				g.Expect(kinds).To(HaveLen(2))
+				g.Expect(kinds[1]).To(Equal(workload.CustomKind{APIVersion: "monitoring.coreos.com/v1", Kind: "Prometheus",
+					Resource: "prometheuses", TriggerPath: "spec.podMetadata.annotations"}))
+				pod := r.deploy.Spec.Template.Spec
+				g.Expect(pod.Volumes).To(ContainElement(HaveField("ConfigMap.Name", "nudge-custom-kinds")))
+				g.Expect(pod.Containers[0].VolumeMounts).To(ContainElement(HaveField("MountPath", "/etc/nudge/custom-kinds")))
+				g.Expect(r.deploy.Spec.Template.Annotations).To(HaveKey("checksum/custom-kinds"), "a change of the kinds restarts nudge")
+				for _, verb := range []string{"get", "list", "watch", "patch"} {
+					g.Expect(r.can(verb, "serving.knative.dev", "services", "shop")).To(BeTrue(), verb)
+					g.Expect(r.can(verb, "monitoring.coreos.com", "prometheuses", "shop")).To(BeTrue(), verb)
+				}
+				g.Expect(r.can("patch", "", "services", "shop")).To(BeFalse(), "not the core group's Services")
+				g.Expect(r.can("create", "serving.knative.dev", "services", "shop")).To(BeFalse())
+			},
+		},
+		"customKinds with watchGlobally=false: granted in the release namespace only": {
+			values: charttest.Values{"customKinds": customKinds, "reloader": map[string]any{"watchGlobally": false}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.can("patch", "serving.knative.dev", "services", namespace)).To(BeTrue())
+				g.Expect(r.can("patch", "serving.knative.dev", "services", "shop")).To(BeFalse())
+			},
+		},
+		"no customKinds: no ConfigMap, no flag, no volume": {
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.CustomKindsFile).To(BeEmpty())
+				g.Expect(r.m.OfKind("ConfigMap")).To(BeEmpty())
+				g.Expect(r.deploy.Spec.Template.Spec.Volumes).To(BeEmpty())
 			},
 		},
 		"reloader.namespaces as a list, as Reloader's chart also takes it": {
@@ -448,6 +487,14 @@ func bindingOf(g Gomega, r rendered) *admissionregistrationv1.ValidatingAdmissio
 	var b admissionregistrationv1.ValidatingAdmissionPolicyBinding
 	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructuredWithValidation(objs[0].Object, &b, true)).To(Succeed())
 	return &b
+}
+
+// customKinds is a customKinds value: one kind with a pod template, one
+// without.
+var customKinds = []any{
+	map[string]any{"apiVersion": "serving.knative.dev/v1", "kind": "Service", "resource": "services", "templatePath": "spec.template"},
+	map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "resource": "prometheuses",
+		"triggerPath": "spec.podMetadata.annotations"},
 }
 
 func render(t *testing.T, values charttest.Values) rendered {

@@ -211,6 +211,9 @@ apiece, within the API server's CEL budget for one request (about 28). */}}
 {{- if include "nudge.cronJobStartJob" . }}
 {{- $args = append $args "--cronjob-start-job" }}
 {{- end }}
+{{- if .Values.customKinds }}
+{{- $args = append $args "--custom-kinds-file=/etc/nudge/custom-kinds/custom-kinds.yaml" }}
+{{- end }}
 {{- if $r.autoReloadAll }}
 {{- $args = append $args "--auto-reload-all" }}
 {{- end }}

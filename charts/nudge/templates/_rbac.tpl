@@ -74,6 +74,13 @@ bound Secret or ConfigMap when it applies a value binding.
 {{- end }}
 {{- end }}
 {{- include "nudge.reloaderRules" . }}
+{{- range .Values.customKinds }}
+# Custom kind {{ .apiVersion }} {{ .kind }}, granted whether or not its CRD is
+# installed yet (found by API discovery); get for the env-vars strategy.
+- apiGroups: [{{ ternary (first (splitList "/" .apiVersion)) "" (contains "/" .apiVersion) | quote }}]
+  resources: [{{ .resource | quote }}]
+  verbs: ["get", "list", "watch", "patch"]
+{{- end }}
 - apiGroups: ["events.k8s.io"]
   resources: ["events"]
   verbs: ["create", "patch"]

@@ -11,10 +11,12 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"nudge.dev/nudge/internal/testbed"
+	"nudge.dev/nudge/test/chart/charttest"
 )
 
 // nudge is one nudge process run from the binary.
@@ -52,6 +54,7 @@ func start(t *testing.T, r *release) *nudge {
 	for _, a := range c.Args {
 		args = append(args, strings.ReplaceAll(a, "$(POD_NAMESPACE)", r.namespace))
 	}
+	args = mountConfigMaps(t, r, dir, args)
 	// Discovery polled every second rather than every 30 s, for the tests
 	// that install Argo Rollouts after nudge.
 	args = append(args, "--kubeconfig="+kubeconfig, "--metrics-bind-address=0", "--health-probe-bind-address=0",
@@ -147,4 +150,35 @@ func requestsOf(t *testing.T, user string) []auditEvent {
 		t.Fatalf("No request of %s in the audit log", user)
 	}
 	return out
+}
+
+// mountConfigMaps writes the files of the container's ConfigMap volumes
+// (the chart's customKinds), from the rendered ConfigMaps, under dir as the
+// kubelet would mount them, and returns args with their mount paths moved
+// there.
+func mountConfigMaps(t *testing.T, r *release, dir string, args []string) []string {
+	t.Helper()
+	pod := r.deploy.Spec.Template.Spec
+	for _, m := range pod.Containers[0].VolumeMounts {
+		for _, v := range pod.Volumes {
+			if v.Name != m.Name || v.ConfigMap == nil {
+				continue
+			}
+			cm := &corev1.ConfigMap{}
+			charttest.Into(t, r.m.Get("ConfigMap", v.ConfigMap.Name), cm)
+			local := filepath.Join(dir, m.MountPath)
+			if err := os.MkdirAll(local, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			for name, data := range cm.Data {
+				if err := os.WriteFile(filepath.Join(local, name), []byte(data), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for i := range args {
+				args[i] = strings.ReplaceAll(args[i], m.MountPath, local)
+			}
+		}
+	}
+	return args
 }
