@@ -1,7 +1,6 @@
 package binding
 
 import (
-	"bytes"
 	"maps"
 	"sync"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/fingerprint"
 )
 
@@ -20,17 +20,7 @@ import (
 // news: every binding is reconciled from its own initial event.
 var sourceChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
-	UpdateFunc: func(e event.UpdateEvent) bool {
-		switch o := e.ObjectOld.(type) {
-		case *corev1.ConfigMap:
-			n, ok := e.ObjectNew.(*corev1.ConfigMap)
-			return !ok || !maps.Equal(o.Data, n.Data) || !maps.EqualFunc(o.BinaryData, n.BinaryData, bytes.Equal)
-		case *corev1.Secret:
-			n, ok := e.ObjectNew.(*corev1.Secret)
-			return !ok || !maps.EqualFunc(o.Data, n.Data, bytes.Equal)
-		}
-		return true
-	},
+	UpdateFunc: func(e event.UpdateEvent) bool { return controller.ContentChanged(e.ObjectOld, e.ObjectNew) },
 }
 
 // deletionPredicate passes the update that marks a binding for deletion.

@@ -119,17 +119,25 @@ func sourceChanged(d dialect.Parser) predicate.Funcs {
 			if d.Ignored(oa) != d.Ignored(na) || d.Matched(oa) != d.Matched(na) {
 				return true
 			}
-			switch o := e.ObjectOld.(type) {
-			case *corev1.ConfigMap:
-				n, ok := e.ObjectNew.(*corev1.ConfigMap)
-				return !ok || !maps.Equal(o.Data, n.Data) || !maps.EqualFunc(o.BinaryData, n.BinaryData, bytes.Equal)
-			case *corev1.Secret:
-				n, ok := e.ObjectNew.(*corev1.Secret)
-				return !ok || !maps.EqualFunc(o.Data, n.Data, bytes.Equal)
-			}
-			return true
+			return ContentChanged(e.ObjectOld, e.ObjectNew)
 		},
 	}
+}
+
+// ContentChanged reports whether two versions of a ConfigMap or Secret hold
+// different content: data or binaryData (as cached, their digests). Labels
+// and annotations do not count. Objects of other or mismatched types count
+// as changed.
+func ContentChanged(old, new client.Object) bool {
+	switch o := old.(type) {
+	case *corev1.ConfigMap:
+		n, ok := new.(*corev1.ConfigMap)
+		return !ok || !maps.Equal(o.Data, n.Data) || !maps.EqualFunc(o.BinaryData, n.BinaryData, bytes.Equal)
+	case *corev1.Secret:
+		n, ok := new.(*corev1.Secret)
+		return !ok || !maps.EqualFunc(o.Data, n.Data, bytes.Equal)
+	}
+	return true
 }
 
 // lastApplied is kubectl's copy of a whole manifest in an annotation; nudge
