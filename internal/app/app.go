@@ -170,8 +170,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		return err
 	}
 	watched := watchedNamespaces(opts, mgr.GetClient())
+	csi := &csiWatch{mgr: mgr, on: &atomic.Bool{}}
 	newReconciler := func(k workload.Kind) *controller.Reconciler {
 		return &controller.Reconciler{
+			CSI:           csi.on,
 			Client:        mgr.GetClient(),
 			APIReader:     mgr.GetAPIReader(),
 			Kind:          k,
@@ -191,16 +193,27 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		if opts.Ignores(k.Plural()) || (k == workload.Job && !opts.RecreateJobs) {
 			continue
 		}
-		if err := newReconciler(k).SetupWithManager(ctx, mgr, copts); err != nil {
+		r := newReconciler(k)
+		if err := r.SetupWithManager(ctx, mgr, copts); err != nil {
+			return err
+		}
+		if err := csi.add(r); err != nil {
 			return err
 		}
 	}
 	if !opts.Ignores(workload.Rollout.Plural()) {
 		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, opts.DiscoveryInterval, func() error {
-			return newReconciler(workload.Rollout).SetupWithManager(ctx, mgr, copts)
+			r := newReconciler(workload.Rollout)
+			if err := r.SetupWithManager(ctx, mgr, copts); err != nil {
+				return err
+			}
+			return csi.add(r)
 		}); err != nil {
 			return err
 		}
+	}
+	if err := setupCSI(ctx, opts, csi); err != nil {
+		return err
 	}
 	if opts.ValueBindings {
 		if err := setupValueBindings(ctx, mgr, opts, key, recorder); err != nil {
