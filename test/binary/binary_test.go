@@ -223,7 +223,7 @@ func TestBareBinaryWithoutItsNamespaceNamesTheFlag(t *testing.T) {
 }
 
 // A Reloader Deployment's args, image swapped: nudge starts with them,
-// warns about what it accepts without acting on, and serves Reloader's
+// waits for the Secrets Store CSI driver's kind with --enable-csi-integration, and serves Reloader's
 // metrics (by namespace with METRICS_COUNT_BY_NAMESPACE=enabled).
 func TestReloaderArgsStartTheBinary(t *testing.T) {
 	g := NewWithT(t)
@@ -243,6 +243,7 @@ func TestReloaderArgsStartTheBinary(t *testing.T) {
 	g.Eventually(func() string { return get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).Should(
 		ContainSubstring(`reloader_reload_executed_total{success="true"} 0`), "Reloader's counter at 0")
 	g.Expect(get("http://"+pprof+"/debug/pprof/")).NotTo(BeEmpty(), "pprof on --pprof-addr")
-	g.Expect(p.output()).To(ContainSubstring("Accepted --enable-csi-integration, which is not supported yet"), "a warning, not silence")
+	g.Eventually(p.output).WithTimeout(30*time.Second).Should(ContainSubstring("Kind=SecretProviderClassPodStatus"),
+		"--enable-csi-integration waits for the Secrets Store CSI driver's kind to be served")
 	g.Expect(p.exited()).To(BeFalse())
 }
