@@ -154,3 +154,33 @@ func TestSecretsStoreCSIOnlyMounted(t *testing.T) {
 	applied := e.deployment("plain").Annotations[controller.AppliedAnnotation]
 	e.g.Expect(strings.Contains(applied, "SecretProviderClass")).To(BeFalse(), "applied %q", applied)
 }
+
+// Rules 3 and 4 for SecretProviderClasses: a restart over unchanged versions
+// rolls nothing; a rotation made while nudge was down rolls once when it
+// starts. A class whose pods are all gone leaves the fingerprint without a
+// rollout, and its next mount, whatever its versions, is a baseline.
+func TestSecretsStoreCSIAcrossRestarts(t *testing.T) {
+	nt.InstallCRD(t, k8s, nt.PodStatusCRD(t))
+	e := setup(t, true, csiOn)
+	ps := nt.PodStatus(e.ns, "web-5d8f7-x2k9q", "vault-db", [2]string{"secret/db", "1"})
+	e.create(ps, nt.Deployment(e.ns, "web", 1, map[string]string{dialect.ReloaderAuto: "true"}, nt.CSIVolume("vault-db")))
+	e.counted("web", "vault-db")
+	e.nudge.Stop(t)
+
+	e.nudge = nt.Start(t, plane.Config(), e.ns, csiOn)
+	e.rolledTo("web", 0)
+	e.nudge.Stop(t)
+
+	e.updatePodStatus(ps, func(u *unstructured.Unstructured) { nt.SetPodStatusObjects(u, [2]string{"secret/db", "2"}) })
+	e.g.Consistently(e.rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout while nudge is down")
+	e.nudge = nt.Start(t, plane.Config(), e.ns, csiOn)
+	e.rolledTo("web", 1)
+
+	e.g.Expect(k8s.Delete(e.ctx, ps)).To(Succeed())
+	e.g.Eventually(func() string {
+		return e.deployment("web").Annotations[controller.AppliedAnnotation]
+	}).WithTimeout(20*time.Second).ShouldNot(ContainSubstring(classEntry("vault-db")), "the unmounted class to leave the fingerprint")
+	e.create(nt.PodStatus(e.ns, "web-5d8f7-n8b2w", "vault-db", [2]string{"secret/db", "3"}))
+	e.counted("web", "vault-db")
+	e.rolledTo("web", 1)
+}
