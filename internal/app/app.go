@@ -193,21 +193,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		if opts.Ignores(k.Plural()) || (k == workload.Job && !opts.RecreateJobs) {
 			continue
 		}
-		r := newReconciler(k)
-		if err := r.SetupWithManager(ctx, mgr, copts); err != nil {
-			return err
-		}
-		if err := csi.add(r); err != nil {
+		if err := csi.setup(ctx, newReconciler(k), copts); err != nil {
 			return err
 		}
 	}
 	if !opts.Ignores(workload.Rollout.Plural()) {
 		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, opts.DiscoveryInterval, func() error {
-			r := newReconciler(workload.Rollout)
-			if err := r.SetupWithManager(ctx, mgr, copts); err != nil {
-				return err
-			}
-			return csi.add(r)
+			return csi.setup(ctx, newReconciler(workload.Rollout), copts)
 		}); err != nil {
 			return err
 		}

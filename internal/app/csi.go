@@ -24,6 +24,14 @@ type csiWatch struct {
 	watching    bool
 }
 
+// setup sets r up with w's manager and adds it (see add).
+func (w *csiWatch) setup(ctx context.Context, r *controller.Reconciler, copts controller.Options) error {
+	if err := r.SetupWithManager(ctx, w.mgr, copts); err != nil {
+		return err
+	}
+	return w.add(r)
+}
+
 // add makes r watch SecretProviderClassPodStatuses, now if they are served,
 // otherwise once they are.
 func (w *csiWatch) add(r *controller.Reconciler) error {
