@@ -170,7 +170,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		return err
 	}
 	watched := watchedNamespaces(opts, mgr.GetClient())
-	csi := &csiWatch{mgr: mgr, on: &atomic.Bool{}}
+	csi := &csiWatch{ctx: ctx, mgr: mgr, on: &atomic.Bool{}}
 	newReconciler := func(k workload.Kind) *controller.Reconciler {
 		return &controller.Reconciler{
 			CSI:           csi.on,

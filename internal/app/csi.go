@@ -16,6 +16,7 @@ import (
 // workload reconciler, including those set up later (Argo Rollouts), also
 // watches them, and only then do SecretProviderClasses count (on).
 type csiWatch struct {
+	ctx context.Context // for the logger
 	mgr ctrl.Manager
 	on  *atomic.Bool
 
@@ -59,6 +60,7 @@ func (w *csiWatch) start() error {
 	}
 	w.watching = true
 	w.on.Store(true)
+	ctrl.LoggerFrom(w.ctx).Info("Watching Secrets Store CSI SecretProviderClassPodStatuses", "reconcilers", len(w.reconcilers))
 	return nil
 }
 

@@ -20,6 +20,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -56,6 +57,7 @@ func run(m *testing.M) int {
 		plane = p
 		scheme := runtime.NewScheme()
 		_ = clientgoscheme.AddToScheme(scheme)
+		_ = apiextensionsv1.AddToScheme(scheme)
 		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
 		if err != nil {
 			panic(err)
@@ -243,7 +245,7 @@ func TestReloaderArgsStartTheBinary(t *testing.T) {
 	g.Eventually(func() string { return get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).Should(
 		ContainSubstring(`reloader_reload_executed_total{success="true"} 0`), "Reloader's counter at 0")
 	g.Expect(get("http://"+pprof+"/debug/pprof/")).NotTo(BeEmpty(), "pprof on --pprof-addr")
-	g.Eventually(p.output).WithTimeout(30*time.Second).Should(ContainSubstring("Kind=SecretProviderClassPodStatus"),
-		"--enable-csi-integration waits for the Secrets Store CSI driver's kind to be served")
+	g.Eventually(p.output).WithTimeout(30*time.Second).Should(ContainSubstring("SecretProviderClassPodStatus"),
+		"--enable-csi-integration waits for (or watches) the Secrets Store CSI driver's kind")
 	g.Expect(p.exited()).To(BeFalse())
 }
