@@ -1,11 +1,15 @@
 package binary
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/controller"
@@ -27,7 +31,9 @@ func TestCSIInstalledAfterStart(t *testing.T) {
 		"nudge waiting for SecretProviderClassPodStatus to be served")
 	g.Expect(p.output()).NotTo(ContainSubstring("Watching Secrets Store CSI"), "not served yet")
 
-	nt.InstallCRD(t, k8s, nt.PodStatusCRD(t))
+	crd := nt.PodStatusCRD(t)
+	nt.InstallCRD(t, k8s, crd)
+	t.Cleanup(func() { uninstallCRD(t, crd) })
 	g.Eventually(p.output).WithTimeout(30*time.Second).Should(ContainSubstring("Watching Secrets Store CSI SecretProviderClassPodStatuses"),
 		"nudge watching the newly served kind")
 
@@ -55,4 +61,17 @@ func TestCSIInstalledAfterStart(t *testing.T) {
 	g.Eventually(restartedAt).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "the rotation rolled the Deployment")
 	rolled := restartedAt()
 	g.Consistently(restartedAt).WithTimeout(3*time.Second).Should(Equal(rolled), "once")
+}
+
+// uninstallCRD deletes crd and waits until API discovery no longer serves
+// its group version, so that a next run (-count) starts without it.
+func uninstallCRD(t *testing.T, crd *apiextensionsv1.CustomResourceDefinition) {
+	g := NewWithT(t)
+	g.Expect(client.IgnoreNotFound(k8s.Delete(context.Background(), crd))).To(Succeed())
+	dc, err := discovery.NewDiscoveryClientForConfig(plane.Config())
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Eventually(func() bool {
+		_, err := dc.ServerResourcesForGroupVersion(crd.Spec.Group + "/" + crd.Spec.Versions[0].Name)
+		return apierrors.IsNotFound(err)
+	}).WithTimeout(30*time.Second).Should(BeTrue(), "the API to stop serving %s", crd.Name)
 }
