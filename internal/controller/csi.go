@@ -126,7 +126,8 @@ func (r Selector) csiOn() bool { return r.CSI != nil && r.CSI.Load() }
 func (r Selector) podStatuses(ctx context.Context, namespace string) ([]PodStatus, error) {
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(PodStatusGVK.GroupVersion().WithKind(PodStatusGVK.Kind + "List"))
-	if err := r.Reader.List(ctx, list, client.InNamespace(namespace)); err != nil {
+	// Only read, and trimmed by TrimPodStatus: no deep copy of the cache's.
+	if err := r.Reader.List(ctx, list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing SecretProviderClassPodStatuses in %s: %w", namespace, err)
 	}
 	out := make([]PodStatus, 0, len(list.Items))
