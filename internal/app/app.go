@@ -176,8 +176,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		return err
 	}
 	watched := watchedNamespaces(opts, mgr.GetClient())
+	csi := &csiWatch{ctx: ctx, mgr: mgr, on: &atomic.Bool{}}
 	newReconciler := func(k workload.Kind) *controller.Reconciler {
 		return &controller.Reconciler{
+			CSI:           csi.on,
 			Client:        mgr.GetClient(),
 			APIReader:     mgr.GetAPIReader(),
 			Kind:          k,
@@ -197,16 +199,19 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		if opts.Ignores(k.Plural()) || (k == workload.Job && !opts.RecreateJobs) {
 			continue
 		}
-		if err := newReconciler(k).SetupWithManager(ctx, mgr, copts); err != nil {
+		if err := csi.setup(ctx, newReconciler(k), copts); err != nil {
 			return err
 		}
 	}
 	if !opts.Ignores(workload.Rollout.Plural()) {
 		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, opts.DiscoveryInterval, func(string) error {
-			return newReconciler(workload.Rollout).SetupWithManager(ctx, mgr, copts)
+			return csi.setup(ctx, newReconciler(workload.Rollout), copts)
 		}); err != nil {
 			return err
 		}
+	}
+	if err := setupCSI(ctx, opts, csi); err != nil {
+		return err
 	}
 	if opts.ValueBindings {
 		// Without its CRD (config/ applied without config/crd) nudge waits
@@ -223,7 +228,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 				ctrl.LoggerFrom(ctx).Info("Found a custom kind under another resource than configured; RBAC rendered from the configured one does not cover it",
 					"kind", c.String(), "configured", c.Resource, "served", resource)
 			}
-			return newReconciler(c.Adapter(resource)).SetupWithManager(ctx, mgr, copts)
+			return csi.setup(ctx, newReconciler(c.Adapter(resource)), copts)
 		}); err != nil {
 			return err
 		}

@@ -54,9 +54,6 @@ func keyError(namespace string, err error) error {
 // does not act on, so that a migrated Deployment's args say what they do.
 func warnAccepted(ctx context.Context, opts options.Options) {
 	log := ctrl.LoggerFrom(ctx)
-	if opts.Reloader.EnableCSIIntegration {
-		log.Info("Accepted --enable-csi-integration, which is not supported yet: nudge does not watch Secrets Store CSI SecretProviderClassPodStatuses, so a rotation of a CSI-mounted secret rolls nothing", "warning", true)
-	}
 	if strings.EqualFold(strings.TrimSpace(opts.Reloader.IsOpenShift), "true") {
 		log.Info("Accepted --is-openshift=true, but nudge does not handle OpenShift DeploymentConfigs; Deployments and the other kinds are handled as usual", "warning", true)
 	}

@@ -62,15 +62,24 @@ func sourceKeys(k workload.Kind, autoReloadAll bool, d dialect.Parser) client.In
 	}
 }
 
-// kindOf returns the source kind of a ConfigMap or Secret, "" otherwise.
-func kindOf(obj client.Object) refs.Kind {
+// sourceOf returns the source a changed object stands for: a ConfigMap or
+// Secret itself, the SecretProviderClass of a SecretProviderClassPodStatus;
+// ok is false for any other object.
+func sourceOf(obj client.Object) (src refs.Source, ok bool) {
+	src = refs.Source{Namespace: obj.GetNamespace(), Name: obj.GetName()}
 	switch obj.(type) {
 	case *corev1.ConfigMap:
-		return refs.ConfigMap
+		src.Kind = refs.ConfigMap
 	case *corev1.Secret:
-		return refs.Secret
+		src.Kind = refs.Secret
+	default:
+		s, ok := podStatusOf(obj)
+		if !ok || s.Class == "" {
+			return refs.Source{}, false
+		}
+		src.Kind, src.Name = refs.SecretProviderClass, s.Class
 	}
-	return ""
+	return src, true
 }
 
 // workloadsIn maps a Namespace to a request for every workload of kind k in
@@ -99,14 +108,14 @@ func requests(list client.ObjectList) []reconcile.Request {
 // workloadsOf maps a source to a request for every workload of kind k that
 // may reference it, reading only the cache's index.
 func (r *Reconciler) workloadsOf(ctx context.Context, obj client.Object) []reconcile.Request {
-	kind := kindOf(obj)
-	if kind == "" {
+	src, ok := sourceOf(obj)
+	if !ok {
 		return nil
 	}
 	var reqs []reconcile.Request
 	for _, key := range []string{
-		indexKey(kind, obj.GetNamespace(), obj.GetName()),
-		indexKey(kind, obj.GetNamespace(), anyName),
+		indexKey(src.Kind, src.Namespace, src.Name),
+		indexKey(src.Kind, src.Namespace, anyName),
 	} {
 		found, err := r.index(ctx, key)
 		if err != nil {

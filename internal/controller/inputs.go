@@ -45,6 +45,14 @@ const (
 	Unmatched Outcome = "Unmatched"
 	// Unselected: the source does not match --resource-label-selector.
 	Unselected Outcome = "Unselected"
+	// CSIOff: a SecretProviderClass, while nudge does not watch the Secrets
+	// Store CSI driver's SecretProviderClassPodStatuses
+	// (--enable-csi-integration off, or the API does not serve them).
+	CSIOff Outcome = "CSIOff"
+	// Unmounted: a SecretProviderClass no pod of its namespace has mounted
+	// (no mounted SecretProviderClassPodStatus): nothing runs with it, so it
+	// counts for nothing.
+	Unmounted Outcome = "Unmounted"
 )
 
 // Resolved is one reference a workload's dialects select, with what became of
@@ -122,6 +130,9 @@ func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input) (
 	}
 	if r.IgnoreSources[c.Kind] {
 		return KindIgnored, nil
+	}
+	if c.Kind == refs.SecretProviderClass {
+		return r.resolveClass(ctx, c, in)
 	}
 	src, err := r.getSource(ctx, c.Source)
 	switch {

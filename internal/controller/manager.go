@@ -56,5 +56,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		b = b.WatchesMetadata(ns, handler.EnqueueRequestsFromMapFunc(r.workloadsIn),
 			builder.WithPredicates(predicate.LabelChangedPredicate{}))
 	}
-	return b.Complete(r)
+	c, err := b.Build(r)
+	r.ctrl = c
+	return err
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"nudge.dev/nudge/internal/dialect"
@@ -84,14 +86,19 @@ type Reconciler struct {
 	Metrics *Metrics
 	// Lull, when not nil, is told of every workload write (see Lull).
 	Lull *Lull
+	// CSI, when not nil and true, says that nudge watches the Secrets Store
+	// CSI driver's SecretProviderClassPodStatuses (see WatchPodStatuses);
+	// otherwise SecretProviderClasses count for nothing.
+	CSI *atomic.Bool
 
 	// Behaviour pinned by Reloader's flags; see options.Options.
 	Behaviour
 
 	warnings warnings
-	history  history       // nudge's own writes, to tell restored states
-	jobs     pendingJobs   // Jobs deleted to re-create, not created yet
-	index    workloadIndex // set by SetupWithManager
+	history  history               // nudge's own writes, to tell restored states
+	jobs     pendingJobs           // Jobs deleted to re-create, not created yet
+	index    workloadIndex         // set by SetupWithManager
+	ctrl     controller.Controller // set by SetupWithManager
 }
 
 // Behaviour is what Reloader's flags and nudge's options change in how a
@@ -260,7 +267,7 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 // resolver returns the reconciler's Resolver, over its cache.
 func (r *Reconciler) resolver() Resolver {
 	return Resolver{
-		Selector:  Selector{Reader: r.Client, AutoReloadAll: r.AutoReloadAll, Watched: r.Watched},
+		Selector:  Selector{Reader: r.Client, AutoReloadAll: r.AutoReloadAll, Watched: r.Watched, CSI: r.CSI},
 		Key:       r.Key,
 		Window:    r.Window,
 		Behaviour: r.Behaviour,

@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -37,6 +38,10 @@ type Selector struct {
 	AutoReloadAll bool
 	// Watched reports whether nudge watches a namespace; nil means every one.
 	Watched func(ctx context.Context, namespace string) bool
+	// CSI, when not nil and true, says that nudge watches the Secrets Store
+	// CSI driver's SecretProviderClassPodStatuses and that Reader serves
+	// them; otherwise SecretProviderClasses count for nothing (CSIOff).
+	CSI *atomic.Bool
 }
 
 // namedReference is the reference an annotation's name makes to src: the
@@ -115,6 +120,9 @@ func (r Selector) references(ctx context.Context, namespace string, spec dialect
 
 // sourceNames lists the names of the sources of kind in namespace.
 func (r Selector) sourceNames(ctx context.Context, kind refs.Kind, namespace string) ([]string, error) {
+	if kind == refs.SecretProviderClass {
+		return r.classNames(ctx, namespace)
+	}
 	var list client.ObjectList = &corev1.ConfigMapList{}
 	if kind == refs.Secret {
 		list = &corev1.SecretList{}

@@ -155,8 +155,13 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // lose only their managedFields, owner references and that annotation (a
 // Namespace keeps its labels: --namespace-selector reads them); an
 // unstructured one its status too (TrimWorkloads trims Argo Rollouts and
-// custom kinds as the built-in kinds). It is idempotent.
+// custom kinds as the built-in kinds). A Secrets Store CSI
+// SecretProviderClassPodStatus, a source, is trimmed by TrimPodStatus. It is
+// idempotent.
 func TrimWorkload(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == PodStatusGVK {
+		return TrimPodStatus(obj)
+	}
 	if o, ok := obj.(client.Object); ok {
 		o.SetManagedFields(nil)
 		o.SetOwnerReferences(nil)
@@ -213,7 +218,8 @@ func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 }
 
 // trimPodSpec replaces a pod spec with one container that reads exactly the
-// sources the pod spec reads (refs.FromPodSpec), in the fewest objects: a
+// sources the pod spec reads (refs.FromPodSpec), in the fewest objects (a
+// SecretProviderClass as a csi volume that mounts it): a
 // whole source as an envFrom entry, a source read only in part as one env
 // entry per key read, each as optional as the reference. FromPodSpec reads
 // the same references from the trimmed spec as from the whole one, and
@@ -221,7 +227,13 @@ func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 // live object.
 func trimPodSpec(p *corev1.PodSpec) {
 	var c corev1.Container
+	var volumes []corev1.Volume
 	for _, r := range refs.FromPodSpec("", p) {
+		if r.Kind == refs.SecretProviderClass {
+			volumes = append(volumes, corev1.Volume{Name: r.Name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+				Driver: refs.CSIDriver, VolumeAttributes: map[string]string{refs.SecretProviderClassAttribute: r.Name}}}})
+			continue
+		}
 		optional := r.Optional
 		name := corev1.LocalObjectReference{Name: r.Name}
 		if r.Whole() {
@@ -244,7 +256,7 @@ func trimPodSpec(p *corev1.PodSpec) {
 			c.Env = append(c.Env, corev1.EnvVar{ValueFrom: from})
 		}
 	}
-	*p = corev1.PodSpec{}
+	*p = corev1.PodSpec{Volumes: volumes}
 	if len(c.Env) > 0 || len(c.EnvFrom) > 0 {
 		p.Containers = []corev1.Container{c}
 	}

@@ -56,6 +56,23 @@ const (
 	ReloaderExcludeSecrets = "secrets.exclude.reloader.stakater.com/reload"
 )
 
+// Stakater Reloader's annotations for Secrets Store CSI SecretProviderClasses,
+// read with its --enable-csi-integration; see
+// https://github.com/stakater/Reloader#secretproviderclass-csi-integration.
+// reloader.stakater.com/auto and reloader.stakater.com/search cover
+// SecretProviderClasses as they cover ConfigMaps and Secrets.
+const (
+	// ReloaderSecretProviderClassAuto is ReloaderAuto for the
+	// SecretProviderClasses the pod spec mounts only.
+	ReloaderSecretProviderClassAuto = "secretproviderclass.reloader.stakater.com/auto"
+	// ReloaderSecretProviderClassReload is ReloaderConfigMapReload for
+	// SecretProviderClasses.
+	ReloaderSecretProviderClassReload = "secretproviderclass.reloader.stakater.com/reload"
+	// ReloaderExcludeSecretProviderClasses is ReloaderExcludeConfigMaps for
+	// SecretProviderClasses.
+	ReloaderExcludeSecretProviderClasses = "secretproviderclasses.exclude.reloader.stakater.com/reload"
+)
+
 // SAP pod-reloader's annotations; see https://github.com/SAP/pod-reloader.
 const (
 	// PodReloaderConfigMaps is a comma-separated list of ConfigMap names in

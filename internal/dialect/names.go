@@ -39,6 +39,15 @@ type ReloaderNames struct {
 	// PausedAt, on a Deployment nudge paused, is
 	// --pause-deployment-time-annotation (deployment.reloader.stakater.com/paused-at).
 	PausedAt string
+	// SecretProviderClassAuto is --secretproviderclass-auto-annotation
+	// (secretproviderclass.reloader.stakater.com/auto).
+	SecretProviderClassAuto string
+	// SecretProviderClassReload is --secretproviderclass-annotation
+	// (secretproviderclass.reloader.stakater.com/reload).
+	SecretProviderClassReload string
+	// SecretProviderClassExclude is --secretproviderclass-exclude-annotation
+	// (secretproviderclasses.exclude.reloader.stakater.com/reload).
+	SecretProviderClassExclude string
 }
 
 // Names of Reloader's pause annotations, the defaults of
@@ -68,6 +77,10 @@ func DefaultReloaderNames() ReloaderNames {
 		Ignore:           ReloaderIgnore,
 		PausePeriod:      ReloaderPausePeriod,
 		PausedAt:         ReloaderPausedAt,
+
+		SecretProviderClassAuto:    ReloaderSecretProviderClassAuto,
+		SecretProviderClassReload:  ReloaderSecretProviderClassReload,
+		SecretProviderClassExclude: ReloaderExcludeSecretProviderClasses,
 	}
 }
 
@@ -98,6 +111,9 @@ func NewParser(names ReloaderNames) Parser {
 	fill(&names.Ignore, d.Ignore)
 	fill(&names.PausePeriod, d.PausePeriod)
 	fill(&names.PausedAt, d.PausedAt)
+	fill(&names.SecretProviderClassAuto, d.SecretProviderClassAuto)
+	fill(&names.SecretProviderClassReload, d.SecretProviderClassReload)
+	fill(&names.SecretProviderClassExclude, d.SecretProviderClassExclude)
 	return Parser{reloader: names}
 }
 

@@ -32,7 +32,8 @@ func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
 // ConfigMaps are read from the template when the metadata has none of
 // reloader.stakater.com/auto, reloader.stakater.com/search,
 // configmap.reloader.stakater.com/auto and configmap.reloader.stakater.com/reload,
-// and Secrets likewise with the secret.* forms. Reloader's exclude
+// and Secrets likewise with the secret.* forms (SecretProviderClasses with
+// the secretproviderclass.* ones). Reloader's exclude
 // annotations are read from the metadata, as Reloader does, and also from the
 // template when that kind was read from the template and the metadata has no
 // exclude annotation for it.
@@ -107,7 +108,7 @@ func (p *parser) native(meta, template map[string]string) {
 	keys := []string{NudgeAuto, NudgeConfigMaps, NudgeSecrets, NudgeExcludeConfigMaps, NudgeExcludeSecrets, NudgeRolloutWindow}
 	src := pick(meta, template, keys...)
 	p.present(Nudge, src, keys...)
-	p.auto(src, NudgeAuto, &p.spec.ConfigMaps, &p.spec.Secrets)
+	p.auto(src, NudgeAuto, &p.spec.ConfigMaps, &p.spec.Secrets, &p.spec.SecretProviderClasses)
 	p.spec.Named = append(p.spec.Named, p.names(src, NudgeConfigMaps, refs.ConfigMap, Nudge, true)...)
 	p.spec.Named = append(p.spec.Named, p.names(src, NudgeSecrets, refs.Secret, Nudge, true)...)
 	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeConfigMaps, refs.ConfigMap, Nudge, true)...)
@@ -124,6 +125,7 @@ func (p *parser) reloader(meta, template map[string]string) {
 	}{
 		{refs.ConfigMap, &p.spec.ConfigMaps, n.ConfigMapAuto, n.ConfigMapReload, n.ConfigMapExclude},
 		{refs.Secret, &p.spec.Secrets, n.SecretAuto, n.SecretReload, n.SecretExclude},
+		{refs.SecretProviderClass, &p.spec.SecretProviderClasses, n.SecretProviderClassAuto, n.SecretProviderClassReload, n.SecretProviderClassExclude},
 	}
 	for _, k := range kinds {
 		keys := []string{n.Auto, n.Search, k.auto, k.reload}

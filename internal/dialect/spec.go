@@ -90,8 +90,12 @@ func (s Selection) Automatic(autoReloadAll bool) bool {
 // Spec is what one workload's annotations say it depends on, every dialect
 // united. The zero Spec depends on nothing.
 type Spec struct {
-	// ConfigMaps and Secrets say which sources found in the pod spec count.
-	ConfigMaps, Secrets Selection
+	// ConfigMaps, Secrets and SecretProviderClasses say which sources found
+	// in the pod spec count. SecretProviderClasses are selected by
+	// nudge.dev/auto and Reloader's annotations only (Reloader's
+	// reloader.stakater.com/auto and search, and its secretproviderclass.*
+	// forms).
+	ConfigMaps, Secrets, SecretProviderClasses Selection
 	// Named holds the sources named by annotations, sorted by kind,
 	// namespace, name and dialect. One source may be named by several
 	// dialects and so appear more than once.
@@ -111,13 +115,15 @@ type Spec struct {
 }
 
 // For returns the Selection for kind; the zero Selection for a kind other
-// than refs.ConfigMap and refs.Secret.
+// than refs.ConfigMap, refs.Secret and refs.SecretProviderClass.
 func (s Spec) For(kind refs.Kind) Selection {
 	switch kind {
 	case refs.ConfigMap:
 		return s.ConfigMaps
 	case refs.Secret:
 		return s.Secrets
+	case refs.SecretProviderClass:
+		return s.SecretProviderClasses
 	default:
 		return Selection{}
 	}
@@ -125,10 +131,14 @@ func (s Spec) For(kind refs.Kind) Selection {
 
 // Enabled reports whether the workload depends on anything at all, given
 // Reloader's --auto-reload-all flag: an automatic or search selection for
-// either kind, or a named source.
+// any kind, or a named source.
 func (s Spec) Enabled(autoReloadAll bool) bool {
-	return s.ConfigMaps.Automatic(autoReloadAll) || s.Secrets.Automatic(autoReloadAll) ||
-		s.ConfigMaps.Search || s.Secrets.Search || len(s.Named) > 0
+	for _, sel := range []Selection{s.ConfigMaps, s.Secrets, s.SecretProviderClasses} {
+		if sel.Automatic(autoReloadAll) || sel.Search {
+			return true
+		}
+	}
+	return len(s.Named) > 0
 }
 
 // Excluded reports whether an Exclude entry matches src.

@@ -46,12 +46,13 @@ type Reference struct {
 	// Keys are the keys read; empty when the whole object is.
 	Keys     []string `json:"keys,omitempty"`
 	Optional bool     `json:"optional"`
-	// ReadAs lists how it is read: env, envFrom, volume, projected (the pod
+	// ReadAs lists how it is read: env, envFrom, volume, projected, csi (the pod
 	// spec), named (an annotation names it; "named:<dialect>"), search
 	// (counts only with reloader.stakater.com/match).
 	ReadAs []string `json:"readAs"`
 	// Outcome is controller.Outcome: Counted, AbsentOptional, Missing, Kept,
-	// Ignored, Unmatched, Unselected, Unwatched, KindIgnored.
+	// Ignored, Unmatched, Unselected, Unwatched, KindIgnored, and for a
+	// SecretProviderClass CSIOff (explain does not read pod statuses).
 	Outcome string `json:"outcome"`
 	// Content compares the source with what the running pods started with:
 	// Unchanged, Changed, New (not in the applied state), ReadDifferently

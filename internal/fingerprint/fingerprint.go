@@ -149,3 +149,35 @@ func Shape(ref refs.Reference) string {
 	}
 	return base64.RawURLEncoding.EncodeToString(h.Sum(nil))[:6]
 }
+
+// ObjectVersion is one object a Secrets Store CSI SecretProviderClass mounts
+// into a pod, as the driver records it in a SecretProviderClassPodStatus
+// (status.objects[]: id and version; see
+// https://github.com/kubernetes-sigs/secrets-store-csi-driver/blob/main/apis/v1/secretproviderclasspodstatus_types.go).
+// A version identifies a secret's revision in the external store; it is not
+// its content.
+type ObjectVersion struct{ ID, Version string }
+
+// Versions returns the Digests of a SecretProviderClass from the objects its
+// pods have mounted, one list per pod: each object id maps to the SHA-256 of
+// its distinct versions, sorted and length-prefixed. How many pods mount the
+// class, and in which order they are given, does not change the result; a
+// rotation (a new version of any object) does.
+func Versions(pods ...[]ObjectVersion) Digests {
+	byID := map[string][]string{}
+	for _, objects := range pods {
+		for _, o := range objects {
+			byID[o.ID] = append(byID[o.ID], o.Version)
+		}
+	}
+	d := make(Digests, len(byID))
+	for id, versions := range byID {
+		slices.Sort(versions)
+		h := sha256.New()
+		for _, v := range slices.Compact(versions) {
+			field(h, v)
+		}
+		d[id] = string(h.Sum(nil))
+	}
+	return d
+}

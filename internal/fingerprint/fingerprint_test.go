@@ -116,6 +116,9 @@ func TestStateRoundTrip(t *testing.T) {
 			{Kind: refs.Secret, Namespace: "shop", Name: "db"}:         {Shape: "Hk2-_a", Digest: "BBBBBBBBBBBBBBBB"},
 			{Kind: refs.ConfigMap, Namespace: "shared", Name: "ca"}:    {Digest: fingerprint.Absent},
 		}},
+		"a Secrets Store CSI SecretProviderClass": {KeyID: "0a1b2c3d", Entries: map[refs.Source]fingerprint.Entry{
+			{Kind: refs.SecretProviderClass, Namespace: "shop", Name: "vault-db"}: {Digest: "CCCCCCCCCCCCCCCC"},
+		}},
 	}
 	for name, s := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -166,5 +169,47 @@ func TestSumString(t *testing.T) {
 		if got := fingerprint.SumString(v); got != string(want[:]) || got != fingerprint.Sum([]byte(v)) {
 			t.Errorf("SumString(%d bytes) = %x, want %x", len(v), got, want)
 		}
+	}
+}
+
+func TestVersions(t *testing.T) {
+	type ov = fingerprint.ObjectVersion
+	one := fingerprint.Versions([]ov{{"db/password", "v1"}, {"db/user", "v7"}})
+	tests := map[string]struct {
+		pods [][]ov
+		same bool
+	}{
+		"another pod with the same versions changes nothing": {
+			pods: [][]ov{{{"db/password", "v1"}, {"db/user", "v7"}}, {{"db/user", "v7"}, {"db/password", "v1"}}},
+			same: true,
+		},
+		"the order of objects changes nothing": {
+			pods: [][]ov{{{"db/user", "v7"}, {"db/password", "v1"}}},
+			same: true,
+		},
+		"a rotation of one object is a change": {
+			pods: [][]ov{{{"db/password", "v2"}, {"db/user", "v7"}}},
+		},
+		"one pod still on the old version beside a rotated one is a change": {
+			pods: [][]ov{{{"db/password", "v1"}, {"db/user", "v7"}}, {{"db/password", "v2"}, {"db/user", "v7"}}},
+		},
+		"an object more is a change": {
+			pods: [][]ov{{{"db/password", "v1"}, {"db/user", "v7"}, {"db/host", "v1"}}},
+		},
+		"versions are not run together": {
+			pods: [][]ov{{{"db/password", "v"}, {"db/password", "1"}, {"db/user", "v7"}}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			got := fingerprint.Versions(tc.pods...)
+			g.Expect(got).To(HaveKey("db/password"))
+			if tc.same {
+				g.Expect(got).To(Equal(one))
+			} else {
+				g.Expect(got).NotTo(Equal(one))
+			}
+		})
 	}
 }

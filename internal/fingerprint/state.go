@@ -85,7 +85,7 @@ func Parse(v, namespace string) (State, error) {
 		default:
 			return State{}, fmt.Errorf("%w: entry %q", ErrState, f)
 		}
-		if (src.Kind != refs.ConfigMap && src.Kind != refs.Secret) || src.Name == "" || src.Namespace == "" {
+		if (src.Kind != refs.ConfigMap && src.Kind != refs.Secret && src.Kind != refs.SecretProviderClass) || src.Name == "" || src.Namespace == "" {
 			return State{}, fmt.Errorf("%w: entry %q", ErrState, f)
 		}
 		s.Entries[src] = Entry{Shape: shape, Digest: digest}

@@ -22,14 +22,9 @@ import (
 // (https://github.com/stakater/Reloader/blob/master/internal/pkg/config/flags/flags.go).
 type Reloader struct {
 	// Annotations are the names of Reloader's annotations nudge reads
-	// (--auto-annotation, --configmap-annotation, ...).
+	// (--auto-annotation, --configmap-annotation, ...,
+	// --secretproviderclass-annotation).
 	Annotations dialect.ReloaderNames
-	// SecretProviderClassAnnotations are the names of Reloader's annotations
-	// for Secrets Store CSI SecretProviderClasses
-	// (--secretproviderclass-auto-annotation, --secretproviderclass-annotation,
-	// --secretproviderclass-exclude-annotation). nudge does not read them
-	// yet: see EnableCSIIntegration.
-	SecretProviderClassAnnotations struct{ Auto, Reload, Exclude string }
 
 	// ArgoRollouts is --is-Argo-Rollouts: handle Argo Rollouts. nudge's
 	// default is true (a Rollout is handled once its CRD is served);
@@ -44,8 +39,10 @@ type Reloader struct {
 	// (changes made while it was down are rolled when it starts) whatever
 	// its value, so it changes nothing.
 	SyncAfterRestart bool
-	// EnableCSIIntegration is --enable-csi-integration. Accepted; nudge does
-	// not watch SecretProviderClassPodStatuses yet and says so at start.
+	// EnableCSIIntegration is --enable-csi-integration: watch the Secrets
+	// Store CSI driver's SecretProviderClassPodStatuses (once the API serves
+	// them), so that a rotation of a mounted SecretProviderClass rolls the
+	// workloads that mount it.
 	EnableCSIIntegration bool
 
 	// EnablePprof is --enable-pprof: serve Go's pprof endpoints on PprofAddr
@@ -82,9 +79,6 @@ func DefaultReloader() Reloader {
 		RetryPeriod:     2 * time.Second,
 		ReleaseOnCancel: true,
 	}
-	r.SecretProviderClassAnnotations.Auto = "secretproviderclass.reloader.stakater.com/auto"
-	r.SecretProviderClassAnnotations.Reload = "secretproviderclass.reloader.stakater.com/reload"
-	r.SecretProviderClassAnnotations.Exclude = "secretproviderclasses.exclude.reloader.stakater.com/reload"
 	return r
 }
 
@@ -108,16 +102,16 @@ func (o *Options) bindReloaderFlags(fs *pflag.FlagSet) {
 		{&a.Ignore, "ignore-annotation", "Reloader's ignore annotation (on sources), renamed."},
 		{&a.PausePeriod, "pause-deployment-annotation", "Reloader's Deployment pause-period annotation, renamed."},
 		{&a.PausedAt, "pause-deployment-time-annotation", "Reloader's paused-at annotation, renamed."},
-		{&r.SecretProviderClassAnnotations.Auto, "secretproviderclass-auto-annotation", "Reloader's SecretProviderClass auto annotation, renamed (accepted; CSI is not supported yet)."},
-		{&r.SecretProviderClassAnnotations.Reload, "secretproviderclass-annotation", "Reloader's SecretProviderClass reload annotation, renamed (accepted; CSI is not supported yet)."},
-		{&r.SecretProviderClassAnnotations.Exclude, "secretproviderclass-exclude-annotation", "Reloader's SecretProviderClass exclude annotation, renamed (accepted; CSI is not supported yet)."},
+		{&a.SecretProviderClassAuto, "secretproviderclass-auto-annotation", "Reloader's SecretProviderClass auto annotation, renamed."},
+		{&a.SecretProviderClassReload, "secretproviderclass-annotation", "Reloader's SecretProviderClass reload annotation, renamed."},
+		{&a.SecretProviderClassExclude, "secretproviderclass-exclude-annotation", "Reloader's SecretProviderClass exclude annotation, renamed."},
 	} {
 		fs.StringVar(f.dst, f.name, *f.dst, f.help)
 	}
 	fs.BoolVar(&r.ArgoRollouts, "is-Argo-Rollouts", r.ArgoRollouts, `Handle Argo Rollouts; "false" leaves them alone (Reloader's default is false).`)
 	fs.StringVar(&r.IsOpenShift, "is-openshift", r.IsOpenShift, `Reloader's OpenShift DeploymentConfig support: "true", "false" or "auto"; nudge handles no DeploymentConfigs.`)
 	fs.BoolVar(&r.SyncAfterRestart, "sync-after-restart", r.SyncAfterRestart, "Accepted for Reloader; nudge always acts on changes made while it was down.")
-	fs.BoolVar(&r.EnableCSIIntegration, "enable-csi-integration", r.EnableCSIIntegration, "Reloader's Secrets Store CSI integration: accepted, not supported yet (a warning at start).")
+	fs.BoolVar(&r.EnableCSIIntegration, "enable-csi-integration", r.EnableCSIIntegration, "Roll workloads when the Secrets Store CSI driver rotates a SecretProviderClass they mount (watches secretproviderclasspodstatuses once served).")
 	fs.BoolVar(&r.EnablePprof, "enable-pprof", r.EnablePprof, "Serve Go's pprof endpoints on --pprof-addr.")
 	fs.StringVar(&r.PprofAddr, "pprof-addr", r.PprofAddr, "Address of the pprof endpoints with --enable-pprof.")
 	fs.StringVar(&r.LeaderElectionNamespace, "leader-election-namespace", r.LeaderElectionNamespace, "Namespace of the leader-election Lease; the system namespace when empty.")
@@ -156,9 +150,9 @@ func (o *Options) validateReloader() []error {
 		{"--secret-exclude-annotation", a.SecretExclude}, {"--auto-search-annotation", a.Search},
 		{"--search-match-annotation", a.Match}, {"--ignore-annotation", a.Ignore},
 		{"--pause-deployment-annotation", a.PausePeriod}, {"--pause-deployment-time-annotation", a.PausedAt},
-		{"--secretproviderclass-auto-annotation", r.SecretProviderClassAnnotations.Auto},
-		{"--secretproviderclass-annotation", r.SecretProviderClassAnnotations.Reload},
-		{"--secretproviderclass-exclude-annotation", r.SecretProviderClassAnnotations.Exclude},
+		{"--secretproviderclass-auto-annotation", a.SecretProviderClassAuto},
+		{"--secretproviderclass-annotation", a.SecretProviderClassReload},
+		{"--secretproviderclass-exclude-annotation", a.SecretProviderClassExclude},
 	} {
 		if msgs := validation.IsQualifiedName(n.value); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("%s: %q is not an annotation name: %s", n.flag, n.value, strings.Join(msgs, "; ")))

@@ -4,7 +4,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// FromPodSpec returns every ConfigMap and Secret the pod spec reads, one
+// FromPodSpec returns every ConfigMap, Secret and SecretProviderClass the pod
+// spec reads, one
 // Reference per source, merged with Merge and sorted by Source. Every
 // reference is in namespace, the namespace of the workload that owns spec.
 //
@@ -16,7 +17,10 @@ import (
 // kubelet needs them to start the pod):
 //   - configMap and secret (secretName) volumes: the whole object, or only the
 //     keys of items when items is not empty;
-//   - projected volumes: each sources[].configMap and sources[].secret alike.
+//   - projected volumes: each sources[].configMap and sources[].secret alike;
+//   - csi volumes of the Secrets Store CSI driver (driver CSIDriver): the
+//     SecretProviderClass named by volumeAttributes.secretProviderClass, as
+//     a whole object, required.
 //
 // A use is optional when its optional field is true; nil means required, as
 // in the API. A source is optional only if every use of it is (see Merge).
@@ -52,6 +56,17 @@ const (
 	Volume Via = "volume"
 	// Projected: a source of a projected volume.
 	Projected Via = "projected"
+	// CSI: a csi volume of the Secrets Store CSI driver.
+	CSI Via = "csi"
+)
+
+// CSIDriver is the name of the Secrets Store CSI driver, and
+// SecretProviderClassAttribute the volume attribute that names the
+// SecretProviderClass a csi volume of it mounts
+// (https://secrets-store-csi-driver.sigs.k8s.io/getting-started/usage).
+const (
+	CSIDriver                    = "secrets-store.csi.k8s.io"
+	SecretProviderClassAttribute = "secretProviderClass"
 )
 
 // Use is one use of a source in a pod spec, before uses are merged.
@@ -130,6 +145,9 @@ func (c *collector) volume(v *corev1.VolumeSource) {
 	}
 	if v.Secret != nil {
 		c.add(Volume, Secret, v.Secret.SecretName, itemKeys(v.Secret.Items), v.Secret.Optional)
+	}
+	if v.CSI != nil && v.CSI.Driver == CSIDriver {
+		c.add(CSI, SecretProviderClass, v.CSI.VolumeAttributes[SecretProviderClassAttribute], nil, nil)
 	}
 	if v.Projected == nil {
 		return

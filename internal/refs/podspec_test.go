@@ -274,6 +274,17 @@ func TestFromPodSpec(t *testing.T) {
 			},
 			want: nil,
 		},
+		"a Secrets Store CSI volume reads its SecretProviderClass, whole and required": {
+			spec: &corev1.PodSpec{Volumes: []corev1.Volume{
+				{Name: "vault", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+					Driver: CSIDriver, VolumeAttributes: map[string]string{SecretProviderClassAttribute: "vault-db"},
+				}}},
+				{Name: "other", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+					Driver: "other.csi.example.com", VolumeAttributes: map[string]string{SecretProviderClassAttribute: "not-read"},
+				}}},
+			}},
+			want: []Reference{{Source: Source{Kind: SecretProviderClass, Namespace: ns, Name: "vault-db"}}},
+		},
 		"every reference is in the given namespace, sorted by kind then name": {
 			spec: &corev1.PodSpec{
 				Containers: []corev1.Container{{EnvFrom: []corev1.EnvFromSource{secretEnvFrom("z", nil), cmEnvFrom("y", nil), cmEnvFrom("b", nil)}}},

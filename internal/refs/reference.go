@@ -7,13 +7,19 @@ import (
 	"strings"
 )
 
-// Kind is the kind of a source: "ConfigMap" or "Secret".
+// Kind is the kind of a source: "ConfigMap", "Secret" or
+// "SecretProviderClass".
 type Kind string
 
 // The source kinds nudge watches.
 const (
 	ConfigMap Kind = "ConfigMap"
 	Secret    Kind = "Secret"
+	// SecretProviderClass is a Secrets Store CSI driver SecretProviderClass
+	// (https://secrets-store-csi-driver.sigs.k8s.io/concepts#secretproviderclass),
+	// read by nudge through the SecretProviderClassPodStatuses the driver
+	// writes for each pod that mounts it; always a whole object.
+	SecretProviderClass Kind = "SecretProviderClass"
 )
 
 // Source names one source object.

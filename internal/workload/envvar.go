@@ -11,7 +11,7 @@ import (
 // EnvVarName returns the env var Reloader's env-vars strategy writes for a
 // source: "STAKATER_", the source's name upper-cased with every run of
 // characters other than A-Z and 0-9 turned into one "_" (a leading run
-// dropped), then "_CONFIGMAP" or "_SECRET". See
+// dropped), then "_CONFIGMAP", "_SECRET" or "_SECRETPROVIDERCLASS". See
 // https://github.com/stakater/Reloader#reload-strategies.
 func EnvVarName(src refs.Source) string {
 	var b strings.Builder
@@ -28,9 +28,12 @@ func EnvVarName(src refs.Source) string {
 		}
 		valid = false
 	}
-	if src.Kind == refs.Secret {
+	switch src.Kind {
+	case refs.Secret:
 		b.WriteString("_SECRET")
-	} else {
+	case refs.SecretProviderClass:
+		b.WriteString("_SECRETPROVIDERCLASS")
+	default:
 		b.WriteString("_CONFIGMAP")
 	}
 	return b.String()

@@ -25,6 +25,8 @@ func TestEnvVarName(t *testing.T) {
 		"a leading run is dropped, a trailing one kept": {
 			refs.Source{Kind: refs.Secret, Name: "-x-"}, "STAKATER_X__SECRET"},
 		"digits are kept": {refs.Source{Kind: refs.ConfigMap, Name: "v2"}, "STAKATER_V2_CONFIGMAP"},
+		"a SecretProviderClass as Reloader names it": {
+			refs.Source{Kind: refs.SecretProviderClass, Name: "vault-db"}, "STAKATER_VAULT_DB_SECRETPROVIDERCLASS"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -20,6 +20,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -56,6 +57,7 @@ func run(m *testing.M) int {
 		plane = p
 		scheme := runtime.NewScheme()
 		_ = clientgoscheme.AddToScheme(scheme)
+		_ = apiextensionsv1.AddToScheme(scheme)
 		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
 		if err != nil {
 			panic(err)
@@ -223,7 +225,7 @@ func TestBareBinaryWithoutItsNamespaceNamesTheFlag(t *testing.T) {
 }
 
 // A Reloader Deployment's args, image swapped: nudge starts with them,
-// warns about what it accepts without acting on, and serves Reloader's
+// waits for the Secrets Store CSI driver's kind with --enable-csi-integration, and serves Reloader's
 // metrics (by namespace with METRICS_COUNT_BY_NAMESPACE=enabled).
 func TestReloaderArgsStartTheBinary(t *testing.T) {
 	g := NewWithT(t)
@@ -243,6 +245,7 @@ func TestReloaderArgsStartTheBinary(t *testing.T) {
 	g.Eventually(func() string { return get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).Should(
 		ContainSubstring(`reloader_reload_executed_total{success="true"} 0`), "Reloader's counter at 0")
 	g.Expect(get("http://"+pprof+"/debug/pprof/")).NotTo(BeEmpty(), "pprof on --pprof-addr")
-	g.Expect(p.output()).To(ContainSubstring("Accepted --enable-csi-integration, which is not supported yet"), "a warning, not silence")
+	g.Eventually(p.output).WithTimeout(30*time.Second).Should(ContainSubstring("SecretProviderClassPodStatus"),
+		"--enable-csi-integration waits for (or watches) the Secrets Store CSI driver's kind")
 	g.Expect(p.exited()).To(BeFalse())
 }

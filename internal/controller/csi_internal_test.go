@@ -1,0 +1,140 @@
+package controller
+
+import (
+	"testing"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/refs"
+)
+
+// podStatus is a SecretProviderClassPodStatus as the driver writes it.
+func podStatus(class string, mounted bool, objects ...[2]string) *unstructured.Unstructured {
+	u := NewPodStatus()
+	u.SetNamespace("shop")
+	u.SetName("web-1-shop-" + class)
+	u.SetResourceVersion("7")
+	u.SetLabels(map[string]string{"internal.secrets-store.csi.k8s.io/node-name": "node-1"})
+	u.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "web-1", UID: "u"}})
+	list := make([]any, len(objects))
+	for i, o := range objects {
+		list[i] = map[string]any{"id": o[0], "version": o[1]}
+	}
+	u.Object["status"] = map[string]any{"podName": "web-1", "secretProviderClassName": class, "mounted": mounted,
+		"targetPath": "/var/lib/kubelet/pods/u/volumes/kubernetes.io~csi/v/mount", "objects": list}
+	return u
+}
+
+func TestTrimPodStatus(t *testing.T) {
+	g := NewWithT(t)
+	u := podStatus("vault-db", true, [2]string{"db/password", "1"}, [2]string{"db/user", "7"})
+	_, err := TrimWorkload(u) // the cache's default transform hands it on
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(u.Object).To(Equal(map[string]any{
+		"apiVersion": "secrets-store.csi.x-k8s.io/v1", "kind": "SecretProviderClassPodStatus",
+		"metadata": map[string]any{"name": "web-1-shop-vault-db", "namespace": "shop", "resourceVersion": "7"},
+		"status": map[string]any{"secretProviderClassName": "vault-db", "mounted": true, "objects": []any{
+			map[string]any{"id": "db/password", "version": "1"}, map[string]any{"id": "db/user", "version": "7"}}},
+	}), "of the status only the class, mounted and the objects' ids and versions")
+	s, ok := podStatusOf(u)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(s).To(Equal(PodStatus{Class: "vault-db", Mounted: true,
+		Objects: []fingerprint.ObjectVersion{{ID: "db/password", Version: "1"}, {ID: "db/user", Version: "7"}}}))
+	again := u.DeepCopy()
+	_, _ = TrimPodStatus(again)
+	g.Expect(again).To(Equal(u), "idempotent")
+}
+
+func TestPodStatusChanged(t *testing.T) {
+	base := podStatus("vault-db", true, [2]string{"db/password", "1"})
+	tests := map[string]struct {
+		mutate func(*unstructured.Unstructured)
+		want   bool
+	}{
+		"labels only are no change": {
+			mutate: func(u *unstructured.Unstructured) { u.SetLabels(map[string]string{"team": "shop"}) },
+		},
+		"annotations only are no change": {
+			mutate: func(u *unstructured.Unstructured) { u.SetAnnotations(map[string]string{"a": "b"}) },
+		},
+		"the target path is no change": {
+			mutate: func(u *unstructured.Unstructured) { u.Object["status"].(map[string]any)["targetPath"] = "/x" },
+		},
+		"a new version is a change": {
+			mutate: func(u *unstructured.Unstructured) {
+				u.Object["status"].(map[string]any)["objects"] = []any{map[string]any{"id": "db/password", "version": "2"}}
+			},
+			want: true,
+		},
+		"an unmount is a change": {
+			mutate: func(u *unstructured.Unstructured) { u.Object["status"].(map[string]any)["mounted"] = false },
+			want:   true,
+		},
+	}
+	for desc, tc := range tests {
+		t.Run(desc, func(t *testing.T) {
+			g := NewWithT(t)
+			n := base.DeepCopy()
+			tc.mutate(n)
+			g.Expect(podStatusChanged().Update(event.UpdateEvent{ObjectOld: base, ObjectNew: n})).To(Equal(tc.want))
+		})
+	}
+	g := NewWithT(t)
+	g.Expect(podStatusChanged().Create(event.CreateEvent{Object: base, IsInInitialList: true})).To(BeFalse(), "the initial list brings no news")
+	g.Expect(podStatusChanged().Create(event.CreateEvent{Object: base})).To(BeTrue(), "a new pod's mount")
+	g.Expect(podStatusChanged().Delete(event.DeleteEvent{Object: base})).To(BeTrue(), "a pod gone")
+}
+
+func TestSourceOf(t *testing.T) {
+	tests := map[string]struct {
+		obj  client.Object
+		want refs.Source
+		ok   bool
+	}{
+		"a ConfigMap stands for itself": {
+			obj:  &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app"}},
+			want: refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}, ok: true,
+		},
+		"a pod status stands for its SecretProviderClass": {
+			obj:  podStatus("vault-db", true),
+			want: refs.Source{Kind: refs.SecretProviderClass, Namespace: "shop", Name: "vault-db"}, ok: true,
+		},
+		"a pod status without a class stands for nothing": {obj: podStatus("", true)},
+		"a Deployment is no source":                       {obj: &appsv1.Deployment{}},
+	}
+	for desc, tc := range tests {
+		t.Run(desc, func(t *testing.T) {
+			g := NewWithT(t)
+			got, ok := sourceOf(tc.obj)
+			g.Expect(ok).To(Equal(tc.ok))
+			g.Expect(got).To(Equal(tc.want))
+		})
+	}
+}
+
+// TestTrimWorkloadKeepsSecretProviderClasses: a Secrets Store CSI volume
+// survives the cache's trim as a csi volume naming its class only.
+func TestTrimWorkloadKeepsSecretProviderClasses(t *testing.T) {
+	g := NewWithT(t)
+	spec := corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "a", VolumeMounts: []corev1.VolumeMount{{Name: "vault", MountPath: "/mnt"}}}},
+		Volumes: []corev1.Volume{{Name: "vault", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+			Driver: refs.CSIDriver, VolumeAttributes: map[string]string{refs.SecretProviderClassAttribute: "vault-db", "other": "x"},
+			NodePublishSecretRef: &corev1.LocalObjectReference{Name: "creds"}}}}},
+	}
+	whole := spec.DeepCopy()
+	trimPodSpec(&spec)
+	g.Expect(refs.FromPodSpec("shop", &spec)).To(Equal(refs.FromPodSpec("shop", whole)))
+	g.Expect(refs.FromPodSpec("shop", &spec)).To(Equal([]refs.Reference{{Source: refs.Source{Kind: refs.SecretProviderClass, Namespace: "shop", Name: "vault-db"}}}))
+	g.Expect(spec.Containers).To(BeEmpty())
+	g.Expect(spec.Volumes).To(HaveLen(1))
+	g.Expect(spec.Volumes[0].CSI.VolumeAttributes).To(Equal(map[string]string{refs.SecretProviderClassAttribute: "vault-db"}))
+	g.Expect(spec.Volumes[0].CSI.NodePublishSecretRef).To(BeNil())
+}
