@@ -162,7 +162,10 @@ func TestReloaderEveryValue(t *testing.T) {
 		PausePeriod: "platform.example/pause-period", PausedAt: "platform.example/paused-at",
 		// Reloader's names, as no value renames them.
 		ConfigMapExclude: dialect.DefaultReloaderNames().ConfigMapExclude, SecretExclude: dialect.DefaultReloaderNames().SecretExclude,
-		Ignore: dialect.DefaultReloaderNames().Ignore,
+		Ignore:                     dialect.DefaultReloaderNames().Ignore,
+		SecretProviderClassAuto:    dialect.DefaultReloaderNames().SecretProviderClassAuto,
+		SecretProviderClassReload:  dialect.DefaultReloaderNames().SecretProviderClassReload,
+		SecretProviderClassExclude: dialect.DefaultReloaderNames().SecretProviderClassExclude,
 	}), "custom_annotations parsed as nudge reads them")
 	g.Expect(rl.EnablePprof).To(BeTrue())
 	g.Expect(rl.PprofAddr).To(Equal(":6061"))
