@@ -66,6 +66,8 @@ func figures(res *Results) []figure {
 			add("bindings", fmt.Sprintf("1 Secret → %d bound Harbors: all updated (first / p50)", f.Workloads), &f.Load, "%s s (%s / %s s), %d misses",
 				optSeconds(f.AllSeconds), optSeconds(f.FirstSeconds), optSeconds(f.P50Seconds), f.Misses)
 		}
+		add("bindings", "every binding's status recorded: after creation / after the fan-out's change", &bd.Load, "%s / %s s",
+			optSeconds(bd.SetupStatusSeconds), optSeconds(bd.FanOutStatusSeconds))
 	}
 	if p := res.Process; p != nil {
 		add("end", "RSS / peak RSS / CPU of the first process at its end", nil, "%.1f / %.1f MiB / %.2f s", p.RSSMiB, p.PeakRSSMiB, p.CPUSeconds)

@@ -282,11 +282,13 @@ func (r *Reconciler) record(ctx context.Context, b *v1alpha1.ValueBinding, out o
 		r.Recorder.Eventf(b, nil, corev1.EventTypeWarning, out.reason, "Apply", "%s", out.message)
 	}
 	if equality.Semantic.DeepEqual(old.Status, b.Status) {
+		r.statuses.done(bindingKey(b))
 		return nil
 	}
 	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(old)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
+	r.statuses.done(bindingKey(b))
 	r.conflicts.wrote(statusKey(b), old.ResourceVersion, r.Clock.Now())
 	return nil
 }

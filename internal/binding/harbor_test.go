@@ -31,9 +31,19 @@ func TestHarborAccessKeyFollowsTheSecret(t *testing.T) {
 	e.g.Eventually(e.field("harbor", accessKey...)).WithTimeout(30*time.Second).Should(Equal(first), "the access key applied")
 	c := e.waitReason("harbor-s3", v1alpha1.ReasonApplied)
 	e.g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
+	fingerprint := func() string {
+		var b v1alpha1.ValueBinding
+		e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "harbor-s3"}, &b)).To(Succeed())
+		return b.Status.AppliedFingerprint
+	}
+	before := fingerprint()
+	e.g.Expect(before).NotTo(BeEmpty(), "the status records the applied fingerprint")
 
 	e.updateSecret("s3-credentials", map[string]string{"accesskey": second})
 	e.g.Eventually(e.field("harbor", accessKey...)).WithTimeout(30*time.Second).Should(Equal(second), "the rotated access key applied")
+	// nudge writes the status in a reconcile after the apply's.
+	e.g.Eventually(fingerprint).WithTimeout(30*time.Second).ShouldNot(Or(BeEmpty(), Equal(before)),
+		"the status records the rotated Secret's fingerprint")
 
 	h := e.getHarbor("harbor")
 	e.g.Expect(e.managers("harbor", accessKey...)).To(ConsistOf("nudge"), "nudge owns the access key alone")

@@ -74,6 +74,7 @@ type Reconciler struct {
 	mu        sync.Mutex
 	watched   map[schema.GroupVersionKind]bool
 	conflicts *overwrites
+	statuses  *pending
 }
 
 // Index names of the field indexes on ValueBindings.
@@ -100,6 +101,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	r.watched = map[schema.GroupVersionKind]bool{}
 	r.conflicts = &overwrites{byBinding: map[string]map[string][]time.Time{}, before: map[string]written{}}
+	r.statuses = &pending{due: map[string]dueStatus{}}
 	fi := mgr.GetFieldIndexer()
 	if err := fi.IndexField(ctx, &v1alpha1.ValueBinding{}, sourceIndex, bindingSources); err != nil {
 		return fmt.Errorf("indexing ValueBindings by source: %w", err)

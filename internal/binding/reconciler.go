@@ -42,6 +42,9 @@ type outcome struct {
 	applied string
 	keep    bool
 	after   time.Duration
+	// due: an apply made the status due; it is written by the next
+	// reconcile, statusDelay later (see statusDelay).
+	due bool
 }
 
 func failed(reason, format string, args ...any) outcome {
@@ -55,6 +58,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.conflicts.forget(req.String())
+			r.statuses.done(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -79,6 +83,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Reconciled ValueBinding", "reason", out.reason)
+	if out.due {
+		r.statuses.set(bindingKey(&b), dueStatus{generation: b.Generation, fingerprint: out.applied})
+		return ctrl.Result{RequeueAfter: statusDelay}, nil
+	}
 	return ctrl.Result{RequeueAfter: out.after}, r.record(ctx, &b, out)
 }
 
@@ -170,6 +178,11 @@ func (r *Reconciler) sync(ctx context.Context, b *v1alpha1.ValueBinding) (outcom
 		Stopped: readyReason(b) == v1alpha1.ReasonConflict,
 		Now:     r.Clock.Now(),
 	}
+	if due, ok := r.statuses.get(bindingKey(b)); ok && due.generation == b.Generation {
+		// nudge applied and has not written the status yet: that apply
+		// is the last word, not the status.
+		in.ObservedGeneration, in.Applied, in.Stopped = due.generation, due.fingerprint, false
+	}
 	in.Overwrites = r.conflicts.get(bindingKey(b), in.Now)
 	for i, v := range b.Spec.Values {
 		f := Field{Path: v.FieldPath, Skipped: sums[i] == ""}
@@ -213,7 +226,11 @@ func (r *Reconciler) sync(ctx context.Context, b *v1alpha1.ValueBinding) (outcom
 	log.Info("Applied ValueBinding", "target", b.Spec.Target.Kind+"/"+b.Spec.Target.Name, "fields", written)
 	r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, v1alpha1.ReasonApplied, "Apply",
 		"Applied to %s %s: %s", b.Spec.Target.Kind, b.Spec.Target.Name, strings.Join(written, "; "))
-	return applied(b, desired), nil
+	out := applied(b, desired)
+	// The status changes with this apply (a source or the binding
+	// changed): written by the next reconcile, after the other targets.
+	out.due = rv != t.obj.GetResourceVersion() && !in.Current()
+	return out, nil
 }
 
 // applied is the outcome of a binding whose target holds its values.
