@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
 )
 
 // statusAt is a ValueBinding's status as the scenario reads it: its applied
@@ -36,17 +32,8 @@ type statusWatcher struct {
 // namespace and returns once its cache has synced.
 func startStatusWatcher(ctx context.Context, dyn dynamic.Interface) (*statusWatcher, error) {
 	w := &statusWatcher{seen: map[string]statusAt{}, changed: make(chan struct{})}
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, bindingNamespace, func(*metav1.ListOptions) {})
-	inf := factory.ForResource(bindingGVR).Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.observe,
-		UpdateFunc: func(_, obj any) { w.observe(obj) },
-	}); err != nil {
+	if err := watchScenario(ctx, dyn, bindingGVR, w.observe); err != nil {
 		return nil, err
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, errors.New("the ValueBinding watch did not sync")
 	}
 	return w, nil
 }

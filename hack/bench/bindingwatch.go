@@ -2,13 +2,13 @@ package main
 
 import (
 	"context"
-	"errors"
-	"time"
-
+	"fmt"
 	"sync"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/tools/cache"
@@ -33,19 +33,29 @@ type targetWatcher struct {
 // namespace and returns once its cache has synced.
 func startTargetWatcher(ctx context.Context, dyn dynamic.Interface) (*targetWatcher, error) {
 	w := &targetWatcher{seen: map[string]valueAt{}, changed: make(chan struct{})}
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, bindingNamespace, func(*metav1.ListOptions) {})
-	inf := factory.ForResource(harborGVR).Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    w.observe,
-		UpdateFunc: func(_, obj any) { w.observe(obj) },
-	}); err != nil {
+	if err := watchScenario(ctx, dyn, harborGVR, w.observe); err != nil {
 		return nil, err
+	}
+	return w, nil
+}
+
+// watchScenario starts an informer of gvr in the scenario's namespace that
+// calls observe with each object added or updated, and returns once its
+// cache has synced.
+func watchScenario(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, observe func(any)) error {
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, bindingNamespace, func(*metav1.ListOptions) {})
+	inf := factory.ForResource(gvr).Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    observe,
+		UpdateFunc: func(_, obj any) { observe(obj) },
+	}); err != nil {
+		return err
 	}
 	factory.Start(ctx.Done())
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, errors.New("the Harbor watch did not sync")
+		return fmt.Errorf("the watch of %s did not sync", gvr.Resource)
 	}
-	return w, nil
+	return nil
 }
 
 func (w *targetWatcher) observe(obj any) {
