@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
@@ -55,51 +54,12 @@ func migrateJob(ns string) *batchv1.Job {
 // func it returns lifts the refusal and returns once Jobs are accepted.
 func (e *env) refuseJobs() (allow func()) {
 	e.t.Helper()
-	name := "refuse-jobs-" + e.ns
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{Expression: "false", Message: "no Job may be created here (test)"}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{corev1.LabelMetadataName: e.ns},
-			}},
-		},
-	}
-	e.g.Expect(k8s.Create(e.ctx, policy)).To(Succeed())
-	e.g.Expect(k8s.Create(e.ctx, binding)).To(Succeed())
-	remove := func() {
-		for _, o := range []client.Object{binding, policy} {
-			// Not e.ctx: it ends before the test's cleanup runs.
-			if err := k8s.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
-				e.t.Errorf("Deleting %s: %v", o.GetName(), err)
-			}
-		}
-	}
-	e.t.Cleanup(remove)
-	accepted := func() error {
+	return e.refuse("refuse-jobs-"+e.ns, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
+	}, "false", "no Job may be created here (test)", func() error {
 		probe := migrateJob(e.ns)
 		probe.Name = "admission-probe"
 		return k8s.Create(e.ctx, probe, client.DryRunAll)
-	}
-	e.g.Eventually(accepted).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring("no Job may be created here")),
-		"the API server to enforce the policy")
-	return func() {
-		e.t.Helper()
-		remove()
-		e.g.Eventually(accepted).WithTimeout(20*time.Second).Should(Succeed(), "the API server to accept Jobs again")
-	}
+	})
 }

@@ -2,7 +2,6 @@ package controller_test
 
 import (
 	"bufio"
-	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,9 +13,6 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
@@ -155,56 +151,15 @@ func TestReloaderMetrics(t *testing.T) {
 // once it is lifted.
 func (e *env) refuseRollouts() (allow func()) {
 	e.t.Helper()
-	name := "refuse-rollouts-" + e.ns
-	policy := &admissionregistrationv1.ValidatingAdmissionPolicy{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicySpec{
-			FailurePolicy: ptr.To(admissionregistrationv1.Fail),
-			MatchConstraints: &admissionregistrationv1.MatchResources{ResourceRules: []admissionregistrationv1.NamedRuleWithOperations{{
-				RuleWithOperations: admissionregistrationv1.RuleWithOperations{
-					Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
-					Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
-				},
-			}}},
-			Validations: []admissionregistrationv1.Validation{{
-				Expression: `!has(object.spec.template.metadata.annotations) || !('nudge.dev/restarted-at' in object.spec.template.metadata.annotations)`,
-				Message:    "no rollout here (test)",
-			}},
-		},
-	}
-	binding := &admissionregistrationv1.ValidatingAdmissionPolicyBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: admissionregistrationv1.ValidatingAdmissionPolicyBindingSpec{
-			PolicyName:        name,
-			ValidationActions: []admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny},
-			MatchResources: &admissionregistrationv1.MatchResources{NamespaceSelector: &metav1.LabelSelector{
-				MatchLabels: map[string]string{corev1.LabelMetadataName: e.ns},
-			}},
-		},
-	}
-	e.g.Expect(k8s.Create(e.ctx, policy)).To(Succeed())
-	e.g.Expect(k8s.Create(e.ctx, binding)).To(Succeed())
-	remove := func() {
-		for _, o := range []client.Object{binding, policy} {
-			// Not e.ctx: it ends before the test's cleanup runs.
-			if err := k8s.Delete(context.Background(), o); err != nil && !apierrors.IsNotFound(err) {
-				e.t.Errorf("Deleting %s: %v", o.GetName(), err)
-			}
-		}
-	}
-	e.t.Cleanup(remove)
-	probe := func() error {
-		d := nt.Deployment(e.ns, "admission-probe", 1, nil)
-		d.Spec.Template.Annotations = map[string]string{"nudge.dev/restarted-at": "probe"}
-		return k8s.Create(e.ctx, d, client.DryRunAll)
-	}
-	e.g.Eventually(probe).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring("no rollout here")),
-		"the API server to enforce the policy")
-	return func() {
-		e.t.Helper()
-		remove()
-		e.g.Eventually(probe).WithTimeout(20*time.Second).Should(Succeed(), "the API server to accept rollouts again")
-	}
+	return e.refuse("refuse-rollouts-"+e.ns, admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
+	}, `!has(object.spec.template.metadata.annotations) || !('nudge.dev/restarted-at' in object.spec.template.metadata.annotations)`,
+		"no rollout here (test)", func() error {
+			d := nt.Deployment(e.ns, "admission-probe", 1, nil)
+			d.Spec.Template.Annotations = map[string]string{"nudge.dev/restarted-at": "probe"}
+			return k8s.Create(e.ctx, d, client.DryRunAll)
+		})
 }
 
 // freeAddr returns a free 127.0.0.1 address.
