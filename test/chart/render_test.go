@@ -505,7 +505,14 @@ func render(t *testing.T, values charttest.Values) rendered {
 // renderAs is render of the release named name.
 func renderAs(t *testing.T, name string, values charttest.Values) rendered {
 	t.Helper()
-	r := rendered{m: charttest.Render(t, name, namespace, values)}
+	return renderedOf(t, charttest.Render(t, name, namespace, values))
+}
+
+// renderedOf reads the Deployment, nudge's options and the grants of m,
+// one release rendered in namespace.
+func renderedOf(t *testing.T, m charttest.Manifest) rendered {
+	t.Helper()
+	r := rendered{m: m}
 	deploys := r.m.OfKind("Deployment")
 	if len(deploys) != 1 {
 		t.Fatalf("Rendered %d Deployments, want 1", len(deploys))
