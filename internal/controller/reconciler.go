@@ -97,6 +97,7 @@ type Reconciler struct {
 	warnings warnings
 	history  history               // nudge's own writes, to tell restored states
 	jobs     pendingJobs           // Jobs deleted to re-create, not created yet
+	taken    takeovers             // states taken over from another key
 	index    workloadIndex         // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
 }
@@ -143,6 +144,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.warnings.forget(req.NamespacedName)
 			r.history.forget(req.NamespacedName)
+			r.taken.forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -187,6 +189,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if c, ok := decisionCause(d); ok {
 		causes = append(causes, c)
 	}
+	if wait, c := r.taken.contested(req.NamespacedName, in, d, r.Key.ID()); wait > 0 {
+		r.warn(ctx, obj, append(causes, c))
+		return r.resume(ctx, obj, ctrl.Result{RequeueAfter: wait})
+	}
 	r.warn(ctx, obj, causes)
 	r.Metrics.decided(r.Kind.Name(), d.Action)
 	return r.act(ctx, obj, in, d)
@@ -227,6 +233,7 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 			return r.retry(ctx, err)
 		}
 		r.history.wrote(key, over, replaced, applied)
+		r.taken.took(key, in, r.Key.ID())
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
 		applied := d.Write.Format(key.Namespace)

@@ -3,12 +3,14 @@ package controller_test
 import (
 	"context"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
@@ -104,6 +106,45 @@ func TestShards(t *testing.T) {
 	}
 }
 
+// TestShardOverlap: a namespace two shards both select, the
+// misconfiguration docs/scaling.md warns of. With one shared key both
+// nudges compute the same state: a change is rolled once, by one of them.
+// With a key each, each one's baseline is the other's first sight: they
+// would replace each other's state many times a second and never roll;
+// instead the one whose takeover is undone at once leaves the workload to
+// the other with a Warning (StateContested), and a change is rolled once.
+func TestShardOverlap(t *testing.T) {
+	t.Parallel()
+	for name, sharedKey := range map[string]bool{
+		"each release with a key of its own": false,
+		"both releases sharing one key":      true,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			c := newShardedCluster(t, sharedKey)
+			a, both := c.shard("a"), c.shard("both", "a", "b")
+			n := c.namespace("a")
+			writes := c.writes(n)
+
+			c.g.Eventually(c.applied(n)).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a baseline of %s/web", n.name)
+			c.g.Consistently(writes).WithTimeout(3*time.Second).Should(BeNumerically("<=", 6),
+				"a few writes of %s/web (its creation included), not a write per reconcile of two nudges", n.name)
+			t.Logf("Writes of %s/web before the change: %d", n.name, writes())
+			contested := c.events(n, controller.ReasonStateContested)
+			if sharedKey {
+				c.g.Expect(contested()).To(BeEmpty(), "no contest between nudges that share a key")
+			} else {
+				c.g.Eventually(contested).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a Warning that two nudges contest %s/web", n.name)
+			}
+
+			c.change(n, "2")
+			c.rolledTo(map[*shardNamespace]int64{n: 1})
+			line := "updated 'web' of type 'Deployment' in namespace '" + n.name + "'"
+			c.g.Expect(strings.Count(a.nudge.Logs()+both.nudge.Logs(), line)).To(Equal(1), "one rollout logged, by either nudge")
+		})
+	}
+}
+
 // shardedCluster is one TestShards case: its namespaces and nudges, the
 // shard label's values unique to the case.
 type shardedCluster struct {
@@ -146,27 +187,34 @@ func (c *shardedCluster) newNamespace(prefix string) string {
 	return ns
 }
 
-// shard starts a nudge watching every namespace whose shard label is
-// value, as the chart runs it (no --namespaces), keeping its key in its own
-// system namespace or, with a shared key, in the shared one.
-func (c *shardedCluster) shard(value string) *shard {
+// shard starts a nudge named name watching every namespace whose shard
+// label is one of values (name alone when none is given), as the chart runs
+// it (no --namespaces), keeping its key in its own system namespace or,
+// with a shared key, in the shared one.
+func (c *shardedCluster) shard(name string, values ...string) *shard {
 	c.t.Helper()
 	system := c.system
 	if system == "" {
 		system = c.newNamespace("shard-sys-")
 	}
-	s := &shard{value: value}
+	if len(values) == 0 {
+		values = []string{name}
+	}
+	for i, v := range values {
+		values[i] = c.value(v)
+	}
+	s := &shard{value: name}
 	s.nudge = nudgetest.Start(c.t, plane.Config(), system, func(o *options.Options) {
 		o.Namespaces = nil
-		o.NamespaceSelector = shardLabel + "=" + c.value(value)
-		o.LeaderElectionID = "nudge-" + value
+		o.NamespaceSelector = shardLabel + " in (" + strings.Join(values, ",") + ")"
+		o.LeaderElectionID = "nudge-" + name
 	})
 	c.g.Eventually(func() error {
 		k, err := app.ReadKey(c.ctx, k8s, system, options.Default().KeySecret)
 		s.keyID = k.ID()
 		return err
-	}).WithTimeout(20*time.Second).Should(Succeed(), "nudge %s to create its key", value)
-	c.shards[value] = s
+	}).WithTimeout(20*time.Second).Should(Succeed(), "nudge %s to create its key", name)
+	c.shards[name] = s
 	return s
 }
 
@@ -264,4 +312,25 @@ func (c *shardedCluster) rolledBy(s *shard, n *shardNamespace, want int) {
 	line := "updated 'web' of type 'Deployment' in namespace '" + n.name + "'"
 	c.g.Expect(strings.Count(s.nudge.Logs(), line)).To(Equal(want),
 		"rollouts of %s/web logged by the nudge of shard %s", n.name, s.value)
+}
+
+// writes returns a count, from a watch, of the writes of the Deployment of
+// n (its creation included).
+func (c *shardedCluster) writes(n *shardNamespace) func() int64 {
+	c.t.Helper()
+	w, err := k8s.Watch(c.ctx, &appsv1.DeploymentList{}, client.InNamespace(n.name))
+	c.g.Expect(err).NotTo(HaveOccurred())
+	c.t.Cleanup(w.Stop)
+	var count atomic.Int64
+	go func() {
+		for range w.ResultChan() {
+			count.Add(1)
+		}
+	}()
+	return count.Load
+}
+
+// events returns the Events about the Deployment of n with reason.
+func (c *shardedCluster) events(n *shardNamespace, reason string) func() []eventsv1.Event {
+	return (&env{t: c.t, g: c.g, ctx: c.ctx, ns: n.name}).events("web", reason)
 }
