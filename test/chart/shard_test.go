@@ -9,52 +9,69 @@ import (
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
-// TestShardReleasesDoNotCollide renders the two shards of docs/scaling.md
-// (testdata/shard-a.yaml and shard-b.yaml) as two releases in one
-// namespace, with value bindings on so that the admission policy renders
-// too: no object of one has the kind, namespace and name of an object of the
-// other (cluster-scoped ClusterRoles, ClusterRoleBindings and the policy
-// included), each elects a leader with a Lease of its own, both use one
-// fingerprint key, and no namespace can match both selectors.
+// TestShardReleasesDoNotCollide renders the shards of docs/scaling.md
+// (testdata/shard-a.yaml, shard-b.yaml and the catch-all shard-rest.yaml) as
+// three releases in one namespace, with value bindings on so that the
+// admission policy renders too: no object of one has the kind, namespace and
+// name of an object of another (cluster-scoped ClusterRoles,
+// ClusterRoleBindings and the policy included), each elects a leader with a
+// Lease of its own, all use one fingerprint key, and every namespace matches
+// exactly one selector.
 func TestShardReleasesDoNotCollide(t *testing.T) {
 	g := NewWithT(t)
 	values := charttest.Values{"valueBindings": map[string]any{"enabled": true}}
-	a := renderFiles(t, "nudge-a", "shard-a.yaml", values)
-	b := renderFiles(t, "nudge-b", "shard-b.yaml", values)
+	shards := map[string]rendered{
+		"nudge-a":    renderFiles(t, "nudge-a", "shard-a.yaml", values),
+		"nudge-b":    renderFiles(t, "nudge-b", "shard-b.yaml", values),
+		"nudge-rest": renderFiles(t, "nudge-rest", "shard-rest.yaml", values),
+	}
 
 	owner := map[string]string{}
-	for name, r := range map[string]rendered{"nudge-a": a, "nudge-b": b} {
+	leases := map[string]string{}
+	for name, r := range shards {
 		for _, o := range r.m {
 			id := o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
-			g.Expect(owner).NotTo(HaveKey(id), "%s rendered by both releases", id)
+			g.Expect(owner).NotTo(HaveKey(id), "%s rendered by two releases", id)
 			owner[id] = name
 		}
+		g.Expect(r.m.OfKind("ClusterRole")).NotTo(BeEmpty(), "the check covers cluster-scoped names")
+		g.Expect(r.m.OfKind("ValidatingAdmissionPolicy")).NotTo(BeEmpty(), "the check covers the admission policy")
+		g.Expect(r.opts.LeaderElect).To(BeTrue(), name)
+		g.Expect(leases).NotTo(HaveKey(r.opts.LeaderElectionID), "a Lease of each release's own")
+		leases[r.opts.LeaderElectionID] = name
+		g.Expect(r.opts.SystemNamespace).To(Equal(namespace), "one key Secret: one namespace...")
+		g.Expect(r.opts.KeySecret).To(Equal(keySecret), "...and one name")
+		g.Expect(r.canNamed("get", "", "secrets", namespace, keySecret)).To(BeTrue(), name)
 	}
-	g.Expect(a.m.OfKind("ClusterRole")).NotTo(BeEmpty(), "the check covers cluster-scoped names")
-	g.Expect(a.m.OfKind("ValidatingAdmissionPolicy")).NotTo(BeEmpty(), "the check covers the admission policy")
 
-	g.Expect(a.opts.LeaderElect).To(BeTrue())
-	g.Expect(a.opts.LeaderElectionID).NotTo(Equal(b.opts.LeaderElectionID), "a Lease of each release's own")
-	g.Expect(a.opts.SystemNamespace).To(Equal(b.opts.SystemNamespace), "one key Secret: one namespace...")
-	g.Expect(a.opts.KeySecret).To(Equal(b.opts.KeySecret), "...and one name")
-	g.Expect(a.canNamed("get", "", "secrets", namespace, keySecret)).To(BeTrue())
-	g.Expect(b.canNamed("get", "", "secrets", namespace, keySecret)).To(BeTrue())
-
-	selA, err := labels.Parse(a.opts.NamespaceSelector)
-	g.Expect(err).NotTo(HaveOccurred())
-	selB, err := labels.Parse(b.opts.NamespaceSelector)
-	g.Expect(err).NotTo(HaveOccurred())
-	for ns, want := range map[string][2]bool{
-		"nudge.dev/shard=a":              {true, false},
-		"nudge.dev/shard=b":              {false, true},
-		"nudge.dev/shard=c":              {false, false},
-		"team=shop":                      {false, false},
-		"team=shop,nudge.dev/shard=b":    {false, true},
-		"nudge.dev/shard=a,other=shop-b": {true, false},
+	selectors := map[string]labels.Selector{}
+	for name, r := range shards {
+		sel, err := labels.Parse(r.opts.NamespaceSelector)
+		g.Expect(err).NotTo(HaveOccurred())
+		selectors[name] = sel
+	}
+	for ns, want := range map[string]string{
+		"nudge.dev/shard=a":              "nudge-a",
+		"nudge.dev/shard=b":              "nudge-b",
+		"team=shop":                      "nudge-rest",
+		"":                               "nudge-rest",
+		"team=shop,nudge.dev/shard=b":    "nudge-b",
+		"nudge.dev/shard=a,other=shop-b": "nudge-a",
+		"nudge.dev/shard=c":              "", // a typo: no shard
 	} {
 		set, err := labels.ConvertSelectorToLabelsMap(ns)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect([2]bool{selA.Matches(set), selB.Matches(set)}).To(Equal(want), "a namespace labelled %s: matched by shard a, shard b", ns)
+		var matched []string
+		for name, sel := range selectors {
+			if sel.Matches(set) {
+				matched = append(matched, name)
+			}
+		}
+		if want == "" {
+			g.Expect(matched).To(BeEmpty(), "a namespace labelled %q", ns)
+		} else {
+			g.Expect(matched).To(ConsistOf(want), "a namespace labelled %q", ns)
+		}
 	}
 }
 
