@@ -153,12 +153,11 @@ type shardedCluster struct {
 	ctx    context.Context
 	id     string // makes the label values of the case unique
 	system string // the shared system namespace, with sharedKey
-	shards map[string]*shard
 }
 
-// shard is one nudge release: the label value it selects and its key.
+// shard is one nudge release: its name and key.
 type shard struct {
-	value string
+	name  string
 	keyID string
 	nudge *nudgetest.Nudge
 }
@@ -173,7 +172,7 @@ type shardNamespace struct {
 func (n *shardNamespace) rollouts() int64 { return n.templates.count("web") }
 
 func newShardedCluster(t *testing.T, sharedKey bool) *shardedCluster {
-	c := &shardedCluster{t: t, g: NewWithT(t), ctx: t.Context(), id: utilrand.String(6), shards: map[string]*shard{}}
+	c := &shardedCluster{t: t, g: NewWithT(t), ctx: t.Context(), id: utilrand.String(6)}
 	if sharedKey {
 		c.system = c.newNamespace("shard-sys-")
 	}
@@ -203,7 +202,7 @@ func (c *shardedCluster) shard(name string, values ...string) *shard {
 	for i, v := range values {
 		values[i] = c.value(v)
 	}
-	s := &shard{value: name}
+	s := &shard{name: name}
 	s.nudge = nudgetest.Start(c.t, plane.Config(), system, func(o *options.Options) {
 		o.Namespaces = nil
 		o.NamespaceSelector = shardLabel + " in (" + strings.Join(values, ",") + ")"
@@ -214,7 +213,6 @@ func (c *shardedCluster) shard(name string, values ...string) *shard {
 		s.keyID = k.ID()
 		return err
 	}).WithTimeout(20*time.Second).Should(Succeed(), "nudge %s to create its key", name)
-	c.shards[name] = s
 	return s
 }
 
@@ -311,7 +309,7 @@ func (c *shardedCluster) rolledBy(s *shard, n *shardNamespace, want int) {
 	c.t.Helper()
 	line := "updated 'web' of type 'Deployment' in namespace '" + n.name + "'"
 	c.g.Expect(strings.Count(s.nudge.Logs(), line)).To(Equal(want),
-		"rollouts of %s/web logged by the nudge of shard %s", n.name, s.value)
+		"rollouts of %s/web logged by the nudge of shard %s", n.name, s.name)
 }
 
 // writes returns a count, from a watch, of the writes of the Deployment of
