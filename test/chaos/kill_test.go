@@ -57,7 +57,7 @@ func TestLeaderKilledStandbyRollsEachOnce(t *testing.T) {
 	names := e.fanOut(n)
 	kubeconfig := plane.Kubeconfig()
 	args := []string{"--leader-elect", "--kube-api-qps=50", "--kube-api-burst=50",
-		"--leader-election-lease-duration=4s", "--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms"}
+		"--leader-election-lease-duration=6s", "--leader-election-renew-deadline=5s", "--leader-election-retry-period=1s"}
 	replicas := []*nt.Process{e.nudge(kubeconfig, args...), e.nudge(kubeconfig, args...)}
 	const acquired = "Successfully acquired lease"
 	leader := func() int {
