@@ -20,6 +20,7 @@ import (
 // changes (one Secret per Deployment): nudge's requests in flight are cut,
 // its watches end and its informers list again; each Deployment is rolled
 // once, whether its Secret changed before the restart or right after it.
+// nudge's API rate is lowered so that the burst lasts long enough to be cut.
 func TestAPIServerRestartDuringBurstRollsEachOnce(t *testing.T) {
 	e := setup(t, plane, k8s)
 	n := size(100, 200)
@@ -31,7 +32,7 @@ func TestAPIServerRestartDuringBurstRollsEachOnce(t *testing.T) {
 			nt.Deployment(e.ns, name, 1, auto, nt.EnvFrom("Secret", secret)))
 	}
 	e.create(objs...)
-	p := e.nudge(plane.Kubeconfig(), "--kube-api-qps=50", "--kube-api-burst=50")
+	p := e.nudge(plane.Kubeconfig(), "--kube-api-qps=50", "--kube-api-burst=10")
 	e.baselined(n)
 
 	e.updateSecrets(0, n/2)

@@ -33,7 +33,7 @@ func TestKillDuringFanOutRollsEachOnce(t *testing.T) {
 	n := size(200, 500)
 	names := e.fanOut(n)
 	kubeconfig := plane.Kubeconfig()
-	slow := []string{"--kube-api-qps=100", "--kube-api-burst=100"}
+	slow := []string{"--kube-api-qps=100", "--kube-api-burst=10"}
 	first := e.nudge(kubeconfig, slow...)
 	e.baselined(n)
 
@@ -43,6 +43,7 @@ func TestKillDuringFanOutRollsEachOnce(t *testing.T) {
 	killedAt, err := e.rollouts.Total()
 	e.g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("Killed nudge after %d of %d rollouts", killedAt, n)
+	e.g.Expect(killedAt).To(BeNumerically("<", n), "the kill left Deployments to roll")
 
 	e.nudge(kubeconfig)
 	e.rolledEach(names, 1)
@@ -50,13 +51,13 @@ func TestKillDuringFanOutRollsEachOnce(t *testing.T) {
 
 // Two replicas with leader election; the leader killed with SIGKILL in the
 // middle of a fan-out. The other takes the Lease once it expires and rolls
-// the rest; no workload is rolled twice.
+// the rest; no workload is rolled twice. The API rate is lowered as above.
 func TestLeaderKilledStandbyRollsEachOnce(t *testing.T) {
 	e := setup(t, plane, k8s)
 	n := size(100, 500)
 	names := e.fanOut(n)
 	kubeconfig := plane.Kubeconfig()
-	args := []string{"--leader-elect", "--kube-api-qps=50", "--kube-api-burst=50",
+	args := []string{"--leader-elect", "--kube-api-qps=50", "--kube-api-burst=10",
 		"--leader-election-lease-duration=6s", "--leader-election-renew-deadline=5s", "--leader-election-retry-period=1s"}
 	replicas := []*nt.Process{e.nudge(kubeconfig, args...), e.nudge(kubeconfig, args...)}
 	const acquired = "Successfully acquired lease"
@@ -80,6 +81,7 @@ func TestLeaderKilledStandbyRollsEachOnce(t *testing.T) {
 	killedAt, err := e.rollouts.Total()
 	e.g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("Killed the leader after %d of %d rollouts", killedAt, n)
+	e.g.Expect(killedAt).To(BeNumerically("<", n), "the kill left Deployments to roll")
 
 	e.g.Eventually(standby.Output).WithTimeout(30*time.Second).Should(ContainSubstring(acquired), "the standby to take the Lease")
 	e.rolledEach(names, 1)

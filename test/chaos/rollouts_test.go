@@ -118,9 +118,10 @@ type watchResponse struct {
 		Events          []struct {
 			Type string `json:"type"` // "" for PUT
 			Kv   struct {
-				Key         []byte `json:"key"`
-				ModRevision string `json:"mod_revision"`
-				Value       []byte `json:"value"`
+				Key            []byte `json:"key"`
+				CreateRevision string `json:"create_revision"`
+				ModRevision    string `json:"mod_revision"`
+				Value          []byte `json:"value"`
 			} `json:"kv"`
 		} `json:"events"`
 	} `json:"result"`
@@ -179,7 +180,7 @@ func (r *rollouts) watch(ctx context.Context, etcdURL string, decoder runtime.De
 			rev, _ := strconv.ParseInt(ev.Kv.ModRevision, 10, 64)
 			name := strings.TrimPrefix(string(ev.Kv.Key), r.prefix)
 			if ev.Type == "DELETE" {
-				r.record(name, rev, nil)
+				_ = r.record(name, rev, false, nil)
 				continue
 			}
 			obj, _, err := decoder.Decode(ev.Kv.Value, nil, nil)
@@ -189,16 +190,22 @@ func (r *rollouts) watch(ctx context.Context, etcdURL string, decoder runtime.De
 			}
 			d, ok := obj.(*appsv1.Deployment)
 			if !ok {
-				r.fail(fmt.Errorf("Deployment %s at revision %d decoded as %T", name, rev, obj))
+				r.fail(fmt.Errorf("decoding Deployment %s at revision %d gave a %T", name, rev, obj))
 				return nil
 			}
-			r.record(name, rev, d)
+			if err := r.record(name, rev, ev.Kv.CreateRevision == ev.Kv.ModRevision, d); err != nil {
+				r.fail(err)
+				return nil
+			}
 		}
 	}
 }
 
-// record counts one revision of Deployment name (nil: deleted).
-func (r *rollouts) record(name string, rev int64, d *appsv1.Deployment) {
+// record counts one revision of Deployment name (nil: deleted), created
+// when the revision is its creation. It returns an error when the first
+// revision seen of a Deployment is not its creation: its earlier rollouts
+// would go uncounted.
+func (r *rollouts) record(name string, rev int64, created bool, d *appsv1.Deployment) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if rev >= r.next {
@@ -207,15 +214,20 @@ func (r *rollouts) record(name string, rev int64, d *appsv1.Deployment) {
 	if d == nil {
 		delete(r.trigger, name)
 		delete(r.applied, name)
-		return
+		return nil
 	}
 	value := d.Spec.Template.Annotations[controller.RestartedAtAnnotation]
-	if last, seen := r.trigger[name]; seen && last != value {
+	last, seen := r.trigger[name]
+	switch {
+	case !seen && !created:
+		return fmt.Errorf("counting began after Deployment %s was created (first seen at revision %d)", name, rev)
+	case seen && last != value:
 		r.counts[name]++
 		r.total++
 	}
 	r.trigger[name] = value
 	_, r.applied[name] = d.Annotations[controller.AppliedAnnotation]
+	return nil
 }
 
 func (r *rollouts) fail(err error) {
