@@ -7,10 +7,9 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"golang.org/x/sync/errgroup"
 
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/testbed"

@@ -8,11 +8,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"golang.org/x/sync/errgroup"
 
 	"nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/testbed"

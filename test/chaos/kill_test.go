@@ -2,9 +2,8 @@ package chaos
 
 import (
 	"strings"
-	"time"
-
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
