@@ -106,60 +106,22 @@ func (p *Plane) startEtcd(ctx context.Context) (*process, string, error) {
 // startAPIServer starts kube-apiserver on etcd, which serves at etcdURL, and
 // returns once its /readyz and /livez answer ok; it then writes the admin
 // kubeconfig.
-func (p *Plane) startAPIServer(ctx context.Context, etcd *process, etcdURL string, audit bool) error {
+func (p *Plane) startAPIServer(ctx context.Context, etcd *process, etcdURL string, opts Options) error {
+	p.etcd, p.etcdURL = etcd, etcdURL
+	if opts.AuditLog {
+		p.audit = p.path("audit.log")
+	}
+	p.watchCacheOff = opts.DisableWatchCache
 	_, err := p.startOnFreePorts(ctx, 1, func(ports []int) (*process, error) {
 		p.host = "https://127.0.0.1:" + strconv.Itoa(ports[0])
+		p.apiserverPort = ports[0]
 		admin, err := p.clientCA.client(adminUser, "system:masters")
 		if err != nil {
 			return nil, err
 		}
 		p.admin = p.restConfig(admin)
-		args := []string{
-			"--etcd-servers", etcdURL,
-			"--bind-address", "127.0.0.1",
-			"--advertise-address", "127.0.0.1",
-			"--secure-port", strconv.Itoa(ports[0]),
-			"--cert-dir", p.path("apiserver"),
-			"--tls-cert-file", p.path("apiserver.crt"),
-			"--tls-private-key-file", p.path("apiserver.key"),
-			"--client-ca-file", p.path("client-ca.crt"),
-			"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
-			"--service-account-key-file", p.path("sa.pub"),
-			"--service-account-signing-key-file", p.path("sa.key"),
-			"--service-cluster-ip-range", serviceCIDR,
-			"--authorization-mode", "Node,RBAC",
-			// The default reconciler would publish 127.0.0.1 as the
-			// endpoint of Service default/kubernetes, which the API
-			// rejects for a loopback address.
-			"--endpoint-reconciler-type", "none",
-			"--allow-privileged=true",
-		}
-		if audit {
-			p.audit = p.path("audit.log")
-			args = append(args,
-				"--audit-log-path", p.audit,
-				"--audit-policy-file", p.path("audit-policy.y"),
-				"--audit-log-mode", "blocking", // an event is on disk when its response is sent
-			)
-		}
-		return p.startComponent("kube-apiserver", args)
-	}, func(ctx context.Context, proc *process) error {
-		client, err := rest.HTTPClientFor(p.admin)
-		if err != nil {
-			return fmt.Errorf("building admin HTTP client: %w", err)
-		}
-		client.Timeout = 5 * time.Second
-		return waitFor(ctx, apiserverReadyTimeout, "kube-apiserver /readyz and /livez", []*process{etcd, proc}, func(ctx context.Context) error {
-			for _, path := range []string{"/readyz", "/livez"} {
-				if body, err := get(ctx, client, p.host+path); err != nil {
-					return err
-				} else if body != "ok" {
-					return fmt.Errorf("%s: %s", path, body)
-				}
-			}
-			return nil
-		})
-	})
+		return p.startComponent("kube-apiserver", p.apiserverArgs())
+	}, p.apiserverReady)
 	if err != nil {
 		return err
 	}
@@ -168,6 +130,62 @@ func (p *Plane) startAPIServer(ctx context.Context, etcd *process, etcdURL strin
 	}
 	p.kubecfg = p.path("admin.kubeconfig")
 	return p.writeKubeconfig(p.kubecfg, adminUser, p.admin)
+}
+
+// apiserverArgs returns kube-apiserver's command line: on p.apiserverPort,
+// on the plane's etcd, with the plane's credentials.
+func (p *Plane) apiserverArgs() []string {
+	args := []string{
+		"--etcd-servers", p.etcdURL,
+		"--bind-address", "127.0.0.1",
+		"--advertise-address", "127.0.0.1",
+		"--secure-port", strconv.Itoa(p.apiserverPort),
+		"--cert-dir", p.path("apiserver"),
+		"--tls-cert-file", p.path("apiserver.crt"),
+		"--tls-private-key-file", p.path("apiserver.key"),
+		"--client-ca-file", p.path("client-ca.crt"),
+		"--service-account-issuer", "https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file", p.path("sa.pub"),
+		"--service-account-signing-key-file", p.path("sa.key"),
+		"--service-cluster-ip-range", serviceCIDR,
+		"--authorization-mode", "Node,RBAC",
+		// The default reconciler would publish 127.0.0.1 as the
+		// endpoint of Service default/kubernetes, which the API
+		// rejects for a loopback address.
+		"--endpoint-reconciler-type", "none",
+		"--allow-privileged=true",
+	}
+	if p.watchCacheOff {
+		args = append(args, "--watch-cache=false")
+	}
+	if p.audit != "" {
+		args = append(args,
+			"--audit-log-path", p.audit,
+			"--audit-policy-file", p.path("audit-policy.y"),
+			"--audit-log-mode", "blocking", // an event is on disk when its response is sent
+		)
+	}
+	return args
+}
+
+// apiserverReady waits until kube-apiserver's /readyz and /livez answer ok,
+// failing at once if it or etcd exits.
+func (p *Plane) apiserverReady(ctx context.Context, proc *process) error {
+	client, err := rest.HTTPClientFor(p.admin)
+	if err != nil {
+		return fmt.Errorf("building admin HTTP client: %w", err)
+	}
+	client.Timeout = 5 * time.Second
+	return waitFor(ctx, apiserverReadyTimeout, "kube-apiserver /readyz and /livez", []*process{p.etcd, proc}, func(ctx context.Context) error {
+		for _, path := range []string{"/readyz", "/livez"} {
+			if body, err := get(ctx, client, p.host+path); err != nil {
+				return err
+			} else if body != "ok" {
+				return fmt.Errorf("%s: %s", path, body)
+			}
+		}
+		return nil
+	})
 }
 
 // startComponent starts the binary name of the plane with args, logging to

@@ -39,6 +39,15 @@
 // No test may connect to a pod IP, a Service IP or a node address: they are
 // fake (10.244.0.0/16, 10.0.0.0/24, 192.0.2.0/24) and nothing serves them.
 //
+// # Chaos
+//
+// Plane.RestartAPIServer kills kube-apiserver and starts it again on the same
+// port and etcd; Plane.CompactEtcd compacts etcd's history, and
+// Options.DisableWatchCache makes kube-apiserver serve watches from etcd, so
+// that a watch resumed from before a compaction fails with 410 Gone.
+// Plane.EtcdURL is where etcd serves its JSON gateway, through which a test
+// can watch what kube-apiserver stores, whatever happens to kube-apiserver.
+//
 // # Things to know
 //
 //   - Pods are refused in a namespace until its default ServiceAccount exists:

@@ -125,3 +125,17 @@ func tail(path string, n int) string {
 	}
 	return string(bytes.Join(lines, []byte("\n")))
 }
+
+// kill sends SIGKILL and returns once the process has been reaped, or an
+// error if it has not within grace.
+func (p *process) kill(grace time.Duration) error {
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("sending SIGKILL to %s (pid %d): %w", p.name, p.pid(), err)
+	}
+	select {
+	case <-p.done:
+		return nil
+	case <-time.After(grace):
+		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, p.pid())
+	}
+}

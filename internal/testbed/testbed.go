@@ -60,6 +60,11 @@ type Options struct {
 	// Logf receives the plane's own messages: where its logs are, what
 	// failed. Nil means standard error.
 	Logf func(format string, args ...any)
+	// DisableWatchCache runs kube-apiserver with --watch-cache=false: every
+	// list and watch is served by etcd, so a watch that resumes from a
+	// revision etcd has compacted (CompactEtcd) fails with 410 Gone and its
+	// informer lists again, as it would after a long disconnection.
+	DisableWatchCache bool
 	// CallerHandlesSignals stops Start from handling SIGINT and SIGTERM
 	// (see Start): the caller stops the plane itself, for example after
 	// stopping what it runs against the plane. A signal during Start should
@@ -80,6 +85,12 @@ type Plane struct {
 	client   kubernetes.Interface // admin
 	kubecfg  string
 	audit    string
+
+	// What RestartAPIServer needs to start kube-apiserver again as before.
+	etcd          *process
+	etcdURL       string
+	apiserverPort int
+	watchCacheOff bool
 
 	mu      sync.Mutex
 	procs   []*process // in start order
@@ -170,7 +181,7 @@ func (p *Plane) start(ctx context.Context, opts Options) (string, error) {
 		return "", err
 	}
 	phase("etcd")
-	if err := p.startAPIServer(ctx, etcd, etcdURL, opts.AuditLog); err != nil {
+	if err := p.startAPIServer(ctx, etcd, etcdURL, opts); err != nil {
 		return "", err
 	}
 	phase("kube-apiserver")

@@ -10,11 +10,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/testbed"
 )
 
@@ -48,9 +45,8 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	nudgeBin = filepath.Join(dir, "nudge")
-	if out, err := exec.Command("go", "build", "-o", nudgeBin, "nudge.dev/nudge/cmd/nudge").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building nudge: %v\n%s", err, out)
+	if nudgeBin, err = nudgetest.BuildBinary(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	return testbed.Main(m, testbed.Options{Mode: testbed.APIServer}, func(p *testbed.Plane) {
@@ -82,64 +78,11 @@ func kubeconfig(t *testing.T, ns string) string {
 	return path
 }
 
-// proc is one nudge process.
-type proc struct {
-	cmd  *exec.Cmd
-	mu   sync.Mutex
-	out  strings.Builder
-	done chan struct{}
-	err  error
-}
-
-func (p *proc) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-// output returns what nudge wrote so far, stdout and stderr.
-func (p *proc) output() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
-// exited reports whether nudge has exited.
-func (p *proc) exited() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
-
 // start runs nudge with args and only the environment env (no
 // $POD_NAMESPACE unless given); it is stopped when t ends.
-func start(t *testing.T, env []string, args ...string) *proc {
+func start(t *testing.T, env []string, args ...string) *nudgetest.Process {
 	t.Helper()
-	p := &proc{cmd: exec.Command(nudgeBin, args...), done: make(chan struct{})}
-	p.cmd.Env = append([]string{"HOME=" + t.TempDir()}, env...)
-	p.cmd.Stdout, p.cmd.Stderr = p, p
-	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting nudge: %v", err)
-	}
-	go func() { p.err = p.cmd.Wait(); close(p.done) }()
-	t.Cleanup(func() {
-		if !p.exited() {
-			_ = p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(30 * time.Second):
-				_ = p.cmd.Process.Kill()
-				t.Errorf("nudge did not stop within 30 s of SIGTERM")
-			}
-		}
-		if t.Failed() {
-			t.Logf("nudge %s:\n%s", strings.Join(args, " "), p.output())
-		}
-	})
-	return p
+	return nudgetest.StartProcess(t, nudgeBin, env, args...)
 }
 
 // freeAddr returns a free 127.0.0.1 address.
@@ -196,8 +139,8 @@ func TestBareBinaryKeepsItsKeyInTheContextNamespace(t *testing.T) {
 		"--namespaces="+ns)
 	g.Eventually(keySecret(t.Context(), ns)).WithTimeout(30*time.Second).Should(Succeed(), "nudge's key Secret in namespace %s", ns)
 	g.Eventually(func() string { return get("http://" + probe + "/readyz") }).WithTimeout(30*time.Second).Should(Equal("ok"), "nudge ready")
-	g.Expect(p.output()).To(ContainSubstring("systemNamespace="+ns), "the log names where the key is")
-	g.Expect(p.exited()).To(BeFalse())
+	g.Expect(p.Output()).To(ContainSubstring("systemNamespace="+ns), "the log names where the key is")
+	g.Expect(p.Exited()).To(BeFalse())
 	noNudgeSystem(t, g)
 }
 
@@ -219,9 +162,9 @@ func TestBareBinaryWithoutItsNamespaceNamesTheFlag(t *testing.T) {
 	noNudgeSystem(t, g)
 	p := start(t, nil, "--kubeconfig="+kubeconfig(t, ""), "--system-namespace=nudge-system", "--metrics-bind-address=0",
 		"--health-probe-bind-address=0")
-	g.Eventually(p.exited).WithTimeout(30*time.Second).Should(BeTrue(), "nudge to stop")
-	g.Expect(p.err).To(HaveOccurred(), "a non-zero exit")
-	g.Expect(p.output()).To(And(ContainSubstring(`namespace "nudge-system"`), ContainSubstring("set --system-namespace")))
+	g.Eventually(p.Exited).WithTimeout(30*time.Second).Should(BeTrue(), "nudge to stop")
+	g.Expect(p.Err()).To(HaveOccurred(), "a non-zero exit")
+	g.Expect(p.Output()).To(And(ContainSubstring(`namespace "nudge-system"`), ContainSubstring("set --system-namespace")))
 }
 
 // A Reloader Deployment's args, image swapped: nudge starts with them,
@@ -245,7 +188,7 @@ func TestReloaderArgsStartTheBinary(t *testing.T) {
 	g.Eventually(func() string { return get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).Should(
 		ContainSubstring(`reloader_reload_executed_total{success="true"} 0`), "Reloader's counter at 0")
 	g.Expect(get("http://"+pprof+"/debug/pprof/")).NotTo(BeEmpty(), "pprof on --pprof-addr")
-	g.Eventually(p.output).WithTimeout(30*time.Second).Should(ContainSubstring("SecretProviderClassPodStatus"),
+	g.Eventually(p.Output).WithTimeout(30*time.Second).Should(ContainSubstring("SecretProviderClassPodStatus"),
 		"--enable-csi-integration waits for (or watches) the Secrets Store CSI driver's kind")
-	g.Expect(p.exited()).To(BeFalse())
+	g.Expect(p.Exited()).To(BeFalse())
 }

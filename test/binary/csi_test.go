@@ -27,14 +27,14 @@ func TestCSIInstalledAfterStart(t *testing.T) {
 	p := start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+kubeconfig(t, ""), "--metrics-bind-address=0",
 		"--health-probe-bind-address=0", "--namespaces="+ns, "--enable-csi-integration", "--discovery-interval=1s",
 		"--rollout-window=0s")
-	g.Eventually(p.output).WithTimeout(30*time.Second).Should(ContainSubstring("Kind=SecretProviderClassPodStatus"),
+	g.Eventually(p.Output).WithTimeout(30*time.Second).Should(ContainSubstring("Kind=SecretProviderClassPodStatus"),
 		"nudge waiting for SecretProviderClassPodStatus to be served")
-	g.Expect(p.output()).NotTo(ContainSubstring("Watching Secrets Store CSI"), "not served yet")
+	g.Expect(p.Output()).NotTo(ContainSubstring("Watching Secrets Store CSI"), "not served yet")
 
 	crd := nt.PodStatusCRD(t)
 	nt.InstallCRD(t, k8s, crd)
 	t.Cleanup(func() { uninstallCRD(t, crd) })
-	g.Eventually(p.output).WithTimeout(30*time.Second).Should(ContainSubstring("Watching Secrets Store CSI SecretProviderClassPodStatuses"),
+	g.Eventually(p.Output).WithTimeout(30*time.Second).Should(ContainSubstring("Watching Secrets Store CSI SecretProviderClassPodStatuses"),
 		"nudge watching the newly served kind")
 
 	d := nt.Deployment(ns, "web", 1, map[string]string{"reloader.stakater.com/auto": "true"}, nt.CSIVolume("vault-db"))
