@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/workload"
@@ -72,9 +73,9 @@ func (r *Reconciler) wave(ctx context.Context, obj client.Object, in *rollout.In
 	var after string
 	if v, ok := obj.GetAnnotations()[HaltedAnnotation]; ok {
 		in.Halted = v
-		if sd, failed, ok := parseHalt(v); ok {
-			in.Halted, in.HaltedSource, after = sd.digest, sd.source, failed
-			if in.HaltedNow, err = r.contentDigest(ctx, sd.source); err != nil {
+		if h, ok := ParseHalt(v); ok {
+			in.Halted, in.HaltedSource, after = h.Digest, h.Source, h.After
+			if in.HaltedNow, err = r.contentDigest(ctx, h.Source); err != nil {
 				return d, causes, waveHold{}, err
 			}
 		}
@@ -194,9 +195,8 @@ func (r *Reconciler) expectWave(ctx context.Context, reqs []reconcile.Request) {
 	}
 }
 
-// contentDigest returns "<key-id>.<digest>", the keyed digest of the whole
-// content of a ConfigMap or Secret as the cache holds it now, "" for other
-// kinds of source, and "absent" for one that does not exist.
+// contentDigest returns ContentDigest of src as the cache holds it now, ""
+// for kinds of source other than ConfigMaps and Secrets.
 func (r *Reconciler) contentDigest(ctx context.Context, src refs.Source) (string, error) {
 	if src.Kind != refs.ConfigMap && src.Kind != refs.Secret {
 		return "", nil
@@ -204,11 +204,23 @@ func (r *Reconciler) contentDigest(ctx context.Context, src refs.Source) (string
 	obj, err := r.resolver().getSource(ctx, src)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "absent", nil
+		return ContentDigest(r.Key, src, nil), nil
 	case err != nil:
 		return "", fmt.Errorf("reading %s: %w", src, err)
 	}
-	return r.Key.ID() + "." + r.Key.Source(refs.Reference{Source: src}, digestsOf(obj)), nil
+	return ContentDigest(r.Key, src, obj), nil
+}
+
+// ContentDigest returns "<key-id>.<digest>", the keyed digest
+// (fingerprint.Key.Source) of the whole content of src, a ConfigMap or
+// Secret read digested (see DigestSource), or "absent" when obj is nil (it
+// does not exist). It is the form of RolledForAnnotation and
+// HaltedAnnotation.
+func ContentDigest(key fingerprint.Key, src refs.Source, obj client.Object) string {
+	if obj == nil {
+		return "absent"
+	}
+	return key.ID() + "." + key.Source(refs.Reference{Source: src}, digestsOf(obj))
 }
 
 // priorityOf returns obj's PriorityAnnotation, 0 when unset; an error says
@@ -246,16 +258,28 @@ func parseDigests(v string) []sourceDigest {
 	return out
 }
 
-// formatHalt renders HaltedAnnotation's value; parseHalt reads it back.
+// Halt is a HaltedAnnotation's value, read.
+type Halt struct {
+	// Source is the source whose content the workload is held for, and
+	// Digest that content (see ContentDigest).
+	Source refs.Source
+	Digest string
+	// After is the workload whose rollout of that content failed, e.g.
+	// "Deployment shop/canary".
+	After string
+}
+
+// formatHalt renders HaltedAnnotation's value; ParseHalt reads it back, ok
+// false when it cannot.
 func formatHalt(src refs.Source, digest, after string) string {
 	return src.String() + "=" + digest + " " + strings.Replace(after, " ", "/", 1)
 }
 
-func parseHalt(v string) (sd sourceDigest, after string, ok bool) {
+func ParseHalt(v string) (h Halt, ok bool) {
 	first, failed, _ := strings.Cut(strings.TrimSpace(v), " ")
 	sds := parseDigests(first)
 	if len(sds) != 1 {
-		return sourceDigest{}, "", false
+		return Halt{}, false
 	}
-	return sds[0], strings.Replace(failed, "/", " ", 1), true
+	return Halt{Source: sds[0].source, Digest: sds[0].digest, After: strings.Replace(failed, "/", " ", 1)}, true
 }

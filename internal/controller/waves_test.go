@@ -181,7 +181,7 @@ func TestRolloutTimeoutHalts(t *testing.T) {
 	e.rolledTo("first", 1)
 	e.g.Eventually(func() map[string]string { return e.deployment("second").Annotations }).WithTimeout(20*time.Second).Should(
 		HaveKeyWithValue(controller.HaltedAnnotation, HaveSuffix(" Deployment/"+e.ns+"/first")), "second held once first timed out")
-	e.g.Eventually(e.events("first", controller.ReasonRolloutFailed)).WithTimeout(10*time.Second).Should(
+	e.g.Eventually(e.events("first", controller.ReasonRolloutFailed)).WithTimeout(10 * time.Second).Should(
 		ContainElement(HaveField("Note", ContainSubstring("not complete within 2s"))))
 	e.rolledTo("second", 0)
 }
@@ -218,7 +218,7 @@ func TestMalformedPriorityWarns(t *testing.T) {
 	e := waves(t, 1, nil, map[string]int{"web": 0})
 	e.annotate("web", `{"`+controller.PriorityAnnotation+`":"high"}`)
 	e.change("2")
-	e.g.Eventually(e.events("web", controller.ReasonMalformedAnnotation)).WithTimeout(10*time.Second).Should(
+	e.g.Eventually(e.events("web", controller.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).Should(
 		ContainElement(HaveField("Note", ContainSubstring(controller.PriorityAnnotation))))
 	e.rolledTo("web", 1)
 }
