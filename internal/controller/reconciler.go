@@ -140,18 +140,18 @@ type Rolled struct {
 // Reconcile compares the workload's applied state with the state of the
 // sources it references now, and writes a baseline, a rollout, or nothing.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	obj := r.Kind.New()
-	err := r.Client.Get(ctx, req.NamespacedName, obj)
-	if handled, result, err := r.pendingJobFirst(ctx, req.NamespacedName, obj, err); handled {
-		return result, err
-	}
-	pending := false
+	pending := false // waiting for a rollout slot (see Waves)
 	if r.Waves != nil {
 		defer func() {
 			if !pending {
 				r.Waves.leave(r.waveKey(req.NamespacedName))
 			}
 		}()
+	}
+	obj := r.Kind.New()
+	err := r.Client.Get(ctx, req.NamespacedName, obj)
+	if handled, result, err := r.pendingJobFirst(ctx, req.NamespacedName, obj, err); handled {
+		return result, err
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
