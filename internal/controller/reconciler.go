@@ -215,7 +215,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.Metrics.decided(r.Kind.Name(), d.Action)
 	over := obj.GetResourceVersion()
 	result, err := r.act(ctx, obj, in, d)
-	if r.Waves == nil || err != nil {
+	if r.Waves == nil {
+		return result, err
+	}
+	if err != nil {
+		r.afterWaveError(obj, d, over)
 		return result, err
 	}
 	return r.afterWave(ctx, obj, d, hold, over, result)

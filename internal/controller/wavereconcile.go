@@ -157,6 +157,14 @@ func (r *Reconciler) afterWave(ctx context.Context, obj client.Object, d rollout
 	return result, nil
 }
 
+// afterWaveError gives back the slot taken for a rollout that act could not
+// write (obj still at version over); the retry asks for one again.
+func (r *Reconciler) afterWaveError(obj client.Object, d rollout.Decision, over string) {
+	if d.Action == rollout.Roll && obj.GetResourceVersion() == over {
+		r.Waves.release(r.waveKey(client.ObjectKeyFromObject(obj)))
+	}
+}
+
 // waveAnnotations adds to the annotations of the rollout decided by d the
 // changed sources' content (RolledForAnnotation) and, when the hold has
 // ended, the hold's removal.

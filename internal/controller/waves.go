@@ -11,8 +11,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -133,19 +135,23 @@ func (w *Waves) register(k workload.Kind, c client.Reader) func(context.Context,
 
 // seed reads, once per kind, every workload of the kinds registered from
 // the cache: the rollouts in flight, the failed ones and the holds nudge
-// wrote. Called with w.mu held.
-func (w *Waves) seed(ctx context.Context, now time.Time) error {
+// wrote. A kind that cannot be listed is logged and skipped, so that it
+// never stalls the waves of the others. Called with w.mu held.
+func (w *Waves) seed(ctx context.Context, now time.Time) {
 	for name, wk := range w.kinds {
 		if wk.seeded {
 			continue
 		}
+		wk.seeded = true
 		list := wk.kind.NewList()
-		if err := w.reader.List(ctx, list); err != nil {
-			return err
+		err := w.reader.List(ctx, list)
+		var items []runtime.Object
+		if err == nil {
+			items, err = apimeta.ExtractList(list)
 		}
-		items, err := apimeta.ExtractList(list)
 		if err != nil {
-			return err
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to count the rollouts in flight; counting none of this kind", "kind", name)
+			continue
 		}
 		for _, item := range items {
 			obj, ok := item.(client.Object)
@@ -158,9 +164,7 @@ func (w *Waves) seed(ctx context.Context, now time.Time) error {
 				w.marked[key] = ""
 			}
 		}
-		wk.seeded = true
 	}
-	return nil
 }
 
 // observe records where the rollout of workload key, as obj in the cache,
@@ -172,9 +176,7 @@ func (w *Waves) observe(ctx context.Context, key waveKey, obj client.Object, now
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.seed(ctx, now); err != nil {
-		return
-	}
+	w.seed(ctx, now)
 	w.observeLocked(key, obj, now)
 }
 
@@ -222,9 +224,7 @@ func (w *Waves) acquire(ctx context.Context, key waveKey, priority int, now time
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if err := w.seed(ctx, now); err != nil {
-		return false
-	}
+	w.seed(ctx, now)
 	if _, ok := w.inflight[key]; ok {
 		return true
 	}
