@@ -45,7 +45,7 @@ func TestProgressOf(t *testing.T) {
 			now: time.Minute, want: Rolling, wantLeft: 9 * time.Minute,
 		},
 		"a Deployment with an old replica left is rolling": {
-			obj: deployment(appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}),
+			obj:  deployment(appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}),
 			want: Rolling, wantLeft: 10 * time.Minute,
 		},
 		"a Deployment updated, ready and available is complete": {
@@ -90,7 +90,7 @@ func TestProgressOf(t *testing.T) {
 			obj: rollout("Healthy", "2"), want: Rolling, wantLeft: 10 * time.Minute,
 		},
 		"an Argo Rollout progressing is rolling": {obj: rollout("Progressing", "3"), want: Rolling, wantLeft: 10 * time.Minute},
-		"a CronJob is complete at once": {obj: &batchv1.CronJob{ObjectMeta: rolled}, want: Settled},
+		"a CronJob is complete at once":          {obj: &batchv1.CronJob{ObjectMeta: rolled}, want: Settled},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
