@@ -277,12 +277,13 @@ type Halt struct {
 	After string
 }
 
-// formatHalt renders HaltedAnnotation's value; ParseHalt reads it back, ok
-// false when it cannot.
+// formatHalt renders HaltedAnnotation's value.
 func formatHalt(src refs.Source, digest, after string) string {
 	return src.String() + "=" + digest + " " + strings.Replace(after, " ", "/", 1)
 }
 
+// ParseHalt reads a HaltedAnnotation's value, as formatHalt writes it; ok is
+// false when it cannot (a malformed hold holds nothing, and nudge removes it).
 func ParseHalt(v string) (h Halt, ok bool) {
 	first, failed, _ := strings.Cut(strings.TrimSpace(v), " ")
 	sds := parseDigests(first)
