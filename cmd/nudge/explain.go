@@ -35,7 +35,8 @@ func explainCommand(systemNamespace string) *cobra.Command {
 	if systemNamespace != "" {
 		defaults.SystemNamespace = systemNamespace
 	}
-	opts := explain.Options{SystemNamespace: defaults.SystemNamespace, KeySecret: defaults.KeySecret, RolloutWindow: defaults.RolloutWindow}
+	opts := explain.Options{SystemNamespace: defaults.SystemNamespace, KeySecret: defaults.KeySecret, RolloutWindow: defaults.RolloutWindow,
+		RolloutTimeout: defaults.RolloutTimeout}
 	// kubectl's connection flags, bound as cli-runtime's ConfigFlags binds
 	// them, from client-go's clientcmd directly. cli-runtime is not linked:
 	// its genericclioptions bring kustomize and OpenAPI, and its printers a
@@ -113,6 +114,8 @@ does not exist, the API refused a read); 2 a usage error.`,
 	fs.StringVar(&opts.KeySecret, "key-secret", opts.KeySecret, "Name of nudge's key Secret (the controller's --key-secret).")
 	fs.BoolVar(&opts.AutoReloadAll, "auto-reload-all", opts.AutoReloadAll, "Explain as for a controller run with --auto-reload-all.")
 	fs.DurationVar(&opts.RolloutWindow, "rollout-window", opts.RolloutWindow, "The controller's --rollout-window.")
+	fs.IntVar(&opts.MaxConcurrentRollouts, "max-concurrent-rollouts", opts.MaxConcurrentRollouts, "The controller's --max-concurrent-rollouts: a workload that would roll shows as pending, waiting for a slot.")
+	fs.DurationVar(&opts.RolloutTimeout, "rollout-timeout", opts.RolloutTimeout, "The controller's --rollout-timeout.")
 	return cmd
 }
 

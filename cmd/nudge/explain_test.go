@@ -17,14 +17,18 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
+	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/explain"
+	"nudge.dev/nudge/internal/fingerprint"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/refs"
 )
 
 // update rewrites the golden files: go test ./cmd/nudge -run TestExplain -update
@@ -53,6 +57,8 @@ func TestExplain(t *testing.T) {
 		"windowed":        {"deployment/windowed"},
 		"unmanaged":       {"deployment/unmanaged"},
 		"first-sight":     {"deployment/first-sight"},
+		"pending":         {"deployment/native-auto", "--max-concurrent-rollouts", "5"},
+		"halted":          {"deployment/halted", "--max-concurrent-rollouts", "5"},
 		"job":             {"job/job"},
 		"source-app":      {"configmap/app"},
 		"source-db":       {"secret/db"},
@@ -125,6 +131,7 @@ func (f *fixture) normalise(out string) string {
 	out = strings.ReplaceAll(out, f.system, "SYSTEM")
 	out = strings.ReplaceAll(out, f.ns, "NS")
 	out = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`).ReplaceAllString(out, "YYYY-MM-DDTHH:MM:SSZ")
+	out = regexp.MustCompile(`[0-9a-f]{8}\.[A-Za-z0-9_-]{16}`).ReplaceAllString(out, "KEYID.DIGEST")
 	return regexp.MustCompile(`key [0-9a-f]{8} `).ReplaceAllString(out, "key KEYID ")
 }
 
@@ -221,6 +228,8 @@ func newFixture(t *testing.T) *fixture {
 			nt.EnvFrom("ConfigMap", "win")),
 		nt.Deployment(ns, "unmanaged", 1, nil, nt.EnvFrom("ConfigMap", "app")),
 		job(ns, "job", map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "app")),
+		nt.Deployment(ns, "halted", 1, map[string]string{"nudge.dev/auto": "true", controller.PriorityAnnotation: "1"},
+			nt.EnvFrom("ConfigMap", "app")),
 	}
 	for _, o := range objs {
 		g.Expect(k8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
@@ -270,6 +279,19 @@ func newFixture(t *testing.T) *fixture {
 	updateData(t, ns, "win")
 	g.Expect(k8s.Create(ctx, nt.Deployment(ns, "first-sight", 1, map[string]string{"nudge.dev/auto": "true"},
 		nt.EnvFrom("ConfigMap", "app")))).To(Succeed())
+	// halted is held for app's new content, as nudge holds a workload once
+	// a rollout of that content failed elsewhere.
+	key, err := app.ReadKey(ctx, k8s, f.system, "nudge-fingerprint-key")
+	g.Expect(err).NotTo(HaveOccurred())
+	var cm corev1.ConfigMap
+	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &cm)).To(Succeed())
+	for k, v := range cm.Data {
+		cm.Data[k] = fingerprint.SumString(v) // as nudge's cache holds it
+	}
+	src := refs.Source{Kind: refs.ConfigMap, Namespace: ns, Name: "app"}
+	halt := src.String() + "=" + controller.ContentDigest(key, src, &cm) + " Deployment/" + ns + "/canary"
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+controller.HaltedAnnotation+`":"`+halt+`"}}}`))
+	g.Expect(k8s.Patch(ctx, nt.Deployment(ns, "halted", 1, nil), patch)).To(Succeed())
 	return f
 }
 

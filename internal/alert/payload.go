@@ -19,6 +19,10 @@ type Alert struct {
 	// Time is when nudge rolled the workload; Send fills in the current time
 	// when it is zero. Only SinkJSON sends it.
 	Time time.Time
+	// Halted, when not empty, makes the alert one of a rollout nudge halted
+	// instead of starting (--max-concurrent-rollouts), and says why, e.g.
+	// "the rollout of Deployment shop/canary for the same change failed".
+	Halted string
 }
 
 // reloaderWebhookBody is the one field of Reloader's --webhook-url body
@@ -30,11 +34,26 @@ const reloaderWebhookBody = "update successful"
 //	<info> : nudge detected changes in *ConfigMap shop/app*. Hence reloaded *web* of type *Deployment* in namespace *shop*
 //
 // em marks up a name (bold, or nothing for plain text).
+//
+// or, for a halt:
+//
+//	<info> : nudge halted the rollout of *web* of type *Deployment* in namespace *shop* for changes in *ConfigMap shop/app*: <why>
 func message(a Alert, info string, em func(string) string) string {
 	var b strings.Builder
 	if info != "" {
 		b.WriteString(info)
 		b.WriteString(" : ")
+	}
+	if a.Halted != "" {
+		fmt.Fprintf(&b, "nudge halted the rollout of %s of type %s in namespace %s for changes in ", em(a.Name), em(a.Kind), em(a.Namespace))
+		for i, s := range a.Sources {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(em(s))
+		}
+		b.WriteString(": " + a.Halted)
+		return b.String()
 	}
 	b.WriteString("nudge detected changes")
 	for i, s := range a.Sources {
@@ -79,6 +98,7 @@ type jsonMessage struct {
 	Name           string    `json:"name"`
 	Sources        []string  `json:"sources"`
 	Time           time.Time `json:"time"`
+	Halted         string    `json:"halted,omitempty"`
 	AdditionalInfo string    `json:"additionalInfo,omitempty"`
 }
 
@@ -93,8 +113,12 @@ func payload(sink Sink, a Alert, info string) (body []byte, contentType string, 
 	var v any
 	switch sink {
 	case SinkSlack:
+		color := "good"
+		if a.Halted != "" {
+			color = "danger"
+		}
 		v = slackMessage{Attachments: []slackAttachment{{
-			Color:      "good",
+			Color:      color,
 			AuthorName: "nudge",
 			Fallback:   message(a, info, plain),
 			Text:       slackEscaper.Replace(message(a, info, bold)),
@@ -109,13 +133,18 @@ func payload(sink Sink, a Alert, info string) (body []byte, contentType string, 
 		if sources == nil {
 			sources = []string{}
 		}
+		webhook := reloaderWebhookBody
+		if a.Halted != "" {
+			webhook = "rollout halted"
+		}
 		v = jsonMessage{
-			Webhook:        reloaderWebhookBody,
+			Webhook:        webhook,
 			Kind:           a.Kind,
 			Namespace:      a.Namespace,
 			Name:           a.Name,
 			Sources:        sources,
 			Time:           a.Time.UTC(),
+			Halted:         a.Halted,
 			AdditionalInfo: info,
 		}
 	default:

@@ -132,6 +132,12 @@ func TestMessage(t *testing.T) {
 			info:  "staging",
 			want:  "staging : nudge detected changes in ConfigMap shop/app. Hence reloaded web of type Deployment in namespace shop",
 		},
+		"a halt says it did not roll, and why": {
+			alert: Alert{Kind: "Deployment", Namespace: "shop", Name: "web", Sources: []string{"ConfigMap shop/app"},
+				Halted: "the rollout of Deployment shop/canary for the same change failed"},
+			want: "nudge halted the rollout of web of type Deployment in namespace shop for changes in ConfigMap shop/app: " +
+				"the rollout of Deployment shop/canary for the same change failed",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -146,4 +152,17 @@ func TestJSONPayloadWithoutSourcesHasAnEmptyList(t *testing.T) {
 	body, _, err := payload(SinkJSON, Alert{Kind: "Deployment", Namespace: "shop", Name: "web", Time: t0}, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(body)).To(ContainSubstring(`"sources":[]`))
+}
+
+func TestHaltPayloads(t *testing.T) {
+	g := NewWithT(t)
+	a := Alert{Kind: "Deployment", Namespace: "shop", Name: "web", Sources: []string{"ConfigMap shop/app"}, Time: t0, Halted: "canary failed"}
+	body, _, err := payload(SinkJSON, a, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	var got map[string]any
+	g.Expect(json.Unmarshal(body, &got)).To(Succeed())
+	g.Expect(got).To(And(HaveKeyWithValue("webhook", "rollout halted"), HaveKeyWithValue("halted", "canary failed")))
+	body, _, err = payload(SinkSlack, a, "")
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(string(body)).To(And(ContainSubstring(`"color":"danger"`), ContainSubstring("halted the rollout of *web*")))
 }

@@ -175,6 +175,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err := addNotifiers(ctx, mgr, opts, &b); err != nil {
 		return err
 	}
+	waves, err := controller.NewWaves(metrics.Registry, wavesOf(opts), opts.RolloutTimeout)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	watched := watchedNamespaces(opts, mgr.GetClient())
 	csi := &csiWatch{ctx: ctx, mgr: mgr, on: &atomic.Bool{}}
 	newReconciler := func(k workload.Kind) *controller.Reconciler {
@@ -192,6 +196,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Metrics:       m,
 			Lull:          lull,
 			Behaviour:     b,
+			Waves:         waves,
 		}
 	}
 	copts := controller.Options{Workers: opts.Workers, IgnoreSources: b.IgnoreSources, NamespaceLabels: opts.NamespaceSelector != ""}
@@ -249,8 +254,12 @@ func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Opti
 	for _, c := range custom {
 		unstructuredKinds = append(unstructuredKinds, c.Adapter(""))
 	}
+	trim := controller.TrimWorkloads(unstructuredKinds...)
+	if wavesOf(opts) > 0 {
+		trim = controller.KeepProgress(trim)
+	}
 	co := cache.Options{
-		DefaultTransform: controller.TrimWorkloads(unstructuredKinds...),
+		DefaultTransform: trim,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: digested,
 			&corev1.Secret{}:    digested,
@@ -276,6 +285,15 @@ func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Opti
 		co.ByObject[namespaces] = cache.ByObject{Field: fields.Everything()}
 	}
 	return co
+}
+
+// wavesOf returns --max-concurrent-rollouts, 0 (off) with --webhook-url:
+// nudge then rolls nothing.
+func wavesOf(opts options.Options) int {
+	if opts.WebhookURL != "" {
+		return 0
+	}
+	return opts.MaxConcurrentRollouts
 }
 
 // setupValueBindings registers the ValueBinding controller (--value-bindings):
@@ -365,7 +383,7 @@ func addNotifiers(ctx context.Context, mgr ctrl.Manager, opts options.Options, b
 		for i, src := range r.Sources {
 			sources[i] = string(src.Kind) + " " + src.Namespace + "/" + src.Name
 		}
-		s.Send(alert.Alert{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Sources: sources, Time: r.Time})
+		s.Send(alert.Alert{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Sources: sources, Time: r.Time, Halted: r.Halted})
 	}
 	return nil
 }

@@ -124,6 +124,7 @@ func (r *Reconciler) workloadsOf(ctx context.Context, obj client.Object) []recon
 		}
 		reqs = append(reqs, found...)
 	}
+	r.expectWave(ctx, reqs)
 	return reqs
 }
 

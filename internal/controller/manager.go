@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"nudge.dev/nudge/internal/refs"
 )
@@ -36,14 +37,21 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	r.index = index
 	toWorkloads := handler.EnqueueRequestsFromMapFunc(r.workloadsOf)
+	changed := []predicate.Predicate{
+		predicate.GenerationChangedPredicate{},
+		predicate.AnnotationChangedPredicate{},
+		predicate.LabelChangedPredicate{},
+	}
+	if r.Waves != nil {
+		changed = append(changed, progressChanged())
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Kind.Name()).
-		For(r.Kind.New(), builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{},
-			predicate.AnnotationChangedPredicate{},
-			predicate.LabelChangedPredicate{},
-		))).
+		For(r.Kind.New(), builder.WithPredicates(predicate.Or(changed...))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)})
+	if r.Waves != nil {
+		b = b.WatchesRawSource(source.Func(r.Waves.register(r.Kind, r.Client)))
+	}
 	if !opts.IgnoreSources[refs.ConfigMap] {
 		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sourceChanged(r.Dialect)))
 	}

@@ -90,6 +90,9 @@ type Reconciler struct {
 	// CSI driver's SecretProviderClassPodStatuses (see WatchPodStatuses);
 	// otherwise SecretProviderClasses count for nothing.
 	CSI *atomic.Bool
+	// Waves, when not nil, bounds the rollouts in flight and halts a change
+	// whose rollout fails (--max-concurrent-rollouts); shared by every kind.
+	Waves *Waves
 
 	// Behaviour pinned by Reloader's flags; see options.Options.
 	Behaviour
@@ -130,11 +133,22 @@ type Rolled struct {
 	Kind, Namespace, Name string
 	Sources               []refs.Source
 	Time                  time.Time
+	// Halted, when not empty, says why the workload was not rolled: its
+	// rollout is halted (see Waves).
+	Halted string
 }
 
 // Reconcile compares the workload's applied state with the state of the
 // sources it references now, and writes a baseline, a rollout, or nothing.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	pending := false // waiting for a rollout slot (see Waves)
+	if r.Waves != nil {
+		defer func() {
+			if !pending {
+				r.Waves.leave(r.waveKey(req.NamespacedName))
+			}
+		}()
+	}
 	obj := r.Kind.New()
 	err := r.Client.Get(ctx, req.NamespacedName, obj)
 	if handled, result, err := r.pendingJobFirst(ctx, req.NamespacedName, obj, err); handled {
@@ -145,10 +159,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.warnings.forget(req.NamespacedName)
 			r.history.forget(req.NamespacedName)
 			r.taken.forget(req.NamespacedName)
+			r.Waves.gone(r.waveKey(req.NamespacedName))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
+	r.Waves.observe(ctx, r.waveKey(req.NamespacedName), obj, r.now())
 	tmpl := r.Kind.Template(obj)
 	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
 		return ctrl.Result{}, nil
@@ -186,6 +202,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	causes = append(causes, more...)
 	d := rollout.Decide(in)
+	var hold waveHold
+	if r.Waves != nil {
+		if d, more, hold, err = r.wave(ctx, obj, &in, d); err != nil {
+			return ctrl.Result{}, err
+		}
+		causes = append(causes, more...)
+		pending = d.Action == rollout.Pending
+	}
 	if c, ok := decisionCause(d); ok {
 		causes = append(causes, c)
 	}
@@ -195,7 +219,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.warn(ctx, obj, causes)
 	r.Metrics.decided(r.Kind.Name(), d.Action)
-	return r.act(ctx, obj, in, d)
+	over := obj.GetResourceVersion()
+	result, err := r.act(ctx, obj, in, d)
+	if r.Waves == nil {
+		return result, err
+	}
+	if err != nil {
+		r.afterWaveError(obj, d, over)
+		return result, err
+	}
+	return r.afterWave(ctx, obj, d, hold, over, result)
 }
 
 // decisionCause returns the Warning a decision deserves, if any.

@@ -99,6 +99,11 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		return nil
 	}
 	c.Annotations[LastRolloutAnnotation] = &stamp
+	if r.Waves != nil {
+		if err := r.waveAnnotations(ctx, c.Annotations, d); err != nil {
+			return err
+		}
+	}
 	if _, ok := obj.(*batchv1.Job); ok {
 		// The cache holds a trimmed pod template: re-create from the API's.
 		job := &batchv1.Job{}

@@ -27,6 +27,11 @@ type Options struct {
 	AutoReloadAll bool
 	// RolloutWindow is the controller's --rollout-window.
 	RolloutWindow time.Duration
+	// MaxConcurrentRollouts and RolloutTimeout are the controller's
+	// --max-concurrent-rollouts and --rollout-timeout: with waves on, a
+	// workload that would roll is shown pending, waiting for a slot.
+	MaxConcurrentRollouts int
+	RolloutTimeout        time.Duration
 	// Now tells the time; time.Now when nil.
 	Now func() time.Time
 }

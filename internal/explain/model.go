@@ -94,6 +94,10 @@ type Status struct {
 	Changed []string `json:"changed,omitempty"`
 	// Until is when a wait ends (StateWaiting).
 	Until *time.Time `json:"until,omitempty"`
+	// Rollout says where the last rollout nudge started with
+	// --max-concurrent-rollouts stands, when it is not complete: in flight
+	// (taking a slot), or failed (halting the rest of its change).
+	Rollout string `json:"rollout,omitempty"`
 }
 
 // The values of Status.State.
@@ -117,6 +121,13 @@ const (
 	// StateRebaseline: only the set of references changed; nudge records
 	// it without a rollout.
 	StateRebaseline = "Rebaseline"
+	// StatePending: a source changed and, with --max-concurrent-rollouts,
+	// the workload waits for a rollout slot.
+	StatePending = "Pending"
+	// StateHalted: a source changed, but a rollout of the same content
+	// failed on another workload: nudge.dev/halted holds this one until the
+	// source changes again or the annotation is removed.
+	StateHalted = "Halted"
 	// StateUnknown: content could not be compared (see Comparison).
 	StateUnknown = "Unknown"
 )

@@ -65,6 +65,9 @@ func PrintWorkload(out io.Writer, width int, w *Workload) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %s/%s\n", w.Kind, w.Namespace, w.Name)
 	fmt.Fprintf(&b, "Status:       %s: %s\n", w.Status.State, w.Status.Message)
+	if w.Status.Rollout != "" {
+		fmt.Fprintf(&b, "Rollout:      %s\n", w.Status.Rollout)
+	}
 	if w.Status.Until != nil {
 		fmt.Fprintf(&b, "Until:        %s\n", w.Status.Until.Format(time.RFC3339))
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/controller"
@@ -59,7 +61,12 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 			Content: content(r, in.Desired, applied, appliedOK),
 		})
 	}
-	w.Status = e.status(spec, in, cmp)
+	halt, err := e.halt(ctx, obj, key, cmp, &in)
+	if err != nil {
+		return nil, err
+	}
+	w.Status = e.status(spec, in, cmp, halt)
+	w.Status.Rollout = e.rollout(obj)
 	if kind == workload.Job && in.Applied == "" && w.Status.State == StateFirstSight {
 		w.Status.Message += " (nudge handles Jobs only when run with --recreate-jobs)"
 	}
@@ -128,12 +135,9 @@ func readAs(src refs.Source, search bool, uses []refs.Use, spec dialect.Spec) []
 	return slices.Compact(out)
 }
 
-// status turns rollout.Decide's decision on in into a Status.
-//
-// Extension point: waves (--max-concurrent-rollouts) and halts
-// (nudge.dev/halted) will add the states "pending in a wave" and "halted"
-// here, read from the workload once nudge writes them; nudge does not yet.
-func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison) Status {
+// status turns rollout.Decide's decision on in into a Status; halt is the
+// workload's nudge.dev/halted, read.
+func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, halt controller.Halt) Status {
 	if !spec.Enabled(e.AutoReloadAll) {
 		return Status{State: StateNotManaged, Message: "no dialect annotation selects a source: nudge leaves it alone"}
 	}
@@ -174,6 +178,14 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison) S
 		s.State = StateHeld
 		s.Message = fmt.Sprintf("changed, but the required %s %s missing: new pods could not start, so nudge waits for it: %s",
 			strings.Join(missing, ", "), verb, strings.Join(changed, ", "))
+	case rollout.Pending:
+		s.State = StatePending
+		s.Message = fmt.Sprintf("pending (waiting for a rollout slot): changed, and nudge rolls it when fewer than %d of its rollouts are in flight: %s",
+			e.MaxConcurrentRollouts, strings.Join(changed, ", "))
+	case rollout.Halted:
+		s.State = StateHalted
+		s.Message = fmt.Sprintf("halted (for %s content %s, after %s failed): nudge rolls it when %s changes again, or when the annotation %s is removed",
+			sourceName(halt.Source), halt.Digest, halt.After, sourceName(halt.Source), controller.HaltedAnnotation)
 	default:
 		s.State, s.Message = StateUnknown, "nudge's decision: "+d.Action.String()
 	}
@@ -195,4 +207,61 @@ func sourceName(s refs.Source) string { return string(s.Kind) + " " + s.Namespac
 
 func sortEvents(evs []Event) {
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
+}
+
+// halt reads the workload's nudge.dev/halted into in (see rollout.Input's
+// Halted), with its source's content now; with --max-concurrent-rollouts,
+// it also turns waves on, no slot free, so that a change shows as pending.
+// Without the key nothing is compared, and nothing is read.
+func (e Explainer) halt(ctx context.Context, obj client.Object, key fingerprint.Key, cmp Comparison, in *rollout.Input) (controller.Halt, error) {
+	in.Waves = e.MaxConcurrentRollouts > 0
+	v, ok := obj.GetAnnotations()[controller.HaltedAnnotation]
+	if !ok || !cmp.Compared {
+		return controller.Halt{}, nil
+	}
+	h, ok := controller.ParseHalt(v)
+	in.Halted = v
+	if !ok {
+		return h, nil
+	}
+	in.Halted, in.HaltedSource = h.Digest, h.Source
+	src, err := e.source(ctx, h.Source)
+	if err != nil {
+		return h, fmt.Errorf("reading %s: %w", sourceName(h.Source), err)
+	}
+	in.HaltedNow = controller.ContentDigest(key, h.Source, src)
+	return h, nil
+}
+
+// rollout returns Status.Rollout for obj: "" unless nudge rolled it with
+// --max-concurrent-rollouts (nudge.dev/rolled-for) and the rollout is not
+// complete.
+func (e Explainer) rollout(obj client.Object) string {
+	if obj.GetAnnotations()[controller.RolledForAnnotation] == "" {
+		return ""
+	}
+	switch p, reason, _ := controller.ProgressOf(obj, e.now(), e.RolloutTimeout); p {
+	case controller.Rolling:
+		return "in flight: the rollout nudge started is not complete (it takes a rollout slot)"
+	case controller.Failed:
+		return "failed (" + reason + "): it halts the workloads waiting on the same change"
+	}
+	return ""
+}
+
+// source reads a ConfigMap or Secret digested; nil, without an error, when
+// it does not exist.
+func (e Explainer) source(ctx context.Context, src refs.Source) (client.Object, error) {
+	var obj client.Object = &corev1.ConfigMap{}
+	if src.Kind == refs.Secret {
+		obj = &corev1.Secret{}
+	}
+	err := digested{e.Client}.Get(ctx, client.ObjectKey{Namespace: src.Namespace, Name: src.Name}, obj)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, err
+	}
+	return obj, nil
 }

@@ -102,6 +102,15 @@ type Options struct {
 	RolloutWindow time.Duration
 	// Workers is the number of concurrent reconciles per workload kind.
 	Workers int
+	// MaxConcurrentRollouts bounds the workloads nudge has rolled whose
+	// rollout is not complete yet; the others wait for a slot, in order of
+	// nudge.dev/rollout-priority, and a failed rollout halts the rest of its
+	// change (see docs/fleet-safety.md). 0, the default, is unlimited.
+	MaxConcurrentRollouts int
+	// RolloutTimeout is how long a rollout nudge started may take, with
+	// MaxConcurrentRollouts set, before it counts as failed; 0 leaves only a
+	// Deployment's progressDeadlineSeconds.
+	RolloutTimeout time.Duration
 
 	// Alert configures Reloader's alerts on reload; main reads it from the
 	// environment (alert.ConfigFromEnv), there are no flags for it.
@@ -187,6 +196,7 @@ func Default() Options {
 		KeySecret:         "nudge-fingerprint-key",
 		RolloutWindow:     5 * time.Second,
 		Workers:           16,
+		RolloutTimeout:    10 * time.Minute,
 		LogFormat:         "text",
 		ReloadStrategy:    "annotations",
 		LogLevel:          "info",
@@ -226,6 +236,8 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.CronJobStartJob, "cronjob-start-job", o.CronJobStartJob, "Also start a Job from a CronJob at once when its sources change (Reloader's CronJob handling).")
 	fs.DurationVar(&o.RolloutWindow, "rollout-window", o.RolloutWindow, "Changes within this time after a rollout fold into one trailing rollout (annotation nudge.dev/rollout-window overrides it).")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per workload kind.")
+	fs.IntVar(&o.MaxConcurrentRollouts, "max-concurrent-rollouts", o.MaxConcurrentRollouts, "At most this many workloads rolled by nudge and not complete yet; others wait, and a failed rollout halts the rest of its change. 0: unlimited.")
+	fs.DurationVar(&o.RolloutTimeout, "rollout-timeout", o.RolloutTimeout, "With --max-concurrent-rollouts, a rollout not complete after this long fails and halts the rest of its change; 0: only a Deployment's progress deadline.")
 	fs.BoolVar(&o.ValueBindings, "value-bindings", o.ValueBindings, "Reconcile ValueBindings (nudge.dev/v1alpha1): keep fields of a resource equal to Secret or ConfigMap keys.")
 	fs.StringSliceVar(&o.ValueBindingTargets, "value-binding-targets", o.ValueBindingTargets, `Comma-separated kinds a ValueBinding may write, as "Kind.group" ("Harbor.goharbor.io"; a core kind is plain "Kind"); any other target is refused.`)
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "text" or "json".`)
@@ -254,6 +266,9 @@ func (o *Options) Validate() error {
 	}
 	if o.Workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.Workers))
+	}
+	if o.MaxConcurrentRollouts < 0 || o.RolloutTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-rollouts and --rollout-timeout must not be negative, got %d and %s", o.MaxConcurrentRollouts, o.RolloutTimeout))
 	}
 	if o.LogFormat != "text" && o.LogFormat != "json" && o.LogFormat != "" {
 		errs = append(errs, fmt.Errorf(`--log-format must be "text" or "json", got %q`, o.LogFormat))

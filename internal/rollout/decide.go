@@ -35,9 +35,17 @@ const (
 	// Restored: the applied state is one nudge replaced before, written back
 	// by someone else with its seal (see Input.Restored). Nothing is written.
 	Restored
+	// Pending: the workload would roll, but every rollout slot is taken
+	// (--max-concurrent-rollouts, see Input.Waves). Nothing is written; the
+	// workload rolls when a slot frees.
+	Pending
+	// Halted: the workload would roll, but a rollout of the same change
+	// failed elsewhere (see Input.Halted). Nothing of the rollout is
+	// written; the hold ends when the source changes again.
+	Halted
 )
 
-var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored"}
+var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored", "Pending", "Halted"}
 
 // String returns the action's name.
 func (a Action) String() string { return actionNames[a] }
@@ -80,6 +88,19 @@ type Input struct {
 	// Window is the rollout window: a change within Window after a rollout
 	// waits for the window's end, so a burst gives at most two rollouts.
 	Window time.Duration
+
+	// Waves is true when --max-concurrent-rollouts bounds the rollouts in
+	// flight; Slot then says whether this workload may take one now.
+	Waves, Slot bool
+	// Halted is the keyed digest of HaltedSource's content the workload is
+	// held for, "" when it is not: the digest of its nudge.dev/halted
+	// annotation, or of a rollout of that content that failed elsewhere.
+	Halted string
+	// HaltedSource is the source Halted is a digest of.
+	HaltedSource refs.Source
+	// HaltedNow is HaltedSource's digest now, in Halted's form: when it
+	// differs, the source changed again and the hold has ended.
+	HaltedNow string
 }
 
 // Decision is Decide's answer.
@@ -95,6 +116,10 @@ type Decision struct {
 	FirstSight bool
 	// RequeueAfter is when to look again, for Wait.
 	RequeueAfter time.Duration
+	// Unhalt is true when the workload carries a hold that has ended (its
+	// source changed again): the reconciler removes it, with the rollout
+	// when there is one.
+	Unhalt bool
 }
 
 // Decide compares the applied and desired states of a workload.
@@ -108,7 +133,28 @@ type Decision struct {
 // fingerprint.Absent, so it rolls. A missing required or kept source keeps
 // its applied entry, so its return with other content rolls and with the
 // same content does not; only a missing required one holds other changes.
+//
+// A change that would roll is Halted while the workload is held for the
+// current content of one of the changed sources (Input.Halted), and Pending
+// while waves are on and no slot is free. A hold whose source has changed
+// again since has ended: Decision.Unhalt asks for its removal.
 func Decide(in Input) Decision {
+	d := decide(in)
+	held := in.Halted != "" && in.Halted == in.HaltedNow && slices.Contains(d.Changed, in.HaltedSource)
+	switch {
+	case held && (d.Action == Roll || d.Action == Wait):
+		return Decision{Action: Halted, Changed: d.Changed}
+	case in.Halted != "" && !held:
+		d.Unhalt = true
+	}
+	if d.Action == Roll && in.Waves && !in.Slot {
+		return Decision{Action: Pending, Changed: d.Changed, Unhalt: d.Unhalt}
+	}
+	return d
+}
+
+// decide is Decide without waves and holds.
+func decide(in Input) Decision {
 	applied, err := fingerprint.Parse(in.Applied, in.Namespace)
 	first := in.Applied == "" || !in.Sealed || err != nil || applied.KeyID != in.Desired.KeyID
 

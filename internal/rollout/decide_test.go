@@ -36,6 +36,7 @@ func TestDecide(t *testing.T) {
 		wantWrite   entries
 		wantFirst   bool
 		wantAfter   time.Duration
+		wantUnhalt  bool
 	}{
 		"first sight records the baseline and never rolls": {
 			in:        rollout.Input{Desired: state("k", base)},
@@ -232,6 +233,116 @@ func TestDecide(t *testing.T) {
 			wantChanged: []refs.Source{cm},
 			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
 		},
+		"with waves on, a change rolls when a slot is free": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Waves:   true,
+				Slot:    true,
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
+		},
+		"with waves on and no slot free, a change is pending": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Waves:   true,
+			},
+			want:        rollout.Pending,
+			wantChanged: []refs.Source{cm},
+		},
+		"without a slot, nothing to roll is not pending": {
+			in:   rollout.Input{Applied: applied("k", base), Desired: state("k", base), Waves: true},
+			want: rollout.None,
+		},
+		"without a slot, first sight still records the baseline": {
+			in:        rollout.Input{Desired: state("k", base), Waves: true},
+			want:      rollout.Baseline,
+			wantWrite: base,
+			wantFirst: true,
+		},
+		"a change of the halted content is halted": {
+			in: rollout.Input{
+				Applied:      applied("k", base),
+				Desired:      state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Waves:        true,
+				Slot:         true,
+				Halted:       "k.h1",
+				HaltedSource: cm,
+				HaltedNow:    "k.h1",
+			},
+			want:        rollout.Halted,
+			wantChanged: []refs.Source{cm},
+		},
+		"a halted change inside the window is halted, not waiting": {
+			in: rollout.Input{
+				Applied:      applied("k", base),
+				Desired:      state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				LastRollout:  t0,
+				Now:          t0.Add(time.Second),
+				Window:       5 * time.Second,
+				Halted:       "k.h1",
+				HaltedSource: cm,
+				HaltedNow:    "k.h1",
+			},
+			want:        rollout.Halted,
+			wantChanged: []refs.Source{cm},
+		},
+		"a halt ends when its source changes again: the change rolls and the hold is removed": {
+			in: rollout.Input{
+				Applied:      applied("k", base),
+				Desired:      state("k", entries{cm: {Digest: "dddd"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Waves:        true,
+				Slot:         true,
+				Halted:       "k.h1",
+				HaltedSource: cm,
+				HaltedNow:    "k.h2",
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   entries{cm: {Digest: "dddd"}, secret: {Shape: "k1", Digest: "bbbb"}},
+			wantUnhalt:  true,
+		},
+		"a hold that has ended waits for a slot like any change": {
+			in: rollout.Input{
+				Applied:      applied("k", base),
+				Desired:      state("k", entries{cm: {Digest: "dddd"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Waves:        true,
+				Halted:       "k.h1",
+				HaltedSource: cm,
+				HaltedNow:    "k.h2",
+			},
+			want:        rollout.Pending,
+			wantChanged: []refs.Source{cm},
+			wantUnhalt:  true,
+		},
+		"a halt of a source the change does not touch holds nothing and is removed": {
+			in: rollout.Input{
+				Applied:      applied("k", base),
+				Desired:      state("k", entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "eeee"}}),
+				Halted:       "k.h1",
+				HaltedSource: cm,
+				HaltedNow:    "k.h1",
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{secret},
+			wantWrite:   entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "eeee"}},
+			wantUnhalt:  true,
+		},
+		"a halted change whose required source is missing is held, keeping the halt": {
+			in: rollout.Input{
+				Applied:      applied("k", base),
+				Desired:      state("k", entries{cm: {Digest: "cccc"}}),
+				Missing:      []refs.Reference{{Source: secret, Keys: []string{"p"}}},
+				Halted:       "k.h1",
+				HaltedSource: cm,
+				HaltedNow:    "k.h1",
+			},
+			want:        rollout.Hold,
+			wantChanged: []refs.Source{cm},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -243,6 +354,7 @@ func TestDecide(t *testing.T) {
 			g.Expect(d.Changed).To(Equal(tc.wantChanged), "changed")
 			g.Expect(d.FirstSight).To(Equal(tc.wantFirst), "first sight")
 			g.Expect(d.RequeueAfter).To(Equal(tc.wantAfter), "requeue after")
+			g.Expect(d.Unhalt).To(Equal(tc.wantUnhalt), "unhalt")
 			if tc.wantWrite != nil {
 				g.Expect(d.Write.Entries).To(Equal(tc.wantWrite), "write")
 				g.Expect(d.Write.KeyID).To(Equal("k"), "write key")

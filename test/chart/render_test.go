@@ -287,6 +287,13 @@ func TestRender(t *testing.T) {
 				g.Expect(r.can("get", "", "secrets", namespace)).To(BeFalse(), "only the key by name")
 			},
 		},
+		"waves: maxConcurrentRollouts and rolloutTimeout become their flags": {
+			values: charttest.Values{"maxConcurrentRollouts": 10, "rolloutTimeout": "3m"},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.MaxConcurrentRollouts).To(Equal(10))
+				g.Expect(r.opts.RolloutTimeout.String()).To(Equal("3m0s"))
+			},
+		},
 		"a memory limit also bounds Go's heap (GOMEMLIMIT)": {
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Env).To(ContainElement(And(HaveField("Name", "GOMEMLIMIT"),

@@ -158,6 +158,10 @@ apiece, within the API server's CEL budget for one request (about 28). */}}
 {{- $args = append $args (printf "--key-secret=%s" .Values.keySecret) }}
 {{- $args = append $args (printf "--rollout-window=%s" .Values.rolloutWindow) }}
 {{- $args = append $args (printf "--workers=%v" .Values.workers) }}
+{{- if gt (int .Values.maxConcurrentRollouts) 0 }}
+{{- $args = append $args (printf "--max-concurrent-rollouts=%v" .Values.maxConcurrentRollouts) }}
+{{- $args = append $args (printf "--rollout-timeout=%s" .Values.rolloutTimeout) }}
+{{- end }}
 {{- $args = append $args (printf "--kube-api-qps=%v" .Values.kubeAPI.qps) }}
 {{- $args = append $args (printf "--kube-api-burst=%v" .Values.kubeAPI.burst) }}
 {{- if include "nudge.leaderElect" . }}

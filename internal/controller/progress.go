@@ -1,0 +1,170 @@
+package controller
+
+import (
+	"strconv"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"nudge.dev/nudge/internal/workload"
+)
+
+// Progress is where a workload's last rollout by nudge stands, as its
+// workload controller reports it in the workload's status.
+type Progress int
+
+// The values of Progress.
+const (
+	// Settled: nudge never rolled the workload (no nudge.dev/last-rollout),
+	// or its rollout is complete.
+	Settled Progress = iota
+	// Rolling: nudge rolled the workload and the rollout is not complete:
+	// it takes one of --max-concurrent-rollouts' slots.
+	Rolling
+	// Failed: nudge rolled the workload and the rollout failed: a
+	// Deployment's Progressing condition is False with reason
+	// ProgressDeadlineExceeded, or the rollout is not complete
+	// --rollout-timeout after it started.
+	Failed
+)
+
+// deadlineExceeded is the reason of a Deployment's Progressing condition once
+// its progressDeadlineSeconds have passed without progress
+// (https://kubernetes.io/docs/concepts/workloads/controllers/deployment/#failed-deployment).
+const deadlineExceeded = "ProgressDeadlineExceeded"
+
+// ProgressOf returns where obj's last rollout by nudge stands at now, with
+// timeout the longest a rollout may take (0 for none), why it failed when it
+// did, and how long is left until the timeout while it is Rolling (0 without
+// a timeout).
+//
+// Complete means, as each workload controller says it: a Deployment's
+// observedGeneration has caught up and its updated, ready and available
+// replicas (and all its replicas) equal the desired count; a StatefulSet's
+// updateRevision is its currentRevision with every replica ready; a
+// DaemonSet's updated and available pods equal the desired count; an Argo
+// Rollout's phase is Healthy. CronJobs, Jobs and custom kinds are complete
+// at once. The cache keeps these fields (KeepProgress).
+func ProgressOf(obj client.Object, now time.Time, timeout time.Duration) (p Progress, reason string, left time.Duration) {
+	at, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[LastRolloutAnnotation])
+	if err != nil {
+		return Settled, "", 0
+	}
+	complete, exceeded := progress(obj)
+	switch {
+	case complete:
+		return Settled, "", 0
+	case exceeded:
+		return Failed, deadlineExceeded, 0
+	case timeout > 0 && !now.Before(at.Add(timeout)):
+		return Failed, "not complete within " + timeout.String(), 0
+	case timeout > 0:
+		return Rolling, "", at.Add(timeout).Sub(now)
+	}
+	return Rolling, "", 0
+}
+
+// progress reports whether obj's rollout is complete, and for a Deployment
+// whether its progress deadline was exceeded.
+func progress(obj client.Object) (complete, exceeded bool) {
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		want, s := ptr.Deref(o.Spec.Replicas, 1), o.Status
+		caught := s.ObservedGeneration >= o.Generation
+		for _, c := range s.Conditions {
+			if c.Type == appsv1.DeploymentProgressing && c.Status == corev1.ConditionFalse && c.Reason == deadlineExceeded {
+				exceeded = caught
+			}
+		}
+		return caught && s.Replicas == want && s.UpdatedReplicas == want && s.ReadyReplicas == want && s.AvailableReplicas == want, exceeded
+	case *appsv1.StatefulSet:
+		s := o.Status
+		return s.ObservedGeneration >= o.Generation && s.UpdateRevision == s.CurrentRevision &&
+			s.ReadyReplicas == ptr.Deref(o.Spec.Replicas, 1), false
+	case *appsv1.DaemonSet:
+		s := o.Status
+		return s.ObservedGeneration >= o.Generation && s.UpdatedNumberScheduled == s.DesiredNumberScheduled &&
+			s.NumberAvailable == s.DesiredNumberScheduled, false
+	case *unstructured.Unstructured:
+		if o.GroupVersionKind() != workload.RolloutGVK {
+			return true, false
+		}
+		phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+		seen, found, _ := unstructured.NestedString(o.Object, "status", "observedGeneration")
+		return phase == "Healthy" && (!found || seen == strconv.FormatInt(o.GetGeneration(), 10)), false
+	}
+	return true, false
+}
+
+// KeepProgress wraps trim, the cache's transform of workloads, so that it
+// keeps of each workload's spec and status the few fields ProgressOf reads
+// (replica counts, observed generation, revisions, the Progressing
+// condition's status and reason, an Argo Rollout's phase): a few dozen
+// bytes per workload. Only --max-concurrent-rollouts needs them. Like trim,
+// the result is idempotent.
+func KeepProgress(trim toolscache.TransformFunc) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		var keep func()
+		switch o := obj.(type) {
+		case *appsv1.Deployment:
+			replicas, s := o.Spec.Replicas, o.Status
+			kept := appsv1.DeploymentStatus{ObservedGeneration: s.ObservedGeneration, Replicas: s.Replicas,
+				UpdatedReplicas: s.UpdatedReplicas, ReadyReplicas: s.ReadyReplicas, AvailableReplicas: s.AvailableReplicas}
+			for _, c := range s.Conditions {
+				if c.Type == appsv1.DeploymentProgressing {
+					kept.Conditions = []appsv1.DeploymentCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
+				}
+			}
+			keep = func() { o.Spec.Replicas, o.Status = replicas, kept }
+		case *appsv1.StatefulSet:
+			replicas, s := o.Spec.Replicas, o.Status
+			kept := appsv1.StatefulSetStatus{ObservedGeneration: s.ObservedGeneration, ReadyReplicas: s.ReadyReplicas,
+				CurrentRevision: s.CurrentRevision, UpdateRevision: s.UpdateRevision}
+			keep = func() { o.Spec.Replicas, o.Status = replicas, kept }
+		case *appsv1.DaemonSet:
+			s := o.Status
+			kept := appsv1.DaemonSetStatus{ObservedGeneration: s.ObservedGeneration, DesiredNumberScheduled: s.DesiredNumberScheduled,
+				UpdatedNumberScheduled: s.UpdatedNumberScheduled, NumberAvailable: s.NumberAvailable}
+			keep = func() { o.Status = kept }
+		case *unstructured.Unstructured:
+			if o.GroupVersionKind() == workload.RolloutGVK {
+				phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")
+				seen, found, _ := unstructured.NestedString(o.Object, "status", "observedGeneration")
+				keep = func() {
+					_ = unstructured.SetNestedField(o.Object, phase, "status", "phase")
+					if found {
+						_ = unstructured.SetNestedField(o.Object, seen, "status", "observedGeneration")
+					}
+				}
+			}
+		}
+		out, err := trim(obj)
+		if keep != nil && err == nil {
+			keep()
+		}
+		return out, err
+	}
+}
+
+// progressChanged passes the updates of a workload that change whether its
+// rollout is complete or past its progress deadline: with waves on, a slot
+// frees (or a failure halts a change) when they do.
+func progressChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			c0, x0 := progress(e.ObjectOld)
+			c1, x1 := progress(e.ObjectNew)
+			return c0 != c1 || x0 != x1
+		},
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}

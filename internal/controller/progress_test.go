@@ -1,0 +1,142 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/workload"
+)
+
+func TestProgressOf(t *testing.T) {
+	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
+	rolled := metav1.ObjectMeta{Generation: 3, Annotations: map[string]string{LastRolloutAnnotation: t0.Format(time.RFC3339Nano)}}
+	deployment := func(s appsv1.DeploymentStatus) *appsv1.Deployment {
+		return &appsv1.Deployment{ObjectMeta: rolled, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}, Status: s}
+	}
+	done := appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}
+	rollout := func(phase, seen string) *unstructured.Unstructured {
+		u := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"phase": phase, "observedGeneration": seen}}}
+		u.SetGroupVersionKind(workload.RolloutGVK)
+		u.SetGeneration(3)
+		u.SetAnnotations(rolled.Annotations)
+		return u
+	}
+	tests := map[string]struct {
+		obj       client.Object
+		now       time.Duration // after t0
+		want      Progress
+		wantLeft  time.Duration
+		wantCause string
+	}{
+		"a workload nudge never rolled is settled, whatever its status": {
+			obj: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Generation: 3}}, want: Settled,
+		},
+		"a Deployment whose controller has not seen the rollout is rolling": {
+			obj: deployment(appsv1.DeploymentStatus{ObservedGeneration: 2, Replicas: 2, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}),
+			now: time.Minute, want: Rolling, wantLeft: 9 * time.Minute,
+		},
+		"a Deployment with an old replica left is rolling": {
+			obj:  deployment(appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 2, ReadyReplicas: 2, AvailableReplicas: 2}),
+			want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"a Deployment updated, ready and available is complete": {
+			obj: deployment(done), want: Settled,
+		},
+		"a Deployment past its progress deadline failed": {
+			obj: deployment(appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1,
+				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}}),
+			want: Failed, wantCause: "ProgressDeadlineExceeded",
+		},
+		"a deadline exceeded of an earlier generation is not this rollout's": {
+			obj: deployment(appsv1.DeploymentStatus{ObservedGeneration: 2,
+				Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}}),
+			want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"a rollout not complete after the timeout failed": {
+			obj: deployment(appsv1.DeploymentStatus{ObservedGeneration: 2}), now: 10 * time.Minute,
+			want: Failed, wantCause: "not complete within 10m0s",
+		},
+		"a StatefulSet on its update revision with every replica ready is complete": {
+			obj: &appsv1.StatefulSet{ObjectMeta: rolled, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)},
+				Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, ReadyReplicas: 2, CurrentRevision: "r2", UpdateRevision: "r2"}},
+			want: Settled,
+		},
+		"a StatefulSet between revisions is rolling": {
+			obj: &appsv1.StatefulSet{ObjectMeta: rolled, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](2)},
+				Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, ReadyReplicas: 2, CurrentRevision: "r1", UpdateRevision: "r2"}},
+			want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"a DaemonSet updated and available on every node is complete": {
+			obj: &appsv1.DaemonSet{ObjectMeta: rolled,
+				Status: appsv1.DaemonSetStatus{ObservedGeneration: 3, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 2, NumberAvailable: 2}},
+			want: Settled,
+		},
+		"a DaemonSet with a node not updated is rolling": {
+			obj: &appsv1.DaemonSet{ObjectMeta: rolled,
+				Status: appsv1.DaemonSetStatus{ObservedGeneration: 3, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 1, NumberAvailable: 2}},
+			want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"an Argo Rollout Healthy at its generation is complete": {obj: rollout("Healthy", "3"), want: Settled},
+		"an Argo Rollout Healthy at an older generation is rolling": {
+			obj: rollout("Healthy", "2"), want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"an Argo Rollout progressing is rolling": {obj: rollout("Progressing", "3"), want: Rolling, wantLeft: 10 * time.Minute},
+		"a CronJob is complete at once":          {obj: &batchv1.CronJob{ObjectMeta: rolled}, want: Settled},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			p, cause, left := ProgressOf(tc.obj, t0.Add(tc.now), 10*time.Minute)
+			g.Expect(p).To(Equal(tc.want), "progress")
+			g.Expect(cause).To(Equal(tc.wantCause), "cause")
+			g.Expect(left).To(Equal(tc.wantLeft), "left")
+		})
+	}
+}
+
+// TestKeepProgressKeepsWhatProgressOfReads: the cache's copy, trimmed, still
+// tells a complete rollout from one in flight or failed, holds nothing else of
+// the status, and trimming it again changes nothing.
+func TestKeepProgressKeepsWhatProgressOfReads(t *testing.T) {
+	g := NewWithT(t)
+	trim := KeepProgress(TrimWorkloads(workload.Rollout))
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Generation: 3, Annotations: map[string]string{LastRolloutAnnotation: time.Now().Format(time.RFC3339Nano)}},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), MinReadySeconds: 5},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1, CollisionCount: ptr.To[int32](1),
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Message: "long text"},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "long text"},
+			}},
+	}
+	out, err := trim(d)
+	g.Expect(err).NotTo(HaveOccurred())
+	got := out.(*appsv1.Deployment)
+	g.Expect(got.Spec.MinReadySeconds).To(BeZero(), "the rest of the spec trimmed")
+	g.Expect(got.Status.CollisionCount).To(BeNil(), "the rest of the status trimmed")
+	g.Expect(got.Status.Conditions).To(Equal([]appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}))
+	p, _, _ := ProgressOf(got, time.Now(), 0)
+	g.Expect(p).To(Equal(Failed))
+	again, _ := trim(got.DeepCopy())
+	g.Expect(again).To(Equal(got), "idempotent")
+
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(2)},
+		"status": map[string]any{"phase": "Healthy", "observedGeneration": "3", "message": "long"}}}
+	u.SetGroupVersionKind(workload.RolloutGVK)
+	out, err = trim(u)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*unstructured.Unstructured).Object["status"]).To(Equal(map[string]any{"phase": "Healthy", "observedGeneration": "3"}))
+
+	plain, _ := TrimWorkloads()(&appsv1.Deployment{Status: d.Status})
+	g.Expect(plain.(*appsv1.Deployment).Status).To(BeZero(), "without waves the status is not kept at all")
+}

@@ -1,0 +1,241 @@
+package controller_test
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/alert"
+	"nudge.dev/nudge/internal/controller"
+	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/options"
+)
+
+// No workload controller runs here: a Deployment nudge rolled stays
+// incomplete (its observedGeneration behind) until the test writes its
+// status, as the Deployment controller would.
+
+// waves starts nudge with --max-concurrent-rollouts n and no rollout
+// window, and creates the ConfigMap app with a Deployment per name reading
+// it, each with the priority given (none for 0).
+func waves(t *testing.T, n int, mutate func(*options.Options), priorities map[string]int) *env {
+	t.Helper()
+	e := setup(t, true, func(o *options.Options) {
+		o.MaxConcurrentRollouts, o.RolloutWindow = n, 0
+		if mutate != nil {
+			mutate(o)
+		}
+	})
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}))
+	for _, name := range slices.Sorted(maps.Keys(priorities)) {
+		a := map[string]string{"nudge.dev/auto": "true"}
+		if p := priorities[name]; p != 0 {
+			a[controller.PriorityAnnotation] = strconv.Itoa(p)
+		}
+		e.create(nt.Deployment(e.ns, name, 1, a, nt.EnvFrom("ConfigMap", "app")))
+	}
+	for name := range priorities {
+		e.baselined(name)
+	}
+	return e
+}
+
+// rolled returns the names of the Deployments rolled at least once.
+func (e *env) rolled(names ...string) func() []string {
+	return func() []string {
+		var out []string
+		for _, n := range names {
+			if e.templates.count(n) > 0 {
+				out = append(out, n)
+			}
+		}
+		return out
+	}
+}
+
+// complete writes the status the Deployment controller writes once a
+// rollout of the Deployment is complete.
+func (e *env) complete(name string) {
+	e.t.Helper()
+	e.setStatus(name, func(d *appsv1.Deployment) {
+		r := ptr.Deref(d.Spec.Replicas, 1)
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: r, UpdatedReplicas: r, ReadyReplicas: r, AvailableReplicas: r}
+	})
+}
+
+// exceedDeadline writes the status of a Deployment whose rollout made no
+// progress within its progressDeadlineSeconds.
+func (e *env) exceedDeadline(name string) {
+	e.t.Helper()
+	e.setStatus(name, func(d *appsv1.Deployment) {
+		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
+			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}}
+	})
+}
+
+func (e *env) setStatus(name string, set func(*appsv1.Deployment)) {
+	e.t.Helper()
+	e.g.Eventually(func() error {
+		d := e.deployment(name)
+		set(d)
+		return k8s.Status().Update(e.ctx, d)
+	}).WithTimeout(10*time.Second).Should(Succeed(), "writing the status of Deployment %s", name)
+}
+
+func (e *env) change(value string) {
+	e.t.Helper()
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = value })
+}
+
+// Waves: never more rollouts in flight than --max-concurrent-rollouts; the
+// waiting ones roll as slots free, higher nudge.dev/rollout-priority first,
+// each exactly once.
+func TestWavesBoundRolloutsInFlight(t *testing.T) {
+	e := waves(t, 2, nil, map[string]int{"a": 0, "b": 0, "c": 5, "d": 10, "e": 10})
+	all := []string{"a", "b", "c", "d", "e"}
+	e.change("2")
+	e.g.Eventually(e.rolled(all...)).WithTimeout(20*time.Second).Should(ConsistOf("d", "e"), "the two of highest priority to roll first")
+	e.g.Consistently(e.rolled(all...)).WithTimeout(3*time.Second).Should(HaveLen(2), "no third rollout while two are in flight")
+
+	e.complete("d")
+	e.g.Eventually(e.rolled(all...)).WithTimeout(20*time.Second).Should(ConsistOf("c", "d", "e"), "the next in priority to take the freed slot")
+	e.g.Consistently(e.rolled(all...)).WithTimeout(3*time.Second).Should(HaveLen(3), "one slot freed, one rollout")
+
+	for _, n := range []string{"e", "c"} {
+		e.complete(n)
+	}
+	e.g.Eventually(e.rolled(all...)).WithTimeout(20*time.Second).Should(HaveLen(5), "the last two to roll as slots free")
+	e.g.Consistently(e.completeRolled(all...)).WithTimeout(3*time.Second).Should(
+		Equal(map[string]int64{"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}), "each rolled exactly once")
+}
+
+// Halt: a rollout that fails holds every workload waiting on the same
+// content, with the annotation, a RolloutHalted Event and an alert; removing
+// the annotation resumes one; a new change resumes the rest.
+func TestHaltOnFailedRollout(t *testing.T) {
+	h := newHook(t)
+	e := waves(t, 1, func(o *options.Options) {
+		o.Alert = alert.Config{Enabled: true, Sink: alert.SinkJSON, WebhookURL: h.url}
+	}, map[string]int{"canary": 10, "a": 0, "b": 0, "c": 0})
+	others := []string{"a", "b", "c"}
+	e.change("bad")
+	e.rolledTo("canary", 1)
+	e.g.Expect(e.rolled(others...)()).To(BeEmpty(), "the others wait for the canary")
+
+	e.exceedDeadline("canary")
+	for _, n := range others {
+		e.g.Eventually(func() string { return e.deployment(n).Annotations[controller.HaltedAnnotation] }).WithTimeout(20*time.Second).Should(
+			And(HavePrefix("ConfigMap/"+e.ns+"/app="), HaveSuffix(" Deployment/"+e.ns+"/canary")), "Deployment %s held for the content that failed", n)
+		e.g.Eventually(e.events(n, controller.ReasonRolloutHalted)).WithTimeout(10*time.Second).Should(
+			ContainElement(HaveField("Note", ContainSubstring("Deployment "+e.ns+"/canary"))), "a RolloutHalted Event naming the canary on %s", n)
+	}
+	e.g.Eventually(h.received).WithTimeout(10*time.Second).Should(ContainElement(And(
+		ContainSubstring(`"halted"`), ContainSubstring("canary"), Not(ContainSubstring("bad")))), "an alert of the halt")
+	e.g.Consistently(e.rolled(others...)).WithTimeout(3*time.Second).Should(BeEmpty(), "the held ones never roll")
+	e.g.Expect(e.events("canary", controller.ReasonRolloutFailed)()).NotTo(BeEmpty(), "a RolloutFailed Event on the canary")
+
+	e.annotate("a", `{"`+controller.HaltedAnnotation+`":null}`)
+	e.rolledTo("a", 1)
+	e.g.Expect(e.rolled("b", "c")()).To(BeEmpty(), "removing one hold resumes that one only")
+	e.complete("a")
+
+	e.change("fixed")
+	everyone := []string{"canary", "a", "b", "c"}
+	e.g.Eventually(e.completeRolled(everyone...)).WithTimeout(40*time.Second).Should(
+		Equal(map[string]int64{"canary": 2, "a": 2, "b": 1, "c": 1}), "the new change to roll everyone, one at a time")
+	for _, n := range []string{"b", "c"} {
+		e.g.Expect(e.deployment(n).Annotations).NotTo(HaveKey(controller.HaltedAnnotation), "the hold of %s removed with its rollout", n)
+	}
+	e.g.Consistently(e.completeRolled(everyone...)).WithTimeout(3*time.Second).Should(
+		Equal(map[string]int64{"canary": 2, "a": 2, "b": 1, "c": 1}), "no further rollout")
+}
+
+// completeRolled completes the rollout of each named Deployment rolled and
+// not complete yet, as the Deployment controller would, and returns how many
+// times each was rolled.
+func (e *env) completeRolled(names ...string) func() map[string]int64 {
+	return func() map[string]int64 {
+		out := map[string]int64{}
+		for _, n := range names {
+			if d := e.deployment(n); d.Status.ObservedGeneration < d.Generation && e.templates.count(n) > 0 {
+				e.complete(n)
+			}
+			out[n] = e.templates.count(n)
+		}
+		return out
+	}
+}
+
+// --rollout-timeout: a rollout not complete in time fails, and halts too.
+func TestRolloutTimeoutHalts(t *testing.T) {
+	e := waves(t, 1, func(o *options.Options) { o.RolloutTimeout = 2 * time.Second }, map[string]int{"first": 1, "second": 0})
+	e.change("2")
+	e.rolledTo("first", 1)
+	e.g.Eventually(func() map[string]string { return e.deployment("second").Annotations }).WithTimeout(20*time.Second).Should(
+		HaveKeyWithValue(controller.HaltedAnnotation, HaveSuffix(" Deployment/"+e.ns+"/first")), "second held once first timed out")
+	e.g.Eventually(e.events("first", controller.ReasonRolloutFailed)).WithTimeout(10 * time.Second).Should(
+		ContainElement(HaveField("Note", ContainSubstring("not complete within 2s"))))
+	e.rolledTo("second", 0)
+}
+
+// A restarted nudge rebuilds its waves from the cluster: the rollout in
+// flight still takes its slot, the waiting workload is neither forgotten
+// nor rolled early, and a hold written before the restart still holds.
+func TestWavesSurviveRestart(t *testing.T) {
+	e := waves(t, 1, nil, map[string]int{"a": 2, "b": 1, "c": 0})
+	e.change("2")
+	e.rolledTo("a", 1)
+	e.nudge.Stop(t)
+	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
+	e.g.Consistently(e.rolled("b", "c")).WithTimeout(4*time.Second).Should(BeEmpty(), "a's rollout still in flight after the restart")
+	e.complete("a")
+	e.rolledTo("b", 1)
+	e.g.Expect(e.rolled("c")()).To(BeEmpty())
+
+	e.exceedDeadline("b")
+	e.g.Eventually(func() map[string]string { return e.deployment("c").Annotations }).WithTimeout(20*time.Second).Should(
+		HaveKey(controller.HaltedAnnotation), "c held after b failed")
+	e.nudge.Stop(t)
+	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
+	e.g.Consistently(e.rolled("c")).WithTimeout(3*time.Second).Should(BeEmpty(), "the hold outlives the restart")
+	e.annotate("c", `{"`+controller.HaltedAnnotation+`":null}`)
+	e.rolledTo("c", 1)
+	for _, n := range []string{"a", "b"} {
+		e.g.Expect(e.templates.count(n)).To(BeEquivalentTo(1), "Deployment %s rolled once across the restarts", n)
+	}
+}
+
+// A malformed priority is a Warning, counted as 0.
+func TestMalformedPriorityWarns(t *testing.T) {
+	e := waves(t, 1, nil, map[string]int{"web": 0})
+	e.annotate("web", `{"`+controller.PriorityAnnotation+`":"high"}`)
+	e.change("2")
+	e.g.Eventually(e.events("web", controller.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).Should(
+		ContainElement(HaveField("Note", ContainSubstring(controller.PriorityAnnotation))))
+	e.rolledTo("web", 1)
+}
+
+// With --max-concurrent-rollouts unset nudge writes nothing of waves.
+func TestNoWavesWritesNothingOfThem(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")),
+		nt.Deployment(e.ns, "api", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+	e.baselined("api")
+	e.change("2")
+	e.rolledTo("web", 1)
+	e.rolledTo("api", 1)
+	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(controller.RolledForAnnotation))
+	var d appsv1.Deployment
+	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "api"}, &d)).To(Succeed())
+	e.g.Expect(d.Annotations).NotTo(HaveKey(controller.RolledForAnnotation))
+}
