@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -149,4 +150,47 @@ func jobCreates() admissionregistrationv1.RuleWithOperations {
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
 	}
+}
+
+// A dry run refused for an exceeded Job quota does not keep the Job: its
+// deletion releases what the new one needs. nudge deletes it, and creates
+// the new one once the quota allows. (No quota controller runs here: the
+// test sets the quota's usage itself.)
+func TestJobQuotaDoesNotKeepTheJob(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RecreateJobs = true })
+	job := migrateJob(e.ns)
+	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}), job)
+	e.baselinedObj(job)
+	uids := e.jobUIDs("migrate")
+
+	jobs := corev1.ResourceName("count/jobs.batch")
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "jobs"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{jobs: resource.MustParse("1")}}}
+	e.create(quota)
+	use := func(n string) {
+		e.t.Helper()
+		e.g.Eventually(func() error {
+			if err := k8s.Get(e.ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
+				return err
+			}
+			quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{jobs: resource.MustParse(n)}}
+			return k8s.Status().Update(e.ctx, quota)
+		}).Should(Succeed(), "setting the quota's usage to %s", n)
+	}
+	use("1")
+	probe := func() error {
+		p := migrateJob(e.ns)
+		p.Name = "quota-probe"
+		return k8s.Create(e.ctx, p, client.DryRunAll)
+	}
+	e.g.Eventually(probe).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring("exceeded quota")), "the quota to be enforced")
+
+	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	e.g.Eventually(e.events("migrate", controller.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
+	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
+
+	use("0")
+	recreated := e.recreated(job)
+	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
 }
