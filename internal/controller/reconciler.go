@@ -45,8 +45,9 @@ const (
 	ReasonNamespaceNotWatched = "NamespaceNotWatched"
 	ReasonRolloutHeld         = "RolloutHeld"
 	ReasonJobNotStarted       = "JobNotStarted"
-	// ReasonJobNotRecreated: a Job nudge deleted to re-create could not be
-	// created yet; nudge keeps trying.
+	// ReasonJobNotRecreated: a Job nudge re-creates cannot be created: the
+	// API server refuses it, and nudge keeps the Job (see recreateJob), or
+	// the create failed after the delete; nudge keeps trying.
 	ReasonJobNotRecreated = "JobNotRecreated"
 	// ReasonStateRestored: someone wrote back a state nudge had replaced
 	// (see WrittenBackBy); nudge does not act on it.
