@@ -217,11 +217,14 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 // while the deleted one lingers, it looks again shortly. It reports whether
 // it handled the request; once another Job of that name exists (nudge's, or
 // one made meanwhile by someone else), it forgets the pending one and the
-// reconcile goes on as usual.
+// reconcile goes on as usual. A name without a Job forgets its refusal.
 func (r *Reconciler) pendingJobFirst(ctx context.Context, key types.NamespacedName, obj client.Object, getErr error) (bool, ctrl.Result, error) {
 	p, ok := r.jobs.get(key)
 	switch {
 	case !ok:
+		if apierrors.IsNotFound(getErr) {
+			r.jobs.refusal(key, "")
+		}
 		return false, ctrl.Result{}, nil
 	case apierrors.IsNotFound(getErr):
 		return true, ctrl.Result{}, r.createPendingJob(ctx, key)
