@@ -59,9 +59,11 @@ func WrittenBackBy(entries []metav1.ManagedFieldsEntry) string {
 }
 
 // owns reports whether a managedFields entry owns the applied annotation
-// and the seal label.
+// and the seal label. An entry that names neither key anywhere (most: a
+// whole spec's owner costs a search, not a decoding) owns neither.
 func owns(e metav1.ManagedFieldsEntry) (applied, seal bool) {
-	if e.FieldsV1 == nil || !bytes.Contains(e.FieldsV1.Raw, []byte(`"f:nudge.dev/`)) {
+	if e.FieldsV1 == nil || !bytes.Contains(e.FieldsV1.Raw, []byte(`"f:`+AppliedAnnotation+`"`)) &&
+		!bytes.Contains(e.FieldsV1.Raw, []byte(`"f:`+SealLabel+`"`)) {
 		return false, false
 	}
 	var f struct {
