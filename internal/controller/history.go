@@ -1,74 +1,42 @@
 package controller
 
 import (
-	"hash/maphash"
-	"slices"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// replacedStates is how many applied states nudge remembers having replaced
-// on one workload.
-const replacedStates = 4
-
-// history remembers, per workload, the applied states nudge's own writes
-// replaced and the resourceVersion its last write was made against. With it
-// the reconciler tells a restored state from a current one, and a cache that
-// has not seen nudge's last write yet from a workload someone else changed.
+// history remembers, per workload, the resourceVersion nudge's last write
+// was made against, so that a reconcile on a cache that has not seen that
+// write yet does not act twice.
 //
-// A GitOps tool that keeps a manifest exported from the live object
-// (`kubectl get -o yaml`, nudge's annotations and seal label included)
-// restores an old, validly sealed state every time nudge writes a new one;
-// acting on it would roll the workload on every sync, forever. A state nudge
-// replaced before is therefore never acted on (see rollout.Input.Restored).
-//
-// It lives in memory, holds 8 bytes per remembered state, and only for
-// workloads whose state nudge replaced since it started: a restart forgets
-// it, so a restored state then rolls the workload once. The zero value is ready to
-// use; it is safe for concurrent use.
+// It is all nudge keeps in memory of its own writes, and it need not
+// survive a restart: a new process starts from a cache synced with the API.
+// What must survive is in the workloads: the applied state and its seal, and
+// in their managedFields who wrote them (see WrittenBackBy), which tells a
+// state a GitOps tool wrote back from one nudge wrote. It holds one
+// resourceVersion per workload nudge wrote since it started, but for first
+// sights. The zero value is ready to use; it is safe for concurrent use.
 type history struct {
 	mu   sync.Mutex
-	seed maphash.Seed
-	m    map[types.NamespacedName]*writes
+	over map[types.NamespacedName]string
 }
 
-type writes struct {
-	over     string   // resourceVersion of the object nudge last patched
-	replaced []uint64 // hashes of applied states nudge replaced, oldest first
-}
-
-func (h *history) hash(applied string) uint64 { return maphash.String(h.seed, applied) }
-
-// wrote records that nudge replaced applied state old (empty when none or
-// not nudge's) with new on the version over of the workload key. A first
-// sight (old empty) of a workload not yet known is not recorded: there is
-// nothing to restore, and the start over many workloads stays lean.
-func (h *history) wrote(key types.NamespacedName, over, old, new string) {
+// wrote records that nudge wrote the workload key, patching its version
+// over. A first sight of a workload not yet known is not recorded, so that
+// the start over many workloads stays lean: a second reconcile on the stale
+// version would be a first sight again, whose patch, guarded by that
+// version, the API server refuses.
+func (h *history) wrote(key types.NamespacedName, over string, firstSight bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w := h.m[key]
-	if w == nil && old == "" {
+	if _, known := h.over[key]; firstSight && !known {
 		return
 	}
-	if h.m == nil {
-		h.m = map[types.NamespacedName]*writes{}
-		h.seed = maphash.MakeSeed()
+	if h.over == nil {
+		h.over = map[types.NamespacedName]string{}
 	}
-	if w == nil {
-		w = &writes{}
-		h.m[key] = w
-	}
-	w.over = over
-	n := h.hash(new)
-	w.replaced = slices.DeleteFunc(w.replaced, func(x uint64) bool { return x == n })
-	if old != "" && old != new {
-		o := h.hash(old)
-		w.replaced = append(slices.DeleteFunc(w.replaced, func(x uint64) bool { return x == o }), o)
-		if len(w.replaced) > replacedStates {
-			w.replaced = slices.Delete(w.replaced, 0, len(w.replaced)-replacedStates)
-		}
-	}
+	h.over[key] = over
 }
 
 // stale reports whether version is the one nudge last patched on key: the
@@ -76,21 +44,13 @@ func (h *history) wrote(key types.NamespacedName, over, old, new string) {
 func (h *history) stale(key types.NamespacedName, version string) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	w := h.m[key]
-	return w != nil && w.over == version
-}
-
-// restored reports whether applied is a state nudge replaced on key.
-func (h *history) restored(key types.NamespacedName, applied string) bool {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	w := h.m[key]
-	return w != nil && applied != "" && slices.Contains(w.replaced, h.hash(applied))
+	over, ok := h.over[key]
+	return ok && over == version
 }
 
 // forget drops what is known of key (deleted, or no longer opted in).
 func (h *history) forget(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	delete(h.m, key)
+	delete(h.over, key)
 }

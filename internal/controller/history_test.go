@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"fmt"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -11,47 +10,39 @@ import (
 func TestHistory(t *testing.T) {
 	web := types.NamespacedName{Namespace: "shop", Name: "web"}
 	api := types.NamespacedName{Namespace: "shop", Name: "api"}
+	type write struct {
+		over       string
+		firstSight bool
+	}
 	tests := map[string]struct {
-		writes       [][3]string // over, old, new
-		version      string
-		wantStale    bool
-		wantRestored map[string]bool
+		writes    []write
+		version   string
+		wantStale bool
 	}{
-		"nothing written: nothing known": {
-			version:      "1",
-			wantRestored: map[string]bool{"s0": false, "": false},
-		},
-		"a replaced state is restored, the current one is not": {
-			writes:       [][3]string{{"1", "s0", "s1"}},
-			version:      "5",
-			wantRestored: map[string]bool{"s0": true, "s1": false},
+		"nothing written: nothing is stale": {
+			version: "1",
 		},
 		"the version nudge patched is stale": {
-			writes:    [][3]string{{"1", "s0", "s1"}},
+			writes:    []write{{over: "1"}},
 			version:   "1",
 			wantStale: true,
 		},
-		"a first sight replaces nothing, and is not remembered": {
-			writes:       [][3]string{{"1", "", "s1"}},
-			version:      "1",
-			wantRestored: map[string]bool{"": false, "s1": false},
+		"a later version is not": {
+			writes:  []write{{over: "1"}},
+			version: "2",
+		},
+		"a first sight of an unknown workload is not remembered": {
+			writes:  []write{{over: "1", firstSight: true}},
+			version: "1",
 		},
 		"a first sight after a known write moves the version": {
-			writes:       [][3]string{{"1", "s0", "s1"}, {"2", "", "s2"}},
-			version:      "2",
-			wantStale:    true,
-			wantRestored: map[string]bool{"s0": true, "s1": false},
+			writes:    []write{{over: "1"}, {over: "2", firstSight: true}},
+			version:   "2",
+			wantStale: true,
 		},
-		"a state nudge writes again is current, not restored": {
-			writes:       [][3]string{{"1", "s0", "s1"}, {"2", "s1", "s0"}},
-			version:      "3",
-			wantRestored: map[string]bool{"s0": false, "s1": true},
-		},
-		"only the last four replaced states are kept": {
-			writes: [][3]string{{"1", "s0", "s1"}, {"2", "s1", "s2"}, {"3", "s2", "s3"}, {"4", "s3", "s4"}, {"5", "s4", "s5"}},
-			wantRestored: map[string]bool{
-				"s0": false, "s1": true, "s2": true, "s3": true, "s4": true, "s5": false,
-			},
+		"only the last write counts": {
+			writes:  []write{{over: "1"}, {over: "2"}},
+			version: "1",
 		},
 	}
 	for name, tc := range tests {
@@ -59,15 +50,12 @@ func TestHistory(t *testing.T) {
 			g := NewWithT(t)
 			var h history
 			for _, w := range tc.writes {
-				h.wrote(web, w[0], w[1], w[2])
+				h.wrote(web, w.over, w.firstSight)
 			}
 			g.Expect(h.stale(web, tc.version)).To(Equal(tc.wantStale), "stale")
-			for state, want := range tc.wantRestored {
-				g.Expect(h.restored(web, state)).To(Equal(want), fmt.Sprintf("restored(%q)", state))
-				g.Expect(h.restored(api, state)).To(BeFalse(), "another workload")
-			}
+			g.Expect(h.stale(api, tc.version)).To(BeFalse(), "another workload")
 			h.forget(web)
-			g.Expect(h.restored(web, "s0")).To(BeFalse(), "forgotten")
+			g.Expect(h.stale(web, tc.version)).To(BeFalse(), "forgotten")
 		})
 	}
 }

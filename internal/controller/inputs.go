@@ -87,18 +87,20 @@ type Resolver struct {
 
 // Inputs returns rollout.Decide's input for workload obj, whose dialect spec
 // and pod template are given, at time now, with every selected reference and
-// its outcome in the order of refs.Merge. Input.Restored is left false: only
-// the reconciler knows the states it replaced. It returns an error when a
-// source or a list of sources cannot be read.
+// its outcome in the order of refs.Merge. Input.Restored is read from obj's
+// managedFields (see WrittenBackBy). It returns an error when a source or a
+// list of sources cannot be read.
 func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec, now time.Time) (rollout.Input, []Resolved, error) {
 	window := r.Window
 	if spec.Window != nil {
 		window = *spec.Window
 	}
 	applied := obj.GetAnnotations()[AppliedAnnotation]
+	sealed := applied != "" && obj.GetLabels()[SealLabel] == r.Key.Seal(applied)
 	in := rollout.Input{
 		Applied:     applied,
-		Sealed:      applied != "" && obj.GetLabels()[SealLabel] == r.Key.Seal(applied),
+		Sealed:      sealed,
+		Restored:    sealed && WrittenBackBy(obj.GetManagedFields()) != "",
 		Namespace:   obj.GetNamespace(),
 		Desired:     fingerprint.State{KeyID: r.Key.ID(), Entries: map[refs.Source]fingerprint.Entry{}},
 		Now:         now,

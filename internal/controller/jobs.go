@@ -9,6 +9,7 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -33,12 +34,39 @@ type pendingJob struct {
 }
 
 // pendingJobs holds the Jobs nudge deleted and has not created again, so that
-// a failed create (an admission policy, a quota, the API server unavailable)
-// is retried by the next reconcile of that name instead of losing the Job. It
-// lives in memory: a Job is still lost if nudge stops in between.
+// a create that fails after the delete (the API server unavailable, a quota
+// not yet released, an admission that changed since the dry run, see
+// recreateJob) is retried by the next reconcile of that name instead of
+// losing the Job. It lives in memory, and need hold little: a create the API
+// server refuses is found out by a dry run before the delete, and the Job,
+// kept, still holds its applied state, so a restarted nudge takes the same
+// decision again. A Job is lost only if nudge stops between a delete and a
+// create that then fails: a window of one request, or of the retries of a
+// failing create. It also remembers the last refusal warned about per Job,
+// so that the retries of a refused re-creation warn once.
 type pendingJobs struct {
-	mu   sync.Mutex
-	jobs map[types.NamespacedName]pendingJob
+	mu      sync.Mutex
+	jobs    map[types.NamespacedName]pendingJob
+	refused map[types.NamespacedName]string
+}
+
+// refusal records note as the refusal of key's re-creation, "" for none,
+// and reports whether it differs from the last one recorded.
+func (p *pendingJobs) refusal(key types.NamespacedName, note string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.refused[key] == note {
+		return false
+	}
+	if note == "" {
+		delete(p.refused, key)
+		return true
+	}
+	if p.refused == nil {
+		p.refused = map[types.NamespacedName]string{}
+	}
+	p.refused[key] = note
+	return true
 }
 
 func (p *pendingJobs) get(key types.NamespacedName) (pendingJob, bool) {
@@ -66,7 +94,57 @@ func (p *pendingJobs) drop(key types.NamespacedName) {
 // recreateJob deletes a Job and creates it again with the same spec (its
 // pod template cannot change), carrying c's state and the trigger: Reloader's
 // handling of Jobs, opt-in because it re-runs the Job.
+//
+// It first asks the API server, by a dry run, whether it would create the
+// new Job. One it refuses (an admission policy, an invalid spec) is not
+// deleted: a Warning says so, and the error sends the Job back to the
+// workqueue, to be tried again until it is admitted. The Job keeps its
+// applied state, so a restarted nudge takes the same decision: nothing is
+// lost, and the memory of the refusal is the Job itself. A dry run of the
+// Job's own name that fails only because that name is taken (by the Job to
+// delete) passed admission, which comes first. A refusal for an exceeded
+// quota is not trusted: deleting the old Job may release what the new one
+// needs (count/jobs.batch), so nudge deletes and creates as before.
 func (r *Reconciler) recreateJob(ctx context.Context, old *batchv1.Job, c workload.Change, stamp string, changed []refs.Source) error {
+	job := newJob(old, c, stamp, changed)
+	key := client.ObjectKeyFromObject(job)
+	if err := r.admitted(ctx, job); err != nil {
+		r.Metrics.rollFailed(key.Namespace)
+		if note := fmt.Sprintf("Kept Job %s: the API server refuses to create it again with the new content of %s, so nudge did not delete it (retrying): %v",
+			key.Name, names(changed), err); r.jobs.refusal(key, note) {
+			r.Recorder.Eventf(old, nil, corev1.EventTypeWarning, ReasonJobNotRecreated, "Check", "%s", eventNote(note))
+			ctrl.LoggerFrom(ctx).Info("Warned about Job", "reason", ReasonJobNotRecreated, "message", note)
+			r.Metrics.warned(ReasonJobNotRecreated)
+		}
+		return fmt.Errorf("re-creating Job: %w", err)
+	}
+	r.jobs.refusal(key, "")
+
+	err := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground),
+		client.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("deleting Job to re-create it: %w", err)
+	}
+	r.jobs.put(key, pendingJob{job: job, oldUID: old.UID, changed: changed})
+	return r.createPendingJob(ctx, key)
+}
+
+// admitted returns nil when the API server would create job, as far as a
+// dry run can tell, and its refusal otherwise (see recreateJob).
+func (r *Reconciler) admitted(ctx context.Context, job *batchv1.Job) error {
+	err := r.Client.Create(ctx, job.DeepCopy(), client.DryRunAll, client.FieldOwner(FieldManager))
+	switch {
+	case err == nil, apierrors.IsAlreadyExists(err):
+		return nil
+	case apierrors.IsForbidden(err) && strings.Contains(err.Error(), "exceeded quota"):
+		return nil
+	}
+	return err
+}
+
+// newJob returns the Job that replaces old: its spec, without the selector
+// and the labels the Job controller set, with c's state and the trigger.
+func newJob(old *batchv1.Job, c workload.Change, stamp string, changed []refs.Source) *batchv1.Job {
 	job := &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace:   old.Namespace,
@@ -98,15 +176,7 @@ func (r *Reconciler) recreateJob(ctx context.Context, old *batchv1.Job, c worklo
 	}
 	job.Spec.Template.Annotations[RestartedAtAnnotation] = stamp
 	job.Spec.Template.Annotations[RestartedForAnnotation] = names(changed)
-
-	err := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground),
-		client.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("deleting Job to re-create it: %w", err)
-	}
-	key := client.ObjectKeyFromObject(job)
-	r.jobs.put(key, pendingJob{job: job, oldUID: old.UID, changed: changed})
-	return r.createPendingJob(ctx, key)
+	return job
 }
 
 // createPendingJob creates the pending Job of key, retrying briefly while
@@ -120,7 +190,7 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 	}
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 8},
 		func(ctx context.Context) (bool, error) {
-			err := r.Client.Create(ctx, p.job.DeepCopy())
+			err := r.Client.Create(ctx, p.job.DeepCopy(), client.FieldOwner(FieldManager))
 			switch {
 			case err == nil:
 				return true, nil
@@ -147,11 +217,14 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 // while the deleted one lingers, it looks again shortly. It reports whether
 // it handled the request; once another Job of that name exists (nudge's, or
 // one made meanwhile by someone else), it forgets the pending one and the
-// reconcile goes on as usual.
+// reconcile goes on as usual. A name without a Job forgets its refusal.
 func (r *Reconciler) pendingJobFirst(ctx context.Context, key types.NamespacedName, obj client.Object, getErr error) (bool, ctrl.Result, error) {
 	p, ok := r.jobs.get(key)
 	switch {
 	case !ok:
+		if apierrors.IsNotFound(getErr) {
+			r.jobs.refusal(key, "")
+		}
 		return false, ctrl.Result{}, nil
 	case apierrors.IsNotFound(getErr):
 		return true, ctrl.Result{}, r.createPendingJob(ctx, key)

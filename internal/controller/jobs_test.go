@@ -1,6 +1,8 @@
 package controller_test
 
 import (
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -9,7 +11,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,28 +22,107 @@ import (
 	"nudge.dev/nudge/internal/options"
 )
 
-// A Job nudge deleted to re-create is not lost when the create is refused
-// (here by an admission policy): nudge warns, and creates it once it can.
+// A Job whose re-creation the API server refuses (here an admission policy)
+// is not deleted: nudge finds out by a dry run first, warns, and keeps
+// trying. Nothing of it lives only in nudge's memory, so a restart in
+// between changes nothing: once the policy is lifted the Job is re-created,
+// exactly once.
+func TestRefusedJobIsKeptAcrossARestart(t *testing.T) {
+	recreate := func(o *options.Options) { o.RecreateJobs = true }
+	e := setup(t, true, recreate)
+	job := migrateJob(e.ns)
+	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}), job)
+	e.baselinedObj(job)
+	uids := e.jobUIDs("migrate")
+
+	allow := e.refuseJobs()
+	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	e.g.Eventually(e.events("migrate", controller.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+		Should(ContainElement(HaveField("Note", ContainSubstring("did not delete it"))), "a Warning that the Job is kept")
+	e.nudge.Stop(t)
+	var kept batchv1.Job
+	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &kept)).To(Succeed(), "the Job kept")
+	e.g.Expect(kept.UID).To(Equal(job.UID))
+	e.g.Expect(kept.DeletionTimestamp).To(BeNil())
+
+	e.nudge = nt.Start(t, plane.Config(), e.ns, recreate)
+	allow()
+	recreated := e.recreated(job)
+	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
+	e.g.Expect(e.events("migrate", controller.ReasonRolled)()).To(HaveLen(1), "one rollout")
+}
+
+// A create that fails after nudge deleted the Job (here a policy that
+// admits the dry run, as when admission changes between the two) is
+// retried from memory: nudge warns, and creates the Job once it can.
 func TestRecreatedJobSurvivesARefusedCreate(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RecreateJobs = true })
 	job := migrateJob(e.ns)
 	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}), job)
 	e.baselinedObj(job)
+	uids := e.jobUIDs("migrate")
 
-	allow := e.refuseJobs()
+	const message = "no Job may be created here but by a dry run (test)"
+	allow := e.refuse("refuse-jobs-"+e.ns, jobCreates(), "has(request.dryRun) && request.dryRun", message, func() error {
+		probe := migrateJob(e.ns)
+		probe.Name = "admission-probe"
+		if err := k8s.Create(e.ctx, probe); err != nil {
+			return err
+		}
+		return k8s.Delete(e.ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	})
 	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
 	e.g.Eventually(e.events("migrate", controller.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
 	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
 
 	allow()
+	recreated := e.recreated(job)
+	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
+}
+
+// recreated waits for nudge to create job again, and checks that the new
+// Job carries the trigger and the applied state.
+func (e *env) recreated(job *batchv1.Job) *batchv1.Job {
+	e.t.Helper()
 	var recreated batchv1.Job
-	e.g.Eventually(func() error { return k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &recreated) }).
-		WithTimeout(60*time.Second).Should(Succeed(), "nudge to create the Job once admission allows it")
-	e.g.Expect(recreated.UID).NotTo(Equal(job.UID))
+	e.g.Eventually(func() (types.UID, error) {
+		err := k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &recreated)
+		return recreated.UID, err
+	}).WithTimeout(60*time.Second).ShouldNot(Equal(job.UID), "nudge to create the Job once admission allows it")
 	e.g.Expect(recreated.Spec.Template.Annotations).To(HaveKeyWithValue(controller.RestartedForAnnotation, "Secret "+e.ns+"/db"))
 	e.g.Expect(recreated.Annotations).To(HaveKey(controller.AppliedAnnotation))
 	e.g.Eventually(e.events("migrate", controller.ReasonRolled)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+	return &recreated
+}
+
+// jobUIDs returns the UIDs, in order, of the Jobs named name the
+// namespace has had since it was called.
+func (e *env) jobUIDs(name string) func() []types.UID {
+	e.t.Helper()
+	w, err := k8s.Watch(e.ctx, &batchv1.JobList{}, client.InNamespace(e.ns))
+	e.g.Expect(err).NotTo(HaveOccurred())
+	e.t.Cleanup(w.Stop)
+	var mu sync.Mutex
+	var uids []types.UID
+	go func() {
+		for ev := range w.ResultChan() {
+			j, ok := ev.Object.(*batchv1.Job)
+			if !ok || j.Name != name {
+				continue
+			}
+			mu.Lock()
+			if !slices.Contains(uids, j.UID) {
+				uids = append(uids, j.UID)
+			}
+			mu.Unlock()
+		}
+	}()
+	return func() []types.UID {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(uids)
+	}
 }
 
 func migrateJob(ns string) *batchv1.Job {
@@ -54,12 +137,60 @@ func migrateJob(ns string) *batchv1.Job {
 // func it returns lifts the refusal and returns once Jobs are accepted.
 func (e *env) refuseJobs() (allow func()) {
 	e.t.Helper()
-	return e.refuse("refuse-jobs-"+e.ns, admissionregistrationv1.RuleWithOperations{
-		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
-	}, "false", "no Job may be created here (test)", func() error {
+	return e.refuse("refuse-jobs-"+e.ns, jobCreates(), "false", "no Job may be created here (test)", func() error {
 		probe := migrateJob(e.ns)
 		probe.Name = "admission-probe"
 		return k8s.Create(e.ctx, probe, client.DryRunAll)
 	})
+}
+
+// jobCreates is the admission rule of every create of a Job.
+func jobCreates() admissionregistrationv1.RuleWithOperations {
+	return admissionregistrationv1.RuleWithOperations{
+		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"batch"}, APIVersions: []string{"v1"}, Resources: []string{"jobs"}},
+	}
+}
+
+// A dry run refused for an exceeded Job quota does not keep the Job: its
+// deletion releases what the new one needs. nudge deletes it, and creates
+// the new one once the quota allows. (No quota controller runs here: the
+// test sets the quota's usage itself.)
+func TestJobQuotaDoesNotKeepTheJob(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RecreateJobs = true })
+	job := migrateJob(e.ns)
+	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}), job)
+	e.baselinedObj(job)
+	uids := e.jobUIDs("migrate")
+
+	jobs := corev1.ResourceName("count/jobs.batch")
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "jobs"},
+		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{jobs: resource.MustParse("1")}}}
+	e.create(quota)
+	use := func(n string) {
+		e.t.Helper()
+		e.g.Eventually(func() error {
+			if err := k8s.Get(e.ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
+				return err
+			}
+			quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{jobs: resource.MustParse(n)}}
+			return k8s.Status().Update(e.ctx, quota)
+		}).Should(Succeed(), "setting the quota's usage to %s", n)
+	}
+	use("1")
+	probe := func() error {
+		p := migrateJob(e.ns)
+		p.Name = "quota-probe"
+		return k8s.Create(e.ctx, p, client.DryRunAll)
+	}
+	e.g.Eventually(probe).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring("exceeded quota")), "the quota to be enforced")
+
+	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	e.g.Eventually(e.events("migrate", controller.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
+	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
+
+	use("0")
+	recreated := e.recreated(job)
+	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
 }

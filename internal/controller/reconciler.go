@@ -45,11 +45,12 @@ const (
 	ReasonNamespaceNotWatched = "NamespaceNotWatched"
 	ReasonRolloutHeld         = "RolloutHeld"
 	ReasonJobNotStarted       = "JobNotStarted"
-	// ReasonJobNotRecreated: a Job nudge deleted to re-create could not be
-	// created yet; nudge keeps trying.
+	// ReasonJobNotRecreated: a Job nudge re-creates cannot be created: the
+	// API server refuses it, and nudge keeps the Job (see recreateJob), or
+	// the create failed after the delete; nudge keeps trying.
 	ReasonJobNotRecreated = "JobNotRecreated"
 	// ReasonStateRestored: someone wrote back a state nudge had replaced
-	// (see history); nudge does not act on it.
+	// (see WrittenBackBy); nudge does not act on it.
 	ReasonStateRestored = "StateRestored"
 )
 
@@ -98,7 +99,7 @@ type Reconciler struct {
 	Behaviour
 
 	warnings warnings
-	history  history               // nudge's own writes, to tell restored states
+	history  history               // nudge's last write per workload, to tell a stale cache
 	jobs     pendingJobs           // Jobs deleted to re-create, not created yet
 	taken    takeovers             // states taken over from another key
 	index    workloadIndex         // set by SetupWithManager
@@ -210,7 +211,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		causes = append(causes, more...)
 		pending = d.Action == rollout.Pending
 	}
-	if c, ok := decisionCause(d); ok {
+	if c, ok := decisionCause(d, WrittenBackBy(obj.GetManagedFields())); ok {
 		causes = append(causes, c)
 	}
 	if wait, c := r.taken.contested(req.NamespacedName, in, d, r.Key.ID()); wait > 0 {
@@ -231,17 +232,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return r.afterWave(ctx, obj, d, hold, over, result)
 }
 
-// decisionCause returns the Warning a decision deserves, if any.
-func decisionCause(d rollout.Decision) (cause, bool) {
+// decisionCause returns the Warning a decision deserves, if any; by is the
+// manager that wrote a restored state back.
+func decisionCause(d rollout.Decision, by string) (cause, bool) {
 	switch d.Action {
 	case rollout.Hold:
 		return cause{reason: ReasonRolloutHeld, note: fmt.Sprintf(
 			"Held the rollout for %s until the missing required source(s) exist", names(d.Changed))}, true
 	case rollout.Restored:
 		return cause{reason: ReasonStateRestored, note: fmt.Sprintf(
-			"%s and the label %s were set back to a state nudge had replaced (a manifest exported from the live object "+
+			"%s and the label %s were set back by %s to a state nudge had replaced (a manifest exported from the live object "+
 				"and applied again?); nudge does not roll for it, so that it and the tool that wrote it do not take turns. "+
-				"Remove nudge.dev/ keys from the manifest", AppliedAnnotation, SealLabel)}, true
+				"Remove nudge.dev/ keys from the manifest", AppliedAnnotation, SealLabel, by)}, true
 	}
 	return cause{}, false
 }
@@ -250,11 +252,7 @@ func decisionCause(d rollout.Decision) (cause, bool) {
 // rollout is written and remembered (see history); a wait asks to be called
 // back. A pause nudge started ends when due, whatever the decision.
 func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Input, d rollout.Decision) (ctrl.Result, error) {
-	key := client.ObjectKeyFromObject(obj)
-	over, replaced := obj.GetResourceVersion(), ""
-	if in.Sealed {
-		replaced = in.Applied
-	}
+	key, over := client.ObjectKeyFromObject(obj), obj.GetResourceVersion()
 	var result ctrl.Result
 	switch d.Action {
 	case rollout.Wait:
@@ -265,7 +263,7 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 		if err := r.apply(ctx, obj, r.stateChange(obj, applied)); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.history.wrote(key, over, replaced, applied)
+		r.history.wrote(key, over, d.FirstSight)
 		r.taken.took(key, in, r.Key.ID())
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
@@ -273,7 +271,7 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 		if err := r.roll(ctx, obj, d, applied, in.Now); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.history.wrote(key, over, replaced, applied)
+		r.history.wrote(key, over, false)
 	}
 	return r.resume(ctx, obj, result)
 }
@@ -286,7 +284,6 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	if err != nil {
 		return in, nil, fmt.Errorf("reading from the cache: %w", err)
 	}
-	in.Restored = in.Sealed && r.history.restored(client.ObjectKeyFromObject(obj), in.Applied)
 	var causes []cause
 	for _, c := range resolved {
 		switch c.Outcome {

@@ -85,3 +85,30 @@ func TestRestoredStateIsNotRolledAgain(t *testing.T) {
 	e.g.Expect(e.deployment("web").Annotations).To(HaveKeyWithValue(controller.AppliedAnnotation, exported.Annotations[controller.AppliedAnnotation]),
 		"nothing written over the restored state")
 }
+
+// Rule 6 across a restart: nudge tells a written-back state from the
+// workload's managedFields, not from a memory of its own writes, so a
+// restart between its rollout and the GitOps tool's write-back changes
+// nothing.
+func TestRestoredStateIsNotRolledAfterARestart(t *testing.T) {
+	window := func(o *options.Options) { o.RolloutWindow = 0 }
+	e := setup(t, true, window)
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+	exported := e.deployment("web")
+
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.rolledTo("web", 1)
+	e.nudge.Stop(t)
+	e.nudge = nt.Start(t, plane.Config(), e.ns, window)
+
+	restored := e.deployment("web")
+	restored.Labels, restored.Annotations, restored.Spec.Template = exported.Labels, exported.Annotations, exported.Spec.Template
+	e.g.Expect(k8s.Update(e.ctx, restored)).To(Succeed(), "the GitOps tool applying the exported manifest")
+	e.g.Eventually(e.events("web", controller.ReasonStateRestored)).WithTimeout(20*time.Second).
+		Should(ContainElement(HaveField("Note", ContainSubstring("set back by "))), "a Warning from the restarted nudge naming the writer")
+	e.rolledTo("web", 2) // the restore's own change of the pod template, and no more
+	e.g.Expect(e.deployment("web").Annotations).To(HaveKeyWithValue(controller.AppliedAnnotation, exported.Annotations[controller.AppliedAnnotation]),
+		"nothing written over the restored state")
+}

@@ -75,7 +75,7 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Ch
 	if err != nil {
 		return err
 	}
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body)); err != nil {
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldManager)); err != nil {
 		return err
 	}
 	if r.Lull != nil {

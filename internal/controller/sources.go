@@ -147,12 +147,13 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // TrimWorkload is the cache transform for workloads. It keeps what the
 // reconciler and the source index read: the metadata nudge reads (name,
 // namespace, resourceVersion, generation, annotations but kubectl's
-// last-applied-configuration, and of the labels only nudge's seal), a
+// last-applied-configuration, of the labels only nudge's seal, and of the
+// managedFields only a written-back state's owner, see WrittenBackBy), a
 // Deployment's paused flag, and of the pod template its annotations and what
 // references a source (see trimPodSpec). A write that needs the whole object
 // (the env-vars strategy, re-creating a Job) reads it from the API first, and
 // a patch's response replaces the trimmed object it was given. Other objects
-// lose only their managedFields, owner references and that annotation (a
+// lose only their managedFields (as above), owner references and that annotation (a
 // Namespace keeps its labels: --namespace-selector reads them); an
 // unstructured one its status too (TrimWorkloads trims Argo Rollouts and
 // custom kinds as the built-in kinds). A Secrets Store CSI
@@ -163,7 +164,7 @@ func TrimWorkload(obj any) (any, error) {
 		return TrimPodStatus(obj)
 	}
 	if o, ok := obj.(client.Object); ok {
-		o.SetManagedFields(nil)
+		trimManagedFields(o)
 		o.SetOwnerReferences(nil)
 		if a := o.GetAnnotations(); a[lastApplied] != "" {
 			a = maps.Clone(a)

@@ -63,7 +63,9 @@ type Input struct {
 	// Restored is true when Applied, sealed, is a state nudge itself replaced
 	// earlier: someone wrote it back, as a GitOps tool does that keeps a
 	// manifest exported from the live object. Acting on it would make nudge
-	// and that tool take turns rolling the workload, so nothing is done.
+	// and that tool take turns rolling the workload, so nothing is done. The
+	// reconciler knows it from the workload's managedFields, which say who
+	// wrote the applied state last (see controller.WrittenBackBy).
 	Restored bool
 	// Namespace is the workload's namespace.
 	Namespace string

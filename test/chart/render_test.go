@@ -222,12 +222,13 @@ func TestRender(t *testing.T) {
 				}
 			},
 		},
-		"recreateJobs and cronJobStartJob: Jobs deleted and created, nothing more": {
+		"recreateJobs and cronJobStartJob: Jobs patched, read, deleted and created, nothing more": {
 			values: charttest.Values{"recreateJobs": true, "cronJobStartJob": true},
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.opts.RecreateJobs && r.opts.CronJobStartJob).To(BeTrue())
-				g.Expect(r.can("delete", "batch", "jobs", "shop")).To(BeTrue())
-				g.Expect(r.can("create", "batch", "jobs", "shop")).To(BeTrue())
+				for _, verb := range []string{"get", "list", "watch", "patch", "create", "delete"} {
+					g.Expect(r.can(verb, "batch", "jobs", "shop")).To(BeTrue(), verb)
+				}
 				g.Expect(r.can("update", "batch", "jobs", "shop")).To(BeFalse())
 				g.Expect(r.can("delete", "batch", "cronjobs", "shop")).To(BeFalse())
 			},

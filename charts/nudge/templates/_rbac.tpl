@@ -27,10 +27,12 @@ bound Secret or ConfigMap when it applies a value binding.
   verbs: ["list", "watch", "patch"]
 {{- end }}
 {{- if include "nudge.jobs" . }}
-# --recreate-jobs: a Job whose sources changed is deleted and created again.
+# --recreate-jobs: a Job carries nudge's state (patch) and, when its sources
+# changed, is read whole (get), checked by a dry-run create, deleted and
+# created again.
 - apiGroups: ["batch"]
   resources: ["jobs"]
-  verbs: ["list", "watch", "create", "delete"]
+  verbs: ["get", "list", "watch", "patch", "create", "delete"]
 {{- else if include "nudge.cronJobStartJob" . }}
 # --cronjob-start-job: a Job is started from a CronJob whose sources changed.
 - apiGroups: ["batch"]

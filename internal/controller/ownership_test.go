@@ -1,0 +1,137 @@
+package controller_test
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/controller"
+	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/options"
+)
+
+// Rule 6 rests on how the API server records who wrote a field
+// (controller.WrittenBackBy): each case writes nudge's state back, or
+// leaves it, the way a tool does, after nudge rolled the Deployment once;
+// then the ConfigMap changes again. A write-back is left alone with a
+// StateRestored Warning; anything else leaves the state nudge's, and the
+// change rolls.
+func TestWriteBackIsToldByTheFieldOwner(t *testing.T) {
+	tests := map[string]struct {
+		// write writes to the Deployment; exported is it as nudge
+		// baselined it, current as nudge rolled it.
+		write    func(e *env, exported, current *appsv1.Deployment) error
+		restored bool
+	}{
+		"an update with the exported manifest and its managedFields (kubectl replace of get -o yaml --show-managed-fields)": {
+			write: func(e *env, exported, current *appsv1.Deployment) error {
+				current.Labels, current.Annotations, current.ManagedFields = exported.Labels, exported.Annotations, exported.ManagedFields
+				return k8s.Update(e.ctx, current)
+			},
+			restored: true,
+		},
+		"a forced server-side apply of the exported state (Argo CD, Flux)": {
+			write: func(e *env, exported, _ *appsv1.Deployment) error {
+				return apply(e, exported, "argocd-controller", true)
+			},
+			restored: true,
+		},
+		"a server-side apply of the current state shares it": {
+			write: func(e *env, _, current *appsv1.Deployment) error {
+				return apply(e, current, "kustomize-controller", false)
+			},
+		},
+		"an update of other fields leaves it": {
+			write: func(e *env, _, current *appsv1.Deployment) error {
+				current.Annotations["team"] = "blue"
+				current.Labels = map[string]string{"app": "web", controller.SealLabel: current.Labels[controller.SealLabel]}
+				return k8s.Update(e.ctx, current)
+			},
+		},
+		"a server-side apply without nudge's keys leaves it": {
+			write: func(e *env, _, current *appsv1.Deployment) error {
+				bare := current.DeepCopy()
+				bare.Labels, bare.Annotations = map[string]string{"app": "web"}, map[string]string{"team": "blue"}
+				return apply(e, bare, "kustomize-controller", true)
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+			e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+				nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+			e.baselined("web")
+			exported := e.deployment("web")
+			e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+			e.rolledTo("web", 1)
+
+			e.g.Expect(tc.write(e, exported, e.deployment("web"))).To(Succeed())
+			if tc.restored {
+				e.g.Eventually(e.events("web", controller.ReasonStateRestored)).WithTimeout(20*time.Second).ShouldNot(BeEmpty(),
+					"a Warning that the state was set back")
+			}
+			e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
+			if tc.restored {
+				e.rolledTo("web", 1)
+				e.g.Expect(e.deployment("web").Annotations).To(HaveKeyWithValue(controller.AppliedAnnotation, exported.Annotations[controller.AppliedAnnotation]),
+					"nothing written over the restored state")
+				return
+			}
+			e.rolledTo("web", 2)
+			e.g.Expect(e.events("web", controller.ReasonStateRestored)()).To(BeEmpty(), "no Warning")
+		})
+	}
+}
+
+// Rule 7 with rule 6: `kubectl rollout undo`, with the ConfigMap set back
+// too (here while nudge is down), brings an old applied state equal to the
+// current one; nudge's baseline then writes only the seal, and the applied
+// annotation stays the undo's. The state is nudge's all the same: the next
+// change rolls.
+func TestUndoToTheCurrentStateIsNudges(t *testing.T) {
+	window := func(o *options.Options) { o.RolloutWindow = 0 }
+	e := setup(t, true, window)
+	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.baselined("web")
+	first := e.deployment("web")
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.rolledTo("web", 1)
+
+	e.nudge.Stop(t)
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "1" })
+	undone := e.deployment("web")
+	undone.Spec.Template, undone.Annotations = first.Spec.Template, first.Annotations
+	e.g.Expect(k8s.Update(e.ctx, undone)).To(Succeed(), "restoring the first revision")
+	e.nudge = nt.Start(t, plane.Config(), e.ns, window)
+	e.g.Eventually(func() string { return e.deployment("web").Labels[controller.SealLabel] }).WithTimeout(20*time.Second).
+		Should(Equal(first.Labels[controller.SealLabel]), "nudge to seal the undone state again")
+	e.rolledTo("web", 2) // the undo
+
+	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
+	e.rolledTo("web", 3)
+	e.g.Expect(e.events("web", controller.ReasonStateRestored)()).To(BeEmpty(), "no Warning")
+}
+
+// apply applies d's name, labels and annotations, nothing else, by
+// server-side apply under manager.
+func apply(e *env, d *appsv1.Deployment, manager string, force bool) error {
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("Deployment")
+	u.SetNamespace(d.Namespace)
+	u.SetName(d.Name)
+	u.SetLabels(d.Labels)
+	u.SetAnnotations(d.Annotations)
+	opts := []client.ApplyOption{client.FieldOwner(manager)}
+	if force {
+		opts = append(opts, client.ForceOwnership)
+	}
+	return k8s.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
+}

@@ -1,0 +1,104 @@
+package controller
+
+import (
+	"bytes"
+	"encoding/json"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// FieldManager is the field manager of every write nudge makes to a
+// workload: the API server records, in the workload's managedFields, that
+// nudge owns the applied state and the seal it wrote (see WrittenBackBy).
+// It is also the user agent nudge's API client sends (app.RESTConfig), the
+// manager older versions were recorded under.
+const FieldManager = "nudge"
+
+// appliedFields is the FieldsV1 of the applied annotation alone: what
+// TrimWorkload keeps of the managedFields entry of a manager that wrote a
+// state back.
+const appliedFields = `{"f:metadata":{"f:annotations":{"f:` + AppliedAnnotation + `":{}}}}`
+
+// WrittenBackBy returns the manager that wrote a state of nudge's back onto
+// a workload whose managedFields are entries, or "" when none did.
+//
+// nudge writes the applied annotation and the seal label together, under
+// FieldManager. A GitOps tool that applies a manifest exported from the live
+// object (`kubectl get -o yaml`, nudge's keys included) after nudge wrote a
+// newer state changes both values, and the API server moves the ownership
+// of both to that tool's manager: by an update (kubectl replace, client-side
+// apply) as by a forced server-side apply (Argo CD, Flux). A write that
+// leaves a value as it was (an update of other fields, an apply of the same
+// value, which shares the ownership) moves nothing, and a manifest without
+// nudge's keys owns neither. So a workload whose applied annotation has an
+// owner, while nudge owns neither it nor the seal label, holds a state
+// someone else wrote; when it is sealed, it is a state nudge wrote and then
+// replaced, written back. Unlike a memory in the process, the answer
+// survives a restart of nudge, and costs no request: the managedFields come
+// with every object.
+//
+// An applied annotation no manager owns (managedFields stripped) is not
+// reported: nothing is known. The seal label counts so that a baseline that
+// keeps the applied value (`kubectl rollout undo` to a revision whose state
+// is again the current one) and writes only the seal is nudge's.
+func WrittenBackBy(entries []metav1.ManagedFieldsEntry) string {
+	by, ours := "", false
+	for _, e := range entries {
+		applied, seal := owns(e)
+		if e.Manager == FieldManager && e.Subresource == "" {
+			ours = ours || applied || seal
+		} else if applied && by == "" {
+			by = e.Manager
+		}
+	}
+	if ours {
+		return ""
+	}
+	return by
+}
+
+// owns reports whether a managedFields entry owns the applied annotation
+// and the seal label. An entry that names neither key anywhere (most: a
+// whole spec's owner costs a search, not a decoding) owns neither.
+func owns(e metav1.ManagedFieldsEntry) (applied, seal bool) {
+	if e.FieldsV1 == nil || !bytes.Contains(e.FieldsV1.Raw, []byte(`"f:`+AppliedAnnotation+`"`)) &&
+		!bytes.Contains(e.FieldsV1.Raw, []byte(`"f:`+SealLabel+`"`)) {
+		return false, false
+	}
+	var f struct {
+		Metadata struct {
+			Annotations map[string]json.RawMessage `json:"f:annotations"`
+			Labels      map[string]json.RawMessage `json:"f:labels"`
+		} `json:"f:metadata"`
+	}
+	if json.Unmarshal(e.FieldsV1.Raw, &f) != nil {
+		return false, false
+	}
+	_, applied = f.Metadata.Annotations["f:"+AppliedAnnotation]
+	_, seal = f.Metadata.Labels["f:"+SealLabel]
+	return applied, seal
+}
+
+// trimManagedFields keeps of o's managedFields what WrittenBackBy reads:
+// nothing, unless a state was written back, then one entry of the manager
+// that wrote it, owning the applied annotation alone. The answer of
+// WrittenBackBy is unchanged, and the common case costs no memory.
+func trimManagedFields(o client.Object) {
+	entries := o.GetManagedFields()
+	if len(entries) == 0 {
+		return
+	}
+	by := ""
+	if _, ok := o.GetAnnotations()[AppliedAnnotation]; ok {
+		by = WrittenBackBy(entries)
+	}
+	if by == "" {
+		o.SetManagedFields(nil)
+		return
+	}
+	o.SetManagedFields([]metav1.ManagedFieldsEntry{{
+		Manager: by, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
+		FieldsV1: &metav1.FieldsV1{Raw: []byte(appliedFields)},
+	}})
+}
