@@ -198,6 +198,8 @@ func (b *bench) bindings(ctx context.Context) error {
 		harbors[i] = fanOutHarbor(i)
 	}
 	before := sw.fingerprints()
+	defer b.prof().cpu(ctx, "cpu-binding-fanout.pprof", scenarioProfile)()
+	defer b.prof().apiserverCPU(ctx, b.cs.CoreV1().RESTClient(), "cpu-binding-fanout-apiserver.pprof", scenarioProfile)()
 	value := "AKIASHAREDROTATED"
 	sent, err := b.rotate(ctx, sharedSecret, value)
 	if err != nil {
