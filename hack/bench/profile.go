@@ -71,7 +71,7 @@ func (p profiler) apiserverCPU(ctx context.Context, rc rest.Interface, name stri
 	go func() {
 		defer close(done)
 		data, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).
-			Timeout(d+10*time.Second).DoRaw(ctx)
+			Timeout(d + 10*time.Second).DoRaw(ctx)
 		if err == nil {
 			err = os.WriteFile(filepath.Join(p.dir, name), data, 0o644)
 		}
