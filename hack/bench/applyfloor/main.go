@@ -56,7 +56,7 @@ func run(n, workers, rounds int) error {
 	if err != nil {
 		return err
 	}
-	defer plane.Stop(true)
+	defer plane.Stop(false)
 	cfg := plane.Config()
 	cfg.QPS, cfg.Burst = -1, 0 // no client rate limit
 	dyn, err := dynamic.NewForConfig(cfg)
