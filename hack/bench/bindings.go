@@ -164,6 +164,9 @@ func (b *bench) bindings(ctx context.Context) error {
 	}
 	res.SetupStatusSeconds = ptrSeconds(took)
 	logf("Bindings: every status recorded %.3f s after the first was created", took.Seconds())
+	if err := b.quietEvents(ctx); err != nil {
+		return err
+	}
 
 	if err := b.phase("binding-latency"); err != nil {
 		return err
@@ -190,6 +193,9 @@ func (b *bench) bindings(ctx context.Context) error {
 	if fan == 0 {
 		return nil
 	}
+	if err := b.quietEvents(ctx); err != nil {
+		return err
+	}
 	if err := b.phase("binding-fanout"); err != nil {
 		return err
 	}
@@ -198,6 +204,8 @@ func (b *bench) bindings(ctx context.Context) error {
 		harbors[i] = fanOutHarbor(i)
 	}
 	before := sw.fingerprints()
+	defer b.prof().cpu(ctx, "cpu-binding-fanout.pprof", scenarioProfile)()
+	defer b.prof().apiserverCPU(ctx, b.cs.CoreV1().RESTClient(), "cpu-binding-fanout-apiserver.pprof", scenarioProfile)()
 	value := "AKIASHAREDROTATED"
 	sent, err := b.rotate(ctx, sharedSecret, value)
 	if err != nil {
@@ -227,6 +235,16 @@ func (b *bench) bindings(ctx context.Context) error {
 	res.FanOutStatusSeconds = ptrSeconds(took)
 	logf("Binding fan-out: every status recorded %.3f s after the change", took.Seconds())
 	return nil
+}
+
+// quietEvents waits until the controller's Events of the phase before are
+// written (see eventsQuiet), so that the next phase times its changes alone.
+func (b *bench) quietEvents(ctx context.Context) error {
+	waited, err := b.eventsQuiet(ctx, time.Second, b.cfg.WaitTimeout)
+	if err == nil {
+		logf("Bindings: the controller wrote no Event for 1 s after waiting %.3f s", waited.Seconds())
+	}
+	return err
 }
 
 // rotate sets the bound key of Secret name to value and returns when the

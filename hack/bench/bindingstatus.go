@@ -112,3 +112,34 @@ func (w *statusWatcher) recorded(ctx context.Context, names []string, before map
 		}
 	}
 }
+
+// eventsQuiet waits until the controller has written no Event for quiet
+// (from the audit log), counted from the call at the earliest, or timeout: the Events of the setup (one per
+// binding, written at the controller's own pace after its applies) would
+// otherwise share the API server with the changes the next phase times. It
+// returns how long it waited.
+func (b *bench) eventsQuiet(ctx context.Context, quiet, timeout time.Duration) (time.Duration, error) {
+	begin := time.Now()
+	for {
+		if err := b.audit.Read(); err != nil {
+			return 0, err
+		}
+		// From begin at the earliest: nudge holds an Event back until its
+		// writes pause (0.1 s), so right after a phase none may have been
+		// sent yet.
+		last := begin
+		for _, r := range b.audit.Between(begin, time.Now().Add(time.Minute)) {
+			if r.What == "events" && (r.Verb == "create" || r.Verb == "patch") && r.At.After(last) {
+				last = r.At
+			}
+		}
+		if time.Since(last) >= quiet || time.Since(begin) >= timeout {
+			return time.Since(begin), nil
+		}
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
+}

@@ -7,13 +7,17 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
+
+	"k8s.io/client-go/rest"
 )
 
 // profiler fetches Go profiles from the controller's pprof endpoints, when
 // its command line has {pprof-addr} (nudge: --pprof-bind-address), into the
 // work directory: a heap profile at the end of idle, and CPU profiles of the
-// start and of the fan-out and burst scenarios. Read them with
+// start and of the fan-out and burst scenarios, and of the value-binding
+// fan-out (with one of kube-apiserver beside it). Read them with
 // `go tool pprof -top bin/nudge FILE`.
 type profiler struct {
 	base string // http://addr/debug/pprof, "" when profiling is off
@@ -49,6 +53,33 @@ func (p profiler) cpu(ctx context.Context, name string, d time.Duration) (wait f
 	go func() {
 		defer close(done)
 		p.fetch(ctx, fmt.Sprintf("/profile?seconds=%d", int(d.Seconds())), name, d)
+	}()
+	return func() { <-done }
+}
+
+// apiserverCPU starts a CPU profile of kube-apiserver of d in the
+// background, through the admin client (kube-apiserver serves
+// /debug/pprof with --profiling, its default), saved as name in the work
+// directory when the controller is profiled too; it returns a function that
+// waits for it. Read it with `go tool pprof -top FILE`.
+func (p profiler) apiserverCPU(ctx context.Context, rc rest.Interface, name string, d time.Duration) (wait func()) {
+	done := make(chan struct{})
+	if p.base == "" {
+		close(done)
+		return func() {}
+	}
+	go func() {
+		defer close(done)
+		data, err := rc.Get().AbsPath("/debug/pprof/profile").Param("seconds", strconv.Itoa(int(d.Seconds()))).
+			Timeout(d + 10*time.Second).DoRaw(ctx)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(p.dir, name), data, 0o644)
+		}
+		if err != nil {
+			logf("No profile %s: %v", name, err)
+			return
+		}
+		logf("Saved profile %s", filepath.Join(p.dir, name))
 	}()
 	return func() { <-done }
 }

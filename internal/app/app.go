@@ -222,7 +222,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		// Without its CRD (config/ applied without config/crd) nudge waits
 		// for it instead of failing to start.
 		if err := setupWhenServed(ctx, mgr, v1alpha1.GroupVersion.WithKind("ValueBinding"), opts.DiscoveryInterval, func(string) error {
-			return setupValueBindings(ctx, mgr, opts, key, recorder)
+			return setupValueBindings(ctx, mgr, opts, key, recorder, lull)
 		}); err != nil {
 			return err
 		}
@@ -298,7 +298,7 @@ func wavesOf(opts options.Options) int {
 
 // setupValueBindings registers the ValueBinding controller (--value-bindings):
 // its target cache watches the namespaces nudge's own cache watches.
-func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Options, key fingerprint.Key, recorder events.EventRecorder) error {
+func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Options, key fingerprint.Key, recorder events.EventRecorder, lull *controller.Lull) error {
 	targets, err := opts.BindingTargets()
 	if err != nil {
 		return err
@@ -312,7 +312,8 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 		Targets:           targets,
 		TargetCache:       cache.Options{DefaultNamespaces: co.DefaultNamespaces, DefaultFieldSelector: co.DefaultFieldSelector},
 		DiscoveryInterval: opts.DiscoveryInterval,
-		Workers:           opts.Workers,
+		Workers:           opts.ValueBindingWorkers,
+		Lull:              lull,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the ValueBinding controller: %w", err)

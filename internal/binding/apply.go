@@ -45,7 +45,8 @@ func applyConfig(b *v1alpha1.ValueBinding, t *target) *unstructured.Unstructured
 // alone. Each Secret or ConfigMap is read once, from the API server, and its
 // values are dropped when apply returns. A non-nil outcome says why nothing
 // was written; the error is one to retry. It returns the target's
-// resourceVersion after the apply.
+// resourceVersion after the apply. The sources' data is released when it
+// returns.
 func (r *Reconciler) apply(ctx context.Context, b *v1alpha1.ValueBinding, t *target, sums []string) (string, *outcome, error) {
 	cfg := applyConfig(b, t)
 	sources := map[string]map[string][]byte{}
@@ -58,7 +59,10 @@ func (r *Reconciler) apply(ctx context.Context, b *v1alpha1.ValueBinding, t *tar
 		data, ok := sources[kind+"/"+sel.Name]
 		if !ok {
 			var err error
-			if data, err = r.read(ctx, kind, b.Namespace, sel.Name); err != nil {
+			var release func()
+			data, release, err = r.read(ctx, kind, b.Namespace, sel.Name)
+			defer release()
+			if err != nil {
 				if apierrors.IsNotFound(err) { // deleted since the cache saw it
 					o := failed(v1alpha1.ReasonSourceNotFound, "%s %s does not exist", kind, sel.Name)
 					return "", &o, nil
@@ -152,27 +156,24 @@ func redact(msg string, values []string) string {
 }
 
 // read returns the data of a Secret or ConfigMap (binaryData merged in),
-// with one GET from the API server: values are never cached. Concurrent
-// reads of one version of a source (as the source cache knows it) share one
-// GET, so a Secret bound by many bindings is read once per wave of
-// reconciles, not once per binding; the data lives as long as those calls.
-// The caller must not change the map.
-func (r *Reconciler) read(ctx context.Context, kind, namespace, name string) (map[string][]byte, error) {
+// read from the API server, never from a cache, and a function that releases
+// it. Applies of one version of a source (as the source cache knows it) that
+// overlap share one GET (see reads): a Secret bound by many bindings is read
+// about once per change, not once per binding, and its data lives as long as
+// the applies that use it. The caller must not change the map, and must call
+// release once done with it, also after an error.
+func (r *Reconciler) read(ctx context.Context, kind, namespace, name string) (map[string][]byte, func(), error) {
 	key := client.ObjectKey{Namespace: namespace, Name: name}
 	var cached client.Object = &corev1.Secret{}
 	if kind == "ConfigMap" {
 		cached = &corev1.ConfigMap{}
 	}
 	if err := r.Client.Get(ctx, key, cached); err != nil {
-		return nil, err
+		return nil, func() {}, err
 	}
-	v, err, _ := r.reads.Do(kind+"/"+key.String()+"@"+cached.GetResourceVersion(), func() (any, error) {
+	return r.reads.get(ctx, kind+"/"+key.String()+"@"+cached.GetResourceVersion(), func(ctx context.Context) (map[string][]byte, error) {
 		return r.get(ctx, kind, key)
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(map[string][]byte), nil
 }
 
 // get reads a source's data from the API server.

@@ -16,12 +16,12 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sync/singleflight"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -33,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"nudge.dev/nudge/api/v1alpha1"
+	nudgectrl "nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/fingerprint"
 )
 
@@ -65,11 +66,15 @@ type Reconciler struct {
 	DiscoveryInterval time.Duration
 	// Workers is the number of concurrent reconciles.
 	Workers int
+	// Lull, when not nil, is told of every apply to a target (the rollouts'
+	// Lull: Events wait for a pause in the writes, so a fan-out's applies
+	// do not share the API server with its Events).
+	Lull *nudgectrl.Lull
 	// Clock tells the time of overwrites (Conflict); the real clock if nil.
 	Clock clock.PassiveClock
 
 	targets   cache.Cache
-	reads     singleflight.Group
+	reads     reads
 	ctrl      controller.Controller
 	mu        sync.Mutex
 	watched   map[schema.GroupVersionKind]bool
@@ -112,6 +117,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	opts := r.TargetCache
 	opts.Scheme, opts.Mapper, opts.HTTPClient = mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()
 	opts.DefaultTransform = trimTarget
+	// The reconciler never changes a target read from the cache (an apply
+	// builds its own object), so reads skip the copy.
+	opts.DefaultUnsafeDisableDeepCopy = ptr.To(true)
 	targets, err := cache.New(mgr.GetConfig(), opts)
 	if err != nil {
 		return fmt.Errorf("creating the target cache: %w", err)

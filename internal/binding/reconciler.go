@@ -221,6 +221,9 @@ func (r *Reconciler) sync(ctx context.Context, b *v1alpha1.ValueBinding) (outcom
 	}
 	if rv != t.obj.GetResourceVersion() {
 		r.conflicts.wrote(bindingKey(b), t.obj.GetResourceVersion(), r.Clock.Now())
+		if r.Lull != nil {
+			r.Lull.Wrote(time.Now())
+		}
 	}
 	written := appliedFields(b, sums)
 	log.Info("Applied ValueBinding", "target", b.Spec.Target.Kind+"/"+b.Spec.Target.Name, "fields", written)

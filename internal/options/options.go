@@ -124,6 +124,10 @@ type Options struct {
 	// "Kind" for the core group. A binding whose target kind is not listed is
 	// refused; empty refuses every binding.
 	ValueBindingTargets []string
+	// ValueBindingWorkers is the number of concurrent reconciles of
+	// ValueBindings. A Secret bound by many bindings is applied to their
+	// targets in parallel, each apply a round trip to the API server.
+	ValueBindingWorkers int
 	// MetricsByNamespace also counts Reloader's
 	// reloader_reload_executed_total_by_namespace; main sets it from
 	// Reloader's environment variable METRICS_COUNT_BY_NAMESPACE=enabled.
@@ -197,10 +201,12 @@ func Default() Options {
 		RolloutWindow:     5 * time.Second,
 		Workers:           16,
 		RolloutTimeout:    10 * time.Minute,
-		LogFormat:         "text",
-		ReloadStrategy:    "annotations",
-		LogLevel:          "info",
-		Reloader:          DefaultReloader(),
+		// The fan-out of one Secret to many bound targets: docs/performance.md.
+		ValueBindingWorkers: 64,
+		LogFormat:           "text",
+		ReloadStrategy:      "annotations",
+		LogLevel:            "info",
+		Reloader:            DefaultReloader(),
 	}
 }
 
@@ -240,6 +246,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.DurationVar(&o.RolloutTimeout, "rollout-timeout", o.RolloutTimeout, "With --max-concurrent-rollouts, a rollout not complete after this long fails and halts the rest of its change; 0: only a Deployment's progress deadline.")
 	fs.BoolVar(&o.ValueBindings, "value-bindings", o.ValueBindings, "Reconcile ValueBindings (nudge.dev/v1alpha1): keep fields of a resource equal to Secret or ConfigMap keys.")
 	fs.StringSliceVar(&o.ValueBindingTargets, "value-binding-targets", o.ValueBindingTargets, `Comma-separated kinds a ValueBinding may write, as "Kind.group" ("Harbor.goharbor.io"; a core kind is plain "Kind"); any other target is refused.`)
+	fs.IntVar(&o.ValueBindingWorkers, "value-binding-workers", o.ValueBindingWorkers, "Concurrent reconciles of ValueBindings (applies to their targets).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "text" or "json".`)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: "+strings.Join(LogLevels, ", ")+".")
 	o.bindReloaderFlags(fs)
@@ -269,6 +276,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConcurrentRollouts < 0 || o.RolloutTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-rollouts and --rollout-timeout must not be negative, got %d and %s", o.MaxConcurrentRollouts, o.RolloutTimeout))
+	}
+	if o.ValueBindingWorkers < 1 {
+		errs = append(errs, fmt.Errorf("--value-binding-workers must be at least 1, got %d", o.ValueBindingWorkers))
 	}
 	if o.LogFormat != "text" && o.LogFormat != "json" && o.LogFormat != "" {
 		errs = append(errs, fmt.Errorf(`--log-format must be "text" or "json", got %q`, o.LogFormat))

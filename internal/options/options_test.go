@@ -100,6 +100,10 @@ func TestFlags(t *testing.T) {
 			args:    []string{"--workers=0"},
 			wantErr: "--workers must be at least 1",
 		},
+		"zero value-binding workers are refused": {
+			args:    []string{"--value-binding-workers=0"},
+			wantErr: "--value-binding-workers must be at least 1",
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
