@@ -17,6 +17,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -59,6 +60,7 @@ func TestExplain(t *testing.T) {
 		"first-sight":     {"deployment/first-sight"},
 		"pending":         {"deployment/native-auto", "--max-concurrent-rollouts", "5"},
 		"halted":          {"deployment/halted", "--max-concurrent-rollouts", "5"},
+		"restored":        {"deployment/restored"},
 		"job":             {"job/job"},
 		"source-app":      {"configmap/app"},
 		"source-db":       {"secret/db"},
@@ -97,6 +99,18 @@ func TestExplain(t *testing.T) {
 		var got struct{ Source explain.Source }
 		g.Expect(yaml.Unmarshal([]byte(out), &got)).To(Succeed(), "YAML output:\n%s", out)
 		g.Expect(got.Source.Workloads).NotTo(BeEmpty())
+	})
+
+	t.Run("-o json and yaml name who wrote a restored state back", func(t *testing.T) {
+		for _, format := range []string{"json", "yaml"} {
+			g := NewWithT(t)
+			out, err := run(t, pluginCommand(), f.args("explain", "deployment/restored", "-o", format)...)
+			g.Expect(err).NotTo(HaveOccurred())
+			var got struct{ Workload explain.Workload }
+			g.Expect(yaml.Unmarshal([]byte(out), &got)).To(Succeed(), "%s output:\n%s", format, out)
+			g.Expect(got.Workload.Status).To(And(HaveField("State", explain.StateRestored),
+				HaveField("WrittenBackBy", "argocd-controller")), "%s output:\n%s", format, out)
+		}
 	})
 
 	t.Run("without access to the key Secret", func(t *testing.T) {
@@ -230,6 +244,7 @@ func newFixture(t *testing.T) *fixture {
 		job(ns, "job", map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "app")),
 		nt.Deployment(ns, "halted", 1, map[string]string{"nudge.dev/auto": "true", controller.PriorityAnnotation: "1"},
 			nt.EnvFrom("ConfigMap", "app")),
+		nt.Deployment(ns, "restored", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "win")),
 	}
 	for _, o := range objs {
 		g.Expect(k8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
@@ -245,18 +260,25 @@ func newFixture(t *testing.T) *fixture {
 			return o.GetAnnotations()[controller.AppliedAnnotation]
 		}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of %s", o.GetName())
 	}
-	// One rollout of windowed, so its next change waits for its window.
+	exported := nt.Deployment(ns, "restored", 1, nil) // kubectl get -o yaml, committed to Git
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(exported), exported)).To(Succeed())
+	// One rollout of windowed, so its next change waits for its window, and
+	// of restored, whose exported state a GitOps tool then writes back.
 	updateData(t, ns, "win")
-	g.Eventually(func() string {
-		d := nt.Deployment(ns, "windowed", 1, nil)
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-		return d.Annotations[controller.LastRolloutAnnotation]
-	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to roll windowed")
+	for _, name := range []string{"windowed", "restored"} {
+		g.Eventually(func() string {
+			d := nt.Deployment(ns, name, 1, nil)
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+			return d.Annotations[controller.LastRolloutAnnotation]
+		}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to roll %s", name)
+	}
+	writeBack(t, exported, "argocd-controller")
 	// A required source of held goes away.
 	g.Expect(k8s.Delete(ctx, nt.ConfigMap(ns, "later", nil))).To(Succeed())
 	// Wait for every Event nudge records here, so the goldens hold them all.
 	for _, want := range []struct{ name, reason string }{
 		{"windowed", controller.ReasonRolled}, {"held", controller.ReasonSourceMissing}, {"native-named", controller.ReasonSourceMissing},
+		{"restored", controller.ReasonRolled}, {"restored", controller.ReasonStateRestored},
 	} {
 		g.Eventually(func() []string {
 			var list corev1.EventList
@@ -293,6 +315,22 @@ func newFixture(t *testing.T) *fixture {
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+controller.HaltedAnnotation+`":"`+halt+`"}}}`))
 	g.Expect(k8s.Patch(ctx, nt.Deployment(ns, "halted", 1, nil), patch)).To(Succeed())
 	return f
+}
+
+// writeBack applies d's labels and annotations, nudge's state and seal
+// included, as manager by a forced server-side apply: what Argo CD or Flux
+// do with a manifest exported from the live object.
+func writeBack(t *testing.T, d *appsv1.Deployment, manager string) {
+	t.Helper()
+	u := &unstructured.Unstructured{}
+	u.SetAPIVersion("apps/v1")
+	u.SetKind("Deployment")
+	u.SetNamespace(d.Namespace)
+	u.SetName(d.Name)
+	u.SetLabels(d.Labels)
+	u.SetAnnotations(d.Annotations)
+	NewWithT(t).Expect(k8s.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u),
+		client.FieldOwner(manager), client.ForceOwnership)).To(Succeed(), "%s writing back the state of %s", manager, d.Name)
 }
 
 func updateData(t *testing.T, ns, name string) {

@@ -98,6 +98,9 @@ type Status struct {
 	// --max-concurrent-rollouts stands, when it is not complete: in flight
 	// (taking a slot), or failed (halting the rest of its change).
 	Rollout string `json:"rollout,omitempty"`
+	// WrittenBackBy is the field manager that wrote the applied state back
+	// (StateRestored), as the workload's managedFields record it.
+	WrittenBackBy string `json:"writtenBackBy,omitempty"`
 }
 
 // The values of Status.State.
@@ -128,6 +131,12 @@ const (
 	// failed on another workload: nudge.dev/halted holds this one until the
 	// source changes again or the annotation is removed.
 	StateHalted = "Halted"
+	// StateRestored: another field manager wrote back a state nudge had
+	// replaced (a manifest exported from the live object, applied again):
+	// nudge does not roll the workload, whatever changes, while that
+	// manager keeps nudge's keys in its manifest; its StateRestored Warning
+	// says the same (see controller.WrittenBackBy).
+	StateRestored = "Restored"
 	// StateUnknown: content could not be compared (see Comparison).
 	StateUnknown = "Unknown"
 )

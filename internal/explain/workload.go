@@ -65,7 +65,7 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 	if err != nil {
 		return nil, err
 	}
-	w.Status = e.status(spec, in, cmp, halt)
+	w.Status = e.status(spec, in, cmp, halt, controller.WrittenBackBy(obj.GetManagedFields()))
 	w.Status.Rollout = e.rollout(obj)
 	if kind == workload.Job && in.Applied == "" && w.Status.State == StateFirstSight {
 		w.Status.Message += " (nudge handles Jobs only when run with --recreate-jobs)"
@@ -136,8 +136,10 @@ func readAs(src refs.Source, search bool, uses []refs.Use, spec dialect.Spec) []
 }
 
 // status turns rollout.Decide's decision on in into a Status; halt is the
-// workload's nudge.dev/halted, read.
-func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, halt controller.Halt) Status {
+// workload's nudge.dev/halted, read, and by the manager that wrote its
+// applied state back (controller.WrittenBackBy), as the reconciler reads
+// both.
+func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, halt controller.Halt, by string) Status {
 	if !spec.Enabled(e.AutoReloadAll) {
 		return Status{State: StateNotManaged, Message: "no dialect annotation selects a source: nudge leaves it alone"}
 	}
@@ -186,6 +188,11 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, h
 		s.State = StateHalted
 		s.Message = fmt.Sprintf("halted (for %s content %s, after %s failed): nudge rolls it when %s changes again, or when the annotation %s is removed",
 			sourceName(halt.Source), halt.Digest, halt.After, sourceName(halt.Source), controller.HaltedAnnotation)
+	case rollout.Restored:
+		s.State, s.WrittenBackBy = StateRestored, by
+		s.Message = fmt.Sprintf("the applied state was written back by %s to one nudge had replaced (a manifest exported from the live object "+
+			"and applied again?): nudge does not roll it, whatever changes, until the nudge.dev/ keys are removed from that manifest "+
+			"(nudge then records a new baseline)", by)
 	default:
 		s.State, s.Message = StateUnknown, "nudge's decision: "+d.Action.String()
 	}
