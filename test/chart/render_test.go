@@ -421,6 +421,20 @@ func TestRender(t *testing.T) {
 				g.Expect(policyOf(g, r).Spec.Variables).To(ContainElement(And(HaveField("Name", "resources"), HaveField("Expression", "{}"))))
 			},
 		},
+		"value bindings with workers: --value-binding-workers, only when set": {
+			values: charttest.Values{"valueBindings": map[string]any{"enabled": true, "workers": 8}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.ValueBindingWorkers).To(Equal(8))
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--value-binding-workers=8"))
+			},
+		},
+		"value bindings without workers: nudge's default number of workers, no flag": {
+			values: charttest.Values{"valueBindings": map[string]any{"enabled": true}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.ValueBindingWorkers).To(Equal(options.Default().ValueBindingWorkers))
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--value-binding-workers")))
+			},
+		},
 		"ignoreSecrets with value bindings: Secrets still listed and watched, as the bindings read them": {
 			values: charttest.Values{"reloader": map[string]any{"ignoreSecrets": true}, "valueBindings": harborValues["valueBindings"]},
 			check: func(g Gomega, r rendered) {

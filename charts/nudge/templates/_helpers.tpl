@@ -233,6 +233,9 @@ apiece, within the API server's CEL budget for one request (about 28). */}}
 {{- with include "nudge.valueBindingTargets" . }}
 {{- $args = append $args (printf "--value-binding-targets=%s" .) }}
 {{- end }}
+{{- if gt (int .Values.valueBindings.workers) 0 }}
+{{- $args = append $args (printf "--value-binding-workers=%v" .Values.valueBindings.workers) }}
+{{- end }}
 {{- end }}
 {{- range include "nudge.reloaderArgs" . | fromJsonArray }}
 {{- $args = append $args . }}
