@@ -66,6 +66,7 @@ func TestExplain(t *testing.T) {
 		"source-db":       {"secret/db"},
 		"source-gone":     {"secret/gone"},
 		"source-unused":   {"cm/unused"},
+		"source-win":      {"configmap/win"},
 	}
 	for name, args := range goldens {
 		t.Run(name, func(t *testing.T) {

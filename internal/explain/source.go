@@ -122,6 +122,14 @@ func (e Explainer) dependent(ctx context.Context, res controller.Resolver, k wor
 		}
 		d.Why += "; held until the required " + strings.Join(missing, ", ") + " exists"
 	}
+	if by := controller.WrittenBackBy(obj.GetManagedFields()); d.WouldRoll && by != "" && in.Applied != "" {
+		// Restored (see Workload): the key, not read here, would tell a
+		// sealed state from one nudge takes over as a first sight; neither
+		// rolls for this change.
+		d.WouldRoll = false
+		d.Why = "not now: its applied state was written back by " + by + " (see nudge explain " + strings.ToLower(k.Name()) + "/" +
+			obj.GetName() + "); nudge rolls it for no change until the nudge.dev/ keys are removed from that manifest"
+	}
 	if k == workload.Job {
 		d.Why += "; a Job rolls (is re-created) only when nudge runs with --recreate-jobs"
 	}
