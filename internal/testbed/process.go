@@ -85,15 +85,7 @@ func (p *process) stop(grace time.Duration) error {
 		return nil
 	case <-time.After(grace):
 	}
-	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
-		return fmt.Errorf("sending SIGKILL to %s (pid %d): %w", p.name, p.pid(), err)
-	}
-	select {
-	case <-p.done:
-		return nil
-	case <-time.After(grace):
-		return fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.name, p.pid())
-	}
+	return p.kill(grace)
 }
 
 // logTail returns the last lines of the process's log.
