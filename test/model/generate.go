@@ -23,6 +23,9 @@ type Generator struct {
 	values, images int
 	// HA: nudge runs as two replicas with leader election (Failover steps).
 	HA bool
+	// Steady: no step stops, restarts or fails nudge over (a soak measures
+	// one process).
+	Steady bool
 }
 
 // NewGenerator returns a generator seeded with seed.
@@ -69,13 +72,15 @@ func (g *Generator) Next(m *Model) Step {
 		add(1, func() Step { return Step{Op: GitOps, Workload: name} })
 		add(1, func() Step { return Step{Op: GitOpsKeepingKeys, Workload: name, Image: g.image()} })
 	}
-	if m.Up {
+	switch {
+	case g.Steady:
+	case m.Up:
 		add(1, func() Step { return Step{Op: StopNudge, Abrupt: g.r.IntN(2) == 0} })
 		add(1, func() Step { return Step{Op: RestartNudge, Abrupt: g.r.IntN(2) == 0} })
 		if g.HA {
 			add(2, func() Step { return Step{Op: Failover, Abrupt: g.r.IntN(2) == 0, Replica: g.r.IntN(2)} })
 		}
-	} else {
+	default:
 		add(8, func() Step { return Step{Op: StartNudge} })
 	}
 	total := 0

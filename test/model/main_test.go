@@ -22,8 +22,9 @@ var (
 
 var (
 	seedFlag      = flag.Uint64("seed", 0, "replay the one sequence of this seed (printed on failure)")
-	stepsFlag     = flag.Int("steps", 40, "steps per sequence")
-	sequencesFlag = flag.Int("sequences", 4, "sequences to play, from random seeds")
+	stepsFlag     = flag.Int("steps", 60, "steps per sequence")
+	sequencesFlag = flag.Int("sequences", 6, "sequences to play, from random seeds")
+	steadyFlag    = flag.Bool("steady", false, "no step stops, restarts or fails nudge over (as in the soak)")
 )
 
 func TestMain(m *testing.M) {

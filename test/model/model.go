@@ -175,7 +175,14 @@ func (w *Workload) setTemplate(t Template) {
 	w.Template = t
 	w.Revisions = slices.DeleteFunc(w.Revisions, func(r Revision) bool { return r.Template == t })
 	w.Revisions = append(w.Revisions, Revision{Template: t})
+	if len(w.Revisions) > RevisionHistoryLimit {
+		w.Revisions = w.Revisions[len(w.Revisions)-RevisionHistoryLimit:]
+	}
 }
+
+// RevisionHistoryLimit is how many revisions a Deployment keeps (its
+// default spec.revisionHistoryLimit, 10, plus the current one).
+const RevisionHistoryLimit = 11
 
 // remember records the current annotations on the current revision, as the
 // Deployment controller copies them to the newest ReplicaSet.

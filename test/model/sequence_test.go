@@ -1,13 +1,13 @@
 package model_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
-
-	. "github.com/onsi/gomega"
 
 	"nudge.dev/nudge/test/model"
 )
@@ -28,64 +28,105 @@ func TestRulesAcrossSequences(t *testing.T) {
 	for _, seed := range seeds {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			play(t, seed, *stepsFlag, func(ns string, ha bool) runner { return &inProcess{t: t, ns: ns, ha: ha} })
+			ns, err := plane.GenerateNamespace(t.Context(), "model-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ha := seed%2 == 1
+			run := &inProcess{t: t, ns: ns, ha: ha}
+			run.start()
+			gen := model.NewGenerator(seed, ha)
+			gen.Steady = *steadyFlag
+			s := newSequence(t, seed, ns, gen, run)
+			for range *stepsFlag {
+				if err := s.step(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("seed %d: %d steps, %d rollouts", seed, len(s.done), s.rollouts())
+			// A rollout nudge should not have made may come late: look
+			// for one after the last step settled.
+			deadline := time.Now().Add(3 * time.Second)
+			for time.Now().Before(deadline) {
+				if diff := s.w.diff(s.m, s.seen); diff != "" {
+					t.Fatal(s.report("after the last step: " + diff))
+				}
+				time.Sleep(100 * time.Millisecond) // the polling interval of a "nothing more happens" check
+			}
 		})
 	}
 }
 
-// play plays the sequence of seed, steps long, against a nudge that
-// newRunner runs; sequences of odd seeds run two replicas.
-func play(t *testing.T, seed uint64, steps int, newRunner func(ns string, ha bool) runner) {
-	g := NewWithT(t)
-	ha := seed%2 == 1
-	ns, err := plane.GenerateNamespace(t.Context(), "model-")
-	g.Expect(err).NotTo(HaveOccurred())
-	w := newWorld(t, ns)
-	m := model.New()
-	gen := model.NewGenerator(seed, ha)
-	run := newRunner(ns, ha)
-	run.start()
-	seen := digests{}
+// sequence is one sequence being played: its world on the API server, its
+// model, and the steps done.
+type sequence struct {
+	seed uint64
+	w    *world
+	m    *model.Model
+	gen  *model.Generator
+	run  runner
+	seen digests
+	done []string
+}
 
-	var done []string
-	report := func(diff string) string {
-		return fmt.Sprintf("seed %d (replay with: go test ./test/model -run 'TestRulesAcrossSequences' -seed %d), "+
-			"namespace %s, steps:\n  %s\ndifferences (workload: observed, want):\n%s",
-			seed, seed, ns, strings.Join(done, "\n  "), diff)
-	}
-	for i := range steps {
-		s := gen.Next(m)
-		done = append(done, fmt.Sprintf("%2d. %s", i+1, s))
-		switch s.Op {
-		case model.StopNudge:
-			run.stop(s.Abrupt)
-		case model.StartNudge:
-			run.start()
-		case model.RestartNudge:
-			run.stop(s.Abrupt)
-			run.start()
-		case model.Failover:
-			run.failover(s.Replica, s.Abrupt)
-		default:
-			g.Expect(w.do(m, s)).To(Succeed(), func() string { return report("(the step's write failed)") })
+func newSequence(t *testing.T, seed uint64, ns string, gen *model.Generator, run runner) *sequence {
+	return &sequence{seed: seed, w: newWorld(t, ns), m: model.New(), gen: gen, run: run, seen: digests{}}
+}
+
+// step draws the next step, performs it on the world and the model, and
+// waits up to a minute for the world to match the model: the rollouts of
+// every Deployment and, while nudge runs, its applied state.
+func (s *sequence) step(ctx context.Context) error {
+	st := s.gen.Next(s.m)
+	s.done = append(s.done, fmt.Sprintf("%2d. %s", len(s.done)+1, st))
+	switch st.Op {
+	case model.StopNudge:
+		s.run.stop(st.Abrupt)
+	case model.StartNudge:
+		s.run.start()
+	case model.RestartNudge:
+		s.run.stop(st.Abrupt)
+		s.run.start()
+	case model.Failover:
+		s.run.failover(st.Replica, st.Abrupt)
+	default:
+		if err := s.w.do(s.m, st); err != nil {
+			return errors.New(s.report(fmt.Sprintf("the step's write failed: %v", err)))
 		}
-		m.Apply(s)
-		var diff string
-		g.Eventually(func() string {
-			diff = w.diff(m, seen)
-			return diff
-		}).WithTimeout(60*time.Second).WithPolling(50*time.Millisecond).Should(BeEmpty(),
-			func() string { return report(diff) })
-		seen.learn(w.pending)
 	}
-	rollouts := 0
-	for _, mw := range m.Workloads {
-		rollouts += mw.Rollouts
+	s.m.Apply(st)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		diff := s.w.diff(s.m, s.seen)
+		switch {
+		case diff == "":
+			s.seen.learn(s.w.pending)
+			return nil
+		case time.Now().After(deadline):
+			return errors.New(s.report("after a minute:\n" + diff))
+		case ctx.Err() != nil:
+			return errors.New(s.report(fmt.Sprintf("%v:\n%s", ctx.Err(), diff)))
+		}
+		time.Sleep(50 * time.Millisecond) // the polling interval of the wait for the model's state
 	}
-	t.Logf("seed %d: %d steps, %d rollouts", seed, steps, rollouts)
-	var diff string
-	g.Consistently(func() string {
-		diff = w.diff(m, seen)
-		return diff
-	}).WithTimeout(3*time.Second).Should(BeEmpty(), func() string { return report(diff) })
+}
+
+// report describes a mismatch: the seed, how to replay it, the steps so far
+// and the differences.
+func (s *sequence) report(diff string) string {
+	steady := ""
+	if s.gen.Steady {
+		steady = " -steady"
+	}
+	return fmt.Sprintf("seed %d (replay with: go test ./test/model -run 'TestRulesAcrossSequences' -seed %d -steps %d%s), "+
+		"namespace %s, steps:\n  %s\ndifferences (observed, want):\n%s",
+		s.seed, s.seed, len(s.done), steady, s.w.ns, strings.Join(s.done, "\n  "), diff)
+}
+
+func (s *sequence) rollouts() int {
+	n := 0
+	for _, w := range s.m.Workloads {
+		n += w.Rollouts
+	}
+	return n
 }

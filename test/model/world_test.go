@@ -286,7 +286,8 @@ func (r *revisions) saw(d *appsv1.Deployment) {
 		r.counts[d.Name]++
 	}
 	revs = slices.DeleteFunc(revs, func(v revision) bool { return equality.Semantic.DeepEqual(v.template, d.Spec.Template) })
-	r.revs[d.Name] = append(revs, revision{template: d.Spec.Template, annotations: d.Annotations})
+	revs = append(revs, revision{template: d.Spec.Template, annotations: d.Annotations})
+	r.revs[d.Name] = revs[max(0, len(revs)-model.RevisionHistoryLimit):]
 }
 
 // count returns how many times the Deployment's pod template changed.
