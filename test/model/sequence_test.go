@@ -16,7 +16,8 @@ import (
 // source and workload changes, restarts and failovers, each Deployment has
 // had exactly the rollouts the model says, and nudge's applied state holds
 // the sources the model says. -seed replays one sequence; -steps and
-// -sequences size the run.
+// -sequences size the run; with -nudge-bin, nudge runs as processes of that
+// binary, and an abrupt stop is a kill -9.
 func TestRulesAcrossSequences(t *testing.T) {
 	seeds := []uint64{*seedFlag}
 	if *seedFlag == 0 {
@@ -33,7 +34,10 @@ func TestRulesAcrossSequences(t *testing.T) {
 				t.Fatal(err)
 			}
 			ha := seed%2 == 1
-			run := &inProcess{t: t, ns: ns, ha: ha}
+			var run runner = &inProcess{t: t, ns: ns, ha: ha}
+			if *nudgeBinFlag != "" {
+				run = &processes{t: t, ns: ns, ha: ha}
+			}
 			run.start()
 			gen := model.NewGenerator(seed, ha)
 			gen.Steady = *steadyFlag

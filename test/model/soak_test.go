@@ -27,6 +27,7 @@ var (
 	soakFlag     = flag.Duration("soak", 0, "run TestSoak for this long (make soak DURATION=30m)")
 	nudgeBinFlag = flag.String("nudge-bin", "", "the nudge binary TestSoak runs (make soak builds bin/nudge)")
 	worldsFlag   = flag.Int("soak-worlds", 8, "sequences TestSoak plays at once, one namespace each")
+	soakLogFlag  = flag.String("soak-log-level", "info", "nudge's --log-level in TestSoak (its log is kept when the test fails)")
 )
 
 // soakWarmup is how long the soak lets nudge grow before its growth counts:
@@ -61,10 +62,19 @@ func TestSoak(t *testing.T) {
 		t.Fatal(err)
 	}
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", ports[0])
-	log := filepath.Join(t.TempDir(), "nudge.log")
+	dir, err := os.MkdirTemp("", "nudge-soak-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			os.RemoveAll(dir)
+		}
+	})
+	log := filepath.Join(dir, "nudge.log")
 	stop := startBinary(t, log, "--kubeconfig="+plane.Kubeconfig(), "--namespaces="+strings.Join(namespaces, ","),
 		"--system-namespace="+namespaces[0], fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
-		"--health-probe-bind-address=0", "--rollout-window=0", "--log-format=json", "--log-level=info")
+		"--health-probe-bind-address=0", "--rollout-window=0", "--log-format=json", "--log-level="+*soakLogFlag)
 	defer stop()
 
 	ctx, cancel := context.WithTimeout(t.Context(), *soakFlag)
@@ -231,7 +241,10 @@ func startBinary(t *testing.T, log string, args ...string) func() {
 			select {
 			case err := <-done:
 				if err != nil {
-					t.Errorf("nudge exited with %v; its log is %s", err, log)
+					t.Errorf("nudge exited with %v", err)
+				}
+				if t.Failed() {
+					t.Logf("nudge's log: %s", log)
 				}
 			case <-time.After(30 * time.Second):
 				_ = cmd.Process.Kill()
