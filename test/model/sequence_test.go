@@ -41,7 +41,10 @@ func TestRulesAcrossSequences(t *testing.T) {
 			run.start()
 			gen := model.NewGenerator(seed, ha)
 			gen.Steady = *steadyFlag
-			s := newSequence(t, seed, ns, gen, run)
+			s, err := newSequence(t, seed, ns, gen, run)
+			if err != nil {
+				t.Fatal(err)
+			}
 			for range *stepsFlag {
 				if err := s.step(t.Context()); err != nil {
 					t.Fatal(err)
@@ -73,8 +76,9 @@ type sequence struct {
 	done []string
 }
 
-func newSequence(t *testing.T, seed uint64, ns string, gen *model.Generator, run runner) *sequence {
-	return &sequence{seed: seed, w: newWorld(t, ns), m: model.New(), gen: gen, run: run, seen: digests{}}
+func newSequence(t *testing.T, seed uint64, ns string, gen *model.Generator, run runner) (*sequence, error) {
+	w, err := newWorld(t, ns)
+	return &sequence{seed: seed, w: w, m: model.New(), gen: gen, run: run, seen: digests{}}, err
 }
 
 // step draws the next step, performs it on the world and the model, and
@@ -82,7 +86,7 @@ func newSequence(t *testing.T, seed uint64, ns string, gen *model.Generator, run
 // every Deployment and, while nudge runs, its applied state.
 func (s *sequence) step(ctx context.Context) error {
 	st := s.gen.Next(s.m)
-	s.done = append(s.done, fmt.Sprintf("%2d. %s", len(s.done)+1, st))
+	s.done = append(s.done, fmt.Sprintf("%2d. %s %s", len(s.done)+1, time.Now().Format("15:04:05.000"), st))
 	switch st.Op {
 	case model.StopNudge:
 		s.run.stop(st.Abrupt)
@@ -99,6 +103,11 @@ func (s *sequence) step(ctx context.Context) error {
 		}
 	}
 	s.m.Apply(st)
+	if s.m.Up {
+		if err := s.w.fence(); err != nil {
+			return errors.New(s.report(err.Error()))
+		}
+	}
 	deadline := time.Now().Add(time.Minute)
 	for {
 		diff := s.w.diff(s.m, s.seen)

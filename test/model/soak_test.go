@@ -110,7 +110,10 @@ func TestSoak(t *testing.T) {
 	for i, ns := range namespaces {
 		gen := model.NewGenerator(base+uint64(i), false)
 		gen.Steady = true
-		s := newSequence(t, base+uint64(i), ns, gen, nil)
+		s, err := newSequence(t, base+uint64(i), ns, gen, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
 		eg.Go(func() error {
 			for ctx.Err() == nil {
 				if err := s.step(ctx); err != nil {
