@@ -133,8 +133,11 @@ type Workload struct {
 	Exists bool
 	Uses   map[SourceID]Use
 	Opt    Opt
-	// Applied is nudge's applied state; nil when none or unusable.
-	Applied State
+	// Applied is the applied-state annotation; nil when absent. Seal is
+	// the state nudge wrote last, which its seal label vouches for; nil when
+	// the label is absent. Applied is usable when Seal vouches for it:
+	// `kubectl rollout undo` brings back an old Applied, not the label.
+	Applied, Seal State
 	// Template is the current pod template; GitImage the image of the one
 	// the GitOps repository holds (which has no trigger of nudge's).
 	Template Template
@@ -242,7 +245,8 @@ func read(data map[string]string, whole bool) string {
 // reconcile applies the rules to one workload:
 //   - not opted in: nudge's state is removed (rule 3: opting in again is
 //     first sight);
-//   - no usable state: the desired state is recorded, no rollout (rule 3);
+//   - no usable state (none, or not the one the seal vouches for): the
+//     desired state is recorded, no rollout (rules 3, 7);
 //   - a source in both states, read the same way, with other content is a
 //     change (rules 1, 2, 8); an optional source appearing or disappearing
 //     too (rule 5);
@@ -252,7 +256,7 @@ func read(data map[string]string, whole bool) string {
 //     leaving are recorded without one (rule 3).
 func (m *Model) reconcile(w *Workload) {
 	if !w.Opt.OptedIn() {
-		w.Applied = nil
+		w.Applied, w.Seal = nil, nil
 		return
 	}
 	desired, missing := State{}, false
@@ -271,8 +275,8 @@ func (m *Model) reconcile(w *Workload) {
 			keep = append(keep, s)
 		}
 	}
-	if w.Applied == nil {
-		w.Applied = desired
+	if w.Applied == nil || w.Seal == nil || !maps.Equal(w.Applied, w.Seal) {
+		w.Applied, w.Seal = desired, desired
 		return
 	}
 	changed := false
@@ -292,7 +296,7 @@ func (m *Model) reconcile(w *Workload) {
 	if changed {
 		w.setTemplate(m.rolled(w))
 	}
-	w.Applied = desired
+	w.Applied, w.Seal = desired, desired
 }
 
 // Op is the kind of a step.
@@ -393,14 +397,10 @@ func (m *Model) Apply(s Step) {
 		w.Opt = s.Opt
 	case Undo:
 		prev := w.Revisions[len(w.Revisions)-2]
-		sealed := w.Applied != nil && prev.Applied != nil && maps.Equal(prev.Applied, w.Applied)
 		w.setTemplate(prev.Template)
-		w.Opt = prev.Opt
-		if !sealed {
-			w.Applied = nil
-		}
+		w.Opt, w.Applied = prev.Opt, prev.Applied
 	case GitOps:
-		w.Applied = nil
+		w.Applied, w.Seal = nil, nil
 		w.setTemplate(Template{Image: w.GitImage})
 	case GitOpsKeepingKeys:
 		w.GitImage = s.Image

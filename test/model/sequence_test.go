@@ -51,6 +51,9 @@ func TestRulesAcrossSequences(t *testing.T) {
 				}
 			}
 			t.Logf("seed %d: %d steps, %d rollouts", seed, len(s.done), s.rollouts())
+			if *seedFlag != 0 {
+				t.Logf("steps:\n  %s", strings.Join(s.done, "\n  "))
+			}
 			// A rollout nudge should not have made may come late: look
 			// for one after the last step settled.
 			deadline := time.Now().Add(3 * time.Second)
