@@ -5,6 +5,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -28,11 +29,13 @@ var (
 	nudgeBinFlag = flag.String("nudge-bin", "", "the nudge binary TestSoak runs (make soak builds bin/nudge)")
 	worldsFlag   = flag.Int("soak-worlds", 8, "sequences TestSoak plays at once, one namespace each")
 	soakLogFlag  = flag.String("soak-log-level", "info", "nudge's --log-level in TestSoak (its log is kept when the test fails)")
+	warmupFlag   = flag.Duration("soak-warmup", 5*time.Minute, "how long TestSoak lets nudge grow before its growth counts")
+	heapFlag     = flag.String("soak-heap", "", "a directory where TestSoak saves nudge's heap profiles at the end of the warm-up and of the run")
 )
 
 // soakWarmup is how long the soak lets nudge grow before its growth counts:
-// 5 minutes, or a third of a shorter run.
-func soakWarmup(d time.Duration) time.Duration { return min(5*time.Minute, d/3) }
+// -soak-warmup, or a third of a shorter run.
+func soakWarmup(d time.Duration) time.Duration { return min(*warmupFlag, d/3) }
 
 // maxGrowth is the growth of RSS and goroutines allowed after the warm-up.
 const maxGrowth = 0.05
@@ -57,7 +60,7 @@ func TestSoak(t *testing.T) {
 		}
 		namespaces[i] = ns
 	}
-	ports, err := testbed.FreePorts(1)
+	ports, err := testbed.FreePorts(2)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,9 +75,14 @@ func TestSoak(t *testing.T) {
 		}
 	})
 	log := filepath.Join(dir, "nudge.log")
-	stop := startBinary(t, log, "--kubeconfig="+plane.Kubeconfig(), "--namespaces="+strings.Join(namespaces, ","),
-		"--system-namespace="+namespaces[0], fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
-		"--health-probe-bind-address=0", "--rollout-window=0", "--log-format=json", "--log-level="+*soakLogFlag)
+	args := []string{"--kubeconfig=" + plane.Kubeconfig(), "--namespaces=" + strings.Join(namespaces, ","),
+		"--system-namespace=" + namespaces[0], fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
+		"--health-probe-bind-address=0", "--rollout-window=0", "--log-format=json", "--log-level=" + *soakLogFlag}
+	heapURL := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", ports[1])
+	if *heapFlag != "" {
+		args = append(args, "--enable-pprof", fmt.Sprintf("--pprof-addr=127.0.0.1:%d", ports[1]))
+	}
+	stop := startBinary(t, log, args...)
 	defer stop()
 
 	ctx, cancel := context.WithTimeout(t.Context(), *soakFlag)
@@ -87,6 +95,7 @@ func TestSoak(t *testing.T) {
 		defer close(sampled)
 		tick := time.NewTicker(10 * time.Second)
 		defer tick.Stop()
+		warmed := time.After(soakWarmup(*soakFlag))
 		for {
 			if s, err := scrape(metricsURL); err == nil {
 				s.at = time.Since(start)
@@ -97,7 +106,10 @@ func TestSoak(t *testing.T) {
 			}
 			select {
 			case <-ctx.Done():
+				saveHeap(t, heapURL, "end")
 				return
+			case <-warmed:
+				saveHeap(t, heapURL, "warm")
 			case <-tick.C:
 			}
 		}
@@ -161,6 +173,29 @@ func TestSoak(t *testing.T) {
 		if growth > maxGrowth {
 			t.Errorf("%s grew by %.1f %% after the warm-up; at most %.0f %% allowed", f.name, 100*growth, 100*maxGrowth)
 		}
+	}
+}
+
+// saveHeap saves nudge's heap profile as -soak-heap/<name>.pb.gz, when
+// -soak-heap is set; compare two with `go tool pprof -base warm.pb.gz
+// bin/nudge end.pb.gz`.
+func saveHeap(t *testing.T, url, name string) {
+	if *heapFlag == "" {
+		return
+	}
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Logf("reading the heap profile: %v", err)
+		return
+	}
+	defer resp.Body.Close()
+	f, err := os.Create(filepath.Join(*heapFlag, name+".pb.gz"))
+	if err == nil {
+		_, err = io.Copy(f, resp.Body)
+		f.Close()
+	}
+	if err != nil {
+		t.Logf("saving the heap profile: %v", err)
 	}
 }
 

@@ -62,9 +62,13 @@ func newWorld(t *testing.T, ns string) (*world, error) {
 			return nil, err
 		}
 	}
+	// Both sources in the baseline: one nudge's cache had not seen yet would
+	// be recorded later, without a rollout, perhaps with the first fence's
+	// content.
 	return w, w.until(func() bool {
 		err := k8s.Get(w.ctx, client.ObjectKeyFromObject(d), d)
-		return err == nil && d.Annotations[appliedAnnotation] != ""
+		applied := d.Annotations[appliedAnnotation]
+		return err == nil && strings.Contains(applied, " ConfigMap/"+fenceName+"=") && strings.Contains(applied, " Secret/"+fenceName+"=")
 	}, "nudge to record the fence Deployment's baseline")
 }
 
