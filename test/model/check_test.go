@@ -40,7 +40,7 @@ func (d digests) learn(pending map[string]string) { maps.Copy(d, pending) }
 func (w *world) diff(m *model.Model, seen digests) string {
 	w.pending = map[string]string{}
 	var b strings.Builder
-	for _, name := range model.Workloads {
+	for _, name := range model.Workloads() {
 		mw := m.Workloads[name]
 		if mw == nil {
 			continue

@@ -7,13 +7,14 @@ import (
 	"slices"
 )
 
-// The objects of every sequence: three sources and three Deployments.
-var (
-	Sources = []SourceID{
-		{Kind: ConfigMap, Name: "cm-a"}, {Kind: ConfigMap, Name: "cm-b"}, {Kind: Secret, Name: "sec-c"},
-	}
-	Workloads = []string{"w0", "w1", "w2"}
-)
+// Sources returns the sources of every sequence: two ConfigMaps and a
+// Secret.
+func Sources() []SourceID {
+	return []SourceID{{Kind: ConfigMap, Name: "cm-a"}, {Kind: ConfigMap, Name: "cm-b"}, {Kind: Secret, Name: "sec-c"}}
+}
+
+// Workloads returns the names of the Deployments of every sequence.
+func Workloads() []string { return []string{"w0", "w1", "w2"} }
 
 // Generator draws the steps of one sequence from a seeded source, each one
 // valid in the model's current world (a source is deleted only when it
@@ -43,7 +44,7 @@ type candidate struct {
 func (g *Generator) Next(m *Model) Step {
 	var cs []candidate
 	add := func(weight int, step func() Step) { cs = append(cs, candidate{weight, step}) }
-	for _, id := range Sources {
+	for _, id := range Sources() {
 		src := m.Sources[id]
 		switch {
 		case src == nil:
@@ -57,7 +58,7 @@ func (g *Generator) Next(m *Model) Step {
 			add(2, func() Step { return Step{Op: DeleteSource, Source: id} })
 		}
 	}
-	for _, name := range Workloads {
+	for _, name := range Workloads() {
 		w := m.Workloads[name]
 		if w == nil {
 			add(4, func() Step {
@@ -123,7 +124,7 @@ func (g *Generator) data(prev map[string]string) map[string]string {
 // uses returns a pod spec: each source read in one of the ways, or not.
 func (g *Generator) uses() map[SourceID]Use {
 	u := map[SourceID]Use{}
-	for _, id := range Sources {
+	for _, id := range Sources() {
 		if n := g.r.IntN(7); n > 2 {
 			u[id] = Use(n - 2)
 		}
@@ -145,7 +146,7 @@ func (g *Generator) opt(optedIn bool) Opt {
 		o := Opt{AutoDialect: []string{"", "nudge", "reloader", "wave"}[g.r.IntN(4)]}
 		if g.r.IntN(2) == 0 {
 			o.NamedDialect = []string{"nudge", "reloader", "pod-reloader", "wave"}[g.r.IntN(4)]
-			for _, id := range Sources {
+			for _, id := range Sources() {
 				if g.r.IntN(2) == 0 {
 					o.Named = append(o.Named, id)
 				}
