@@ -83,15 +83,16 @@ bench: kube-bins build
 	$(BIN)/bench -json $(BIN)/bench.json -md $(BIN)/bench.md $(BENCH_FLAGS)
 
 ## soak: run bin/nudge for DURATION (default 30m) under the model-based
-## test's random sequences (test/model, SOAK_WORLDS namespaces at once, every
-## step checked against the model); fails on a rollout the model does not
-## expect, or when nudge's RSS or goroutines grow more than 5 % after the
-## first 5 minutes (see docs/performance.md).
+## test's random sequences (test/model: SOAK_WORLDS namespaces at once, 20
+## steps a second in all, every step checked against the model); fails on a
+## rollout the model does not expect, or when nudge's RSS or goroutines grow
+## more than 5 % after the first 5 minutes (see docs/performance.md).
+## SOAK_FLAGS adds flags, e.g. SOAK_FLAGS='-soak-rate=0 -soak-heap=/tmp'.
 DURATION ?= 30m
 SOAK_WORLDS ?= 8
 soak: kube-bins build
 	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./test/model \
-	  -soak=$(DURATION) -soak-worlds=$(SOAK_WORLDS) -nudge-bin=$(CURDIR)/$(BIN)/nudge
+	  -soak=$(DURATION) -soak-worlds=$(SOAK_WORLDS) -nudge-bin=$(CURDIR)/$(BIN)/nudge $(SOAK_FLAGS)
 
 clean:
 	rm -rf $(BIN)

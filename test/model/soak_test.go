@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/time/rate"
 
 	"nudge.dev/nudge/internal/testbed"
 	"nudge.dev/nudge/test/model"
@@ -29,6 +30,7 @@ var (
 	nudgeBinFlag = flag.String("nudge-bin", "", "the nudge binary TestSoak runs (make soak builds bin/nudge)")
 	worldsFlag   = flag.Int("soak-worlds", 8, "sequences TestSoak plays at once, one namespace each")
 	soakLogFlag  = flag.String("soak-log-level", "info", "nudge's --log-level in TestSoak (its log is kept when the test fails)")
+	rateFlag     = flag.Float64("soak-rate", 20, "steps per second TestSoak plays, over every namespace; 0: as fast as nudge settles")
 	warmupFlag   = flag.Duration("soak-warmup", 5*time.Minute, "how long TestSoak lets nudge grow before its growth counts")
 	heapFlag     = flag.String("soak-heap", "", "a directory where TestSoak saves nudge's heap profiles at the end of the warm-up and of the run")
 )
@@ -41,8 +43,9 @@ func soakWarmup(d time.Duration) time.Duration { return min(*warmupFlag, d/3) }
 const maxGrowth = 0.05
 
 // The soak: the binary nudge runs for -soak while -soak-worlds sequences
-// (without restarts) play on it at once, each step checked against the
-// model, so every rollout is accounted for. Every 10 s its RSS and
+// (without restarts) play on it at once, -soak-rate steps per second in
+// all, each step checked against the model, so every rollout is accounted
+// for. Every 10 s its RSS and
 // goroutines are read from its /metrics; the mean of the last minute may not
 // exceed the mean of the minute after the warm-up by more than 5 %.
 func TestSoak(t *testing.T) {
@@ -118,6 +121,10 @@ func TestSoak(t *testing.T) {
 	base := uint64(time.Now().UnixNano())
 	steps := make([]int, len(namespaces))
 	rollouts := make([]int, len(namespaces))
+	limit := rate.NewLimiter(rate.Limit(*rateFlag), 1)
+	if *rateFlag == 0 {
+		limit = rate.NewLimiter(rate.Inf, 0)
+	}
 	eg := errgroup.Group{}
 	for i, ns := range namespaces {
 		gen := model.NewGenerator(base+uint64(i), false)
@@ -127,7 +134,7 @@ func TestSoak(t *testing.T) {
 			t.Fatal(err)
 		}
 		eg.Go(func() error {
-			for ctx.Err() == nil {
+			for limit.Wait(ctx) == nil {
 				if err := s.step(ctx); err != nil {
 					if ctx.Err() != nil {
 						break // the step's wait was cut by the end of the soak

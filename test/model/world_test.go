@@ -36,7 +36,7 @@ type world struct {
 	touch int
 	// pending holds the digests the last diff saw for the first time.
 	pending map[string]string
-	// fences counts the fence's changes.
+	// fences counts the fences.
 	fences int
 }
 
@@ -73,23 +73,32 @@ func newWorld(t *testing.T, ns string) (*world, error) {
 }
 
 // fence returns once nudge's ConfigMap and Secret caches hold every change
-// made before it was called: it changes the fence ConfigMap, then the fence
-// Secret, and waits each time for nudge to roll the fence Deployment, which
-// reads both. A watch delivers one kind's changes in order, so nudge has
-// then seen every earlier change of that kind. Without it, a step nudge
-// shows no sign of having seen (a change held by a missing source) could
-// reach nudge after the next step (an opt-in, recorded as first sight with
-// the content before it), which the model does not describe.
+// made before it was called. For the fence ConfigMap, then the fence
+// Secret, it flips the source's nudge.dev/ignore mark and waits for nudge to
+// record the fence Deployment's state without the source, or with it again
+// (rule 3: a baseline, no rollout, no Event). A watch delivers one kind's
+// changes in order, so nudge has then seen every earlier change of that
+// kind. Without it, a step nudge shows no sign of having seen (a change held
+// by a missing source) could reach nudge after the next step (an opt-in,
+// recorded as first sight with the content before it), which the model does
+// not describe.
 func (w *world) fence() error {
+	w.fences++
+	ignored := w.fences%2 == 1
 	for _, kind := range []model.Kind{model.ConfigMap, model.Secret} {
-		w.fences++
-		want := w.fences
 		id := model.SourceID{Kind: kind, Name: fenceName}
-		err := w.update(w.source(id, nil), func(o client.Object) { setData(o, map[string]string{"n": fmt.Sprint(want)}) })
+		err := w.update(w.source(id, nil), func(o client.Object) {
+			o.SetAnnotations(map[string]string{"nudge.dev/ignore": fmt.Sprint(ignored)})
+		})
 		if err != nil {
 			return err
 		}
-		if err := w.until(func() bool { return w.revs.count(fenceName) >= want }, "nudge to roll the fence for "+id.String()); err != nil {
+		d := w.deployment(fenceName)
+		entry := " " + string(kind) + "/" + fenceName + "="
+		if err := w.until(func() bool {
+			err := k8s.Get(w.ctx, client.ObjectKeyFromObject(d), d)
+			return err == nil && strings.Contains(d.Annotations[appliedAnnotation], entry) != ignored
+		}, fmt.Sprintf("nudge to record the fence Deployment's state with %s ignored=%t", id, ignored)); err != nil {
 			return err
 		}
 	}
