@@ -15,7 +15,7 @@ CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.2
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X nudge.dev/nudge/internal/version.stamped=$(VERSION)
 
-.PHONY: all build test unit integration e2e kube-bins demo bench vet clean generate generate-check fuzz
+.PHONY: all build test unit integration e2e kube-bins demo bench vet clean generate generate-check fuzz soak
 
 all: build
 
@@ -81,6 +81,18 @@ demo: kube-bins build
 bench: kube-bins build
 	$(GO) build -o $(BIN)/bench ./hack/bench
 	$(BIN)/bench -json $(BIN)/bench.json -md $(BIN)/bench.md $(BENCH_FLAGS)
+
+## soak: run bin/nudge for DURATION (default 30m) under the model-based
+## test's random sequences (test/model: SOAK_WORLDS namespaces at once, 20
+## steps a second in all, every step checked against the model); fails on a
+## rollout the model does not expect, or when nudge's RSS or goroutines grow
+## more than 5 % after the first 5 minutes (see docs/performance.md).
+## SOAK_FLAGS adds flags, e.g. SOAK_FLAGS='-soak-rate=0 -soak-heap=/tmp'.
+DURATION ?= 30m
+SOAK_WORLDS ?= 8
+soak: kube-bins build
+	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./test/model \
+	  -soak=$(DURATION) -soak-worlds=$(SOAK_WORLDS) -nudge-bin=$(CURDIR)/$(BIN)/nudge $(SOAK_FLAGS)
 
 clean:
 	rm -rf $(BIN)

@@ -1,0 +1,300 @@
+// Package model checks nudge's rules across random sequences of changes: a
+// small reference model of the rules (this file, pure Go, written from
+// docs/design.md and nothing of nudge's code), a generator of sequences
+// (generate.go), and a test that plays each sequence against a real
+// kube-apiserver and a running nudge and compares, after every step, the
+// rollouts each workload has had, as users see them (pod-template changes),
+// with the model's.
+//
+// The model knows sources (ConfigMaps and Secrets with two keys), workloads
+// (Deployments, their pod spec's uses of each source and their opt-in
+// annotations), and whether nudge runs. A step changes one thing; when nudge
+// runs, every workload is then reconciled once, as nudge does level-triggered
+// with a rollout window of 0.
+package model
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Kind is a source's kind: "ConfigMap" or "Secret".
+type Kind string
+
+// The source kinds.
+const (
+	ConfigMap Kind = "ConfigMap"
+	Secret    Kind = "Secret"
+)
+
+// SourceID names a source of the sequence's namespace.
+type SourceID struct {
+	Kind Kind
+	Name string
+}
+
+func (s SourceID) String() string { return string(s.Kind) + "/" + s.Name }
+
+// Use is how a pod spec reads one source.
+type Use int
+
+// The uses. Key uses read the key "k" alone.
+const (
+	NotRead Use = iota
+	Whole
+	WholeOptional
+	Key
+	KeyOptional
+)
+
+var useNames = [...]string{"not read", "whole", "whole optional", "key k", "key k optional"}
+
+func (u Use) String() string { return useNames[u] }
+
+func (u Use) whole() bool    { return u == Whole || u == WholeOptional }
+func (u Use) optional() bool { return u == WholeOptional || u == KeyOptional }
+
+// ReadKey is the key a Key use reads.
+const ReadKey = "k"
+
+// Opt is what a workload's annotations select. Auto (any dialect's auto
+// annotation) selects every source the pod spec reads; Named sources count as
+// whole objects, optional as the pod spec reads them, and kept (their absence
+// neither rolls nor holds) when the pod spec does not read them. The dialect
+// fields say which annotations the harness writes; they mean the same.
+type Opt struct {
+	// AutoDialect is "", "nudge", "reloader" or "wave".
+	AutoDialect string
+	// NamedDialect is "nudge", "reloader", "pod-reloader" or "wave"; Named
+	// is empty when it is "".
+	NamedDialect string
+	Named        []SourceID
+}
+
+// OptedIn reports whether the annotations select anything.
+func (o Opt) OptedIn() bool { return o.AutoDialect != "" || len(o.Named) > 0 }
+
+func (o Opt) String() string {
+	if !o.OptedIn() {
+		return "opted out"
+	}
+	var parts []string
+	if o.AutoDialect != "" {
+		parts = append(parts, o.AutoDialect+" auto")
+	}
+	if len(o.Named) > 0 {
+		parts = append(parts, fmt.Sprintf("%s names %v", o.NamedDialect, o.Named))
+	}
+	return strings.Join(parts, " + ")
+}
+
+// Source is one ConfigMap or Secret.
+type Source struct {
+	Exists bool
+	// Data is the content, also kept while the source is deleted (for a
+	// re-creation with the same content).
+	Data map[string]string
+}
+
+// Entry is what a workload's pods run with of one source: the whole object
+// or the key k, and the content read ("-" for an optional source that did
+// not exist).
+type Entry struct {
+	Whole   bool
+	Content string
+}
+
+// Absent is the content of an optional source that does not exist.
+const Absent = "-"
+
+// State is a workload's applied state, one Entry per source; nil when it
+// has none nudge can use.
+type State map[SourceID]Entry
+
+// Template is a pod template as far as it changes: the image, and which of
+// nudge's rollouts wrote its trigger (0: none). The pod spec's uses of the
+// sources never change.
+type Template struct {
+	Image, Restart int
+}
+
+// Revision is one pod template a Deployment has run, as its ReplicaSet keeps
+// it: the template and the Deployment's annotations while it was current.
+type Revision struct {
+	Template Template
+	Opt      Opt
+	Applied  State
+}
+
+// Workload is one Deployment.
+type Workload struct {
+	Exists bool
+	Uses   map[SourceID]Use
+	Opt    Opt
+	// Applied is the applied-state annotation; nil when absent. Seal is
+	// the state nudge wrote last, which its seal label vouches for; nil when
+	// the label is absent. Applied is usable when Seal vouches for it:
+	// `kubectl rollout undo` brings back an old Applied, not the label.
+	Applied, Seal State
+	// Template is the current pod template; GitImage the image of the one
+	// the GitOps repository holds (which has no trigger of nudge's).
+	Template Template
+	GitImage int
+	// Revisions are the templates run, oldest first; the last is current.
+	Revisions []Revision
+	// Rollouts counts pod-template changes since the Deployment was created.
+	Rollouts int
+}
+
+// Model is the world of one sequence.
+type Model struct {
+	Sources   map[SourceID]*Source
+	Workloads map[string]*Workload
+	// Up is true while nudge runs.
+	Up       bool
+	restarts int
+}
+
+// New returns a world with no object and nudge running.
+func New() *Model {
+	return &Model{Sources: map[SourceID]*Source{}, Workloads: map[string]*Workload{}, Up: true}
+}
+
+// rolled returns w's template with a new trigger of nudge's.
+func (m *Model) rolled(w *Workload) Template {
+	m.restarts++
+	return Template{Image: w.Template.Image, Restart: m.restarts}
+}
+
+// setTemplate makes t the workload's template: a rollout as users see it
+// when it differs from the current one, and the newest revision.
+func (w *Workload) setTemplate(t Template) {
+	if t == w.Template {
+		return
+	}
+	w.Rollouts++
+	w.Template = t
+	w.Revisions = slices.DeleteFunc(w.Revisions, func(r Revision) bool { return r.Template == t })
+	w.Revisions = append(w.Revisions, Revision{Template: t})
+	if len(w.Revisions) > RevisionHistoryLimit {
+		w.Revisions = w.Revisions[len(w.Revisions)-RevisionHistoryLimit:]
+	}
+}
+
+// RevisionHistoryLimit is how many revisions a Deployment keeps (its
+// default spec.revisionHistoryLimit, 10, plus the current one).
+const RevisionHistoryLimit = 11
+
+// remember records the current annotations on the current revision, as the
+// Deployment controller copies them to the newest ReplicaSet.
+func (w *Workload) remember() {
+	r := &w.Revisions[len(w.Revisions)-1]
+	r.Opt, r.Applied = w.Opt, maps.Clone(w.Applied)
+}
+
+// settle reconciles every workload once when nudge runs, then records each
+// one's annotations on its current revision.
+func (m *Model) settle() {
+	for _, w := range m.Workloads {
+		if !w.Exists {
+			continue
+		}
+		if m.Up {
+			m.reconcile(w)
+		}
+		w.remember()
+	}
+}
+
+// selected is one source a workload's annotations select.
+type selected struct {
+	whole, optional, namedOnly bool
+}
+
+// selection returns what w's annotations select (see Opt).
+func (w *Workload) selection() map[SourceID]selected {
+	sel := map[SourceID]selected{}
+	if w.Opt.AutoDialect != "" {
+		for s, u := range w.Uses {
+			if u != NotRead {
+				sel[s] = selected{whole: u.whole(), optional: u.optional()}
+			}
+		}
+	}
+	for _, s := range w.Opt.Named {
+		u := w.Uses[s]
+		sel[s] = selected{whole: true, optional: u == NotRead || u.optional(), namedOnly: u == NotRead}
+	}
+	return sel
+}
+
+// read returns what a use reads of data.
+func read(data map[string]string, whole bool) string {
+	if !whole {
+		return data[ReadKey]
+	}
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(data)) {
+		parts = append(parts, k+"="+data[k])
+	}
+	return strings.Join(parts, ",")
+}
+
+// reconcile applies the rules to one workload:
+//   - not opted in: nudge's state is removed (rule 3: opting in again is
+//     first sight);
+//   - no usable state (none, or not the one the seal vouches for): the
+//     desired state is recorded, no rollout (rules 3, 7);
+//   - a source in both states, read the same way, with other content is a
+//     change (rules 1, 2, 8); an optional source appearing or disappearing
+//     too (rule 5);
+//   - a change while a required source is missing rolls nothing and stays
+//     pending (rule 5); a missing required or kept source keeps its entry;
+//   - otherwise one rollout for every change together; sources entering or
+//     leaving are recorded without one (rule 3).
+func (m *Model) reconcile(w *Workload) {
+	if !w.Opt.OptedIn() {
+		w.Applied, w.Seal = nil, nil
+		return
+	}
+	desired, missing := State{}, false
+	var keep []SourceID
+	for s, sel := range w.selection() {
+		src := m.Sources[s]
+		switch {
+		case src != nil && src.Exists:
+			desired[s] = Entry{Whole: sel.whole, Content: read(src.Data, sel.whole)}
+		case sel.namedOnly:
+			keep = append(keep, s)
+		case sel.optional:
+			desired[s] = Entry{Whole: sel.whole, Content: Absent}
+		default:
+			missing = true
+			keep = append(keep, s)
+		}
+	}
+	if w.Applied == nil || w.Seal == nil || !maps.Equal(w.Applied, w.Seal) {
+		w.Applied, w.Seal = desired, desired
+		return
+	}
+	changed := false
+	for s, d := range desired {
+		if a, ok := w.Applied[s]; ok && a.Whole == d.Whole && a.Content != d.Content {
+			changed = true
+		}
+	}
+	if changed && missing {
+		return
+	}
+	for _, s := range keep {
+		if a, ok := w.Applied[s]; ok {
+			desired[s] = a
+		}
+	}
+	if changed {
+		w.setTemplate(m.rolled(w))
+	}
+	w.Applied, w.Seal = desired, desired
+}

@@ -1,0 +1,148 @@
+package model_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"nudge.dev/nudge/test/model"
+)
+
+// Rules 1-8 across sequences: after every step of a random sequence of
+// source and workload changes, restarts and failovers, each Deployment has
+// had exactly the rollouts the model says, and nudge's applied state holds
+// the sources the model says. -seed replays one sequence; -steps and
+// -sequences size the run; with -nudge-bin, nudge runs as processes of that
+// binary, and an abrupt stop is a kill -9.
+func TestRulesAcrossSequences(t *testing.T) {
+	seeds := []uint64{*seedFlag}
+	if *seedFlag == 0 {
+		seeds = seeds[:0]
+		for range *sequencesFlag {
+			seeds = append(seeds, rand.Uint64()>>1)
+		}
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			t.Parallel()
+			ns, err := plane.GenerateNamespace(t.Context(), "model-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ha := seed%2 == 1
+			var run runner = &inProcess{t: t, ns: ns, ha: ha}
+			if *nudgeBinFlag != "" {
+				run = &processes{t: t, ns: ns, ha: ha}
+			}
+			run.start()
+			gen := model.NewGenerator(seed, ha)
+			gen.Steady = *steadyFlag
+			s, err := newSequence(t, seed, ns, gen, run)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for range *stepsFlag {
+				if err := s.step(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t.Logf("seed %d: %d steps, %d rollouts", seed, len(s.done), s.rollouts())
+			if *seedFlag != 0 {
+				t.Logf("steps:\n  %s", strings.Join(s.done, "\n  "))
+			}
+			// A rollout nudge should not have made may come late: look
+			// for one after the last step settled.
+			deadline := time.Now().Add(3 * time.Second)
+			for time.Now().Before(deadline) {
+				if diff := s.w.diff(s.m, s.seen); diff != "" {
+					t.Fatal(s.report("after the last step: " + diff))
+				}
+				time.Sleep(100 * time.Millisecond) // the polling interval of a "nothing more happens" check
+			}
+		})
+	}
+}
+
+// sequence is one sequence being played: its world on the API server, its
+// model, and the steps done.
+type sequence struct {
+	seed uint64
+	w    *world
+	m    *model.Model
+	gen  *model.Generator
+	run  runner
+	seen digests
+	done []string
+}
+
+func newSequence(t *testing.T, seed uint64, ns string, gen *model.Generator, run runner) (*sequence, error) {
+	w, err := newWorld(t, ns)
+	return &sequence{seed: seed, w: w, m: model.New(), gen: gen, run: run, seen: digests{}}, err
+}
+
+// step draws the next step, performs it on the world and the model, and
+// waits up to a minute for the world to match the model: the rollouts of
+// every Deployment and, while nudge runs, its applied state.
+func (s *sequence) step(ctx context.Context) error {
+	st := s.gen.Next(s.m)
+	s.done = append(s.done, fmt.Sprintf("%2d. %s %s", len(s.done)+1, time.Now().Format("15:04:05.000"), st))
+	switch st.Op {
+	case model.StopNudge:
+		s.run.stop(st.Abrupt)
+	case model.StartNudge:
+		s.run.start()
+	case model.RestartNudge:
+		s.run.stop(st.Abrupt)
+		s.run.start()
+	case model.Failover:
+		s.run.failover(st.Replica, st.Abrupt)
+	default:
+		if err := s.w.do(s.m, st); err != nil {
+			return errors.New(s.report(fmt.Sprintf("the step's write failed: %v", err)))
+		}
+	}
+	s.m.Apply(st)
+	if s.m.Up {
+		if err := s.w.fence(); err != nil {
+			return errors.New(s.report(err.Error()))
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		diff := s.w.diff(s.m, s.seen)
+		switch {
+		case diff == "":
+			s.seen.learn(s.w.pending)
+			return nil
+		case time.Now().After(deadline):
+			return errors.New(s.report("after a minute:\n" + diff))
+		case ctx.Err() != nil:
+			return errors.New(s.report(fmt.Sprintf("%v:\n%s", ctx.Err(), diff)))
+		}
+		time.Sleep(50 * time.Millisecond) // the polling interval of the wait for the model's state
+	}
+}
+
+// report describes a mismatch: the seed, how to replay it, the steps so far
+// and the differences.
+func (s *sequence) report(diff string) string {
+	steady := ""
+	if s.gen.Steady {
+		steady = " -steady"
+	}
+	return fmt.Sprintf("seed %d (replay with: go test ./test/model -run 'TestRulesAcrossSequences' -seed %d -steps %d%s), "+
+		"namespace %s, steps:\n  %s\ndifferences (observed, want):\n%s",
+		s.seed, s.seed, len(s.done), steady, s.w.ns, strings.Join(s.done, "\n  "), diff)
+}
+
+func (s *sequence) rollouts() int {
+	n := 0
+	for _, w := range s.m.Workloads {
+		n += w.Rollouts
+	}
+	return n
+}

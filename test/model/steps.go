@@ -1,0 +1,122 @@
+package model
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
+
+// Op is the kind of a step.
+type Op string
+
+// The steps. Each is one write to the API (or one change to nudge), so that
+// what nudge must make of it is never ambiguous.
+const (
+	CreateSource   Op = "create source"
+	ChangeData     Op = "change data"
+	ChangeLabels   Op = "change labels"
+	DeleteSource   Op = "delete source"
+	CreateWorkload Op = "create workload"
+	// SetOpt rewrites a workload's opt-in annotations (opting out when
+	// Opt selects nothing).
+	SetOpt Op = "set annotations"
+	// Undo is `kubectl rollout undo`: the previous revision's template and
+	// annotations, the labels (nudge's seal) left as they are.
+	Undo Op = "rollout undo"
+	// GitOps replaces the workload with the repository's manifest: the
+	// annotations of Opt, no label or annotation of nudge's, the
+	// repository's template.
+	GitOps Op = "gitops replace"
+	// GitOpsKeepingKeys applies a manifest exported from the live object
+	// (nudge's keys and seal included) with a new image.
+	GitOpsKeepingKeys Op = "gitops replace keeping nudge's keys"
+	StopNudge         Op = "stop nudge"
+	StartNudge        Op = "start nudge"
+	RestartNudge      Op = "restart nudge"
+	// Failover stops one of two replicas (the leader or not) and starts
+	// another.
+	Failover Op = "failover"
+)
+
+// Step is one step of a sequence.
+type Step struct {
+	Op       Op
+	Source   SourceID
+	Workload string
+	// Data is the new content (CreateSource, ChangeData).
+	Data map[string]string
+	// Uses is the pod spec (CreateWorkload).
+	Uses map[SourceID]Use
+	// Opt is the annotations (CreateWorkload, SetOpt).
+	Opt Opt
+	// Abrupt: StopNudge, RestartNudge and Failover kill rather than stop,
+	// where the runner can.
+	Abrupt bool
+	// Replica is which of two replicas Failover stops.
+	Replica int
+	// Image is the image of the new manifest (CreateWorkload,
+	// GitOpsKeepingKeys), never used before in the sequence.
+	Image int
+}
+
+func (s Step) String() string {
+	switch s.Op {
+	case CreateSource, ChangeData:
+		return fmt.Sprintf("%s %s %v", s.Op, s.Source, s.Data)
+	case ChangeLabels, DeleteSource:
+		return fmt.Sprintf("%s %s", s.Op, s.Source)
+	case CreateWorkload:
+		var uses []string
+		for _, src := range slices.SortedFunc(maps.Keys(s.Uses), func(a, b SourceID) int { return strings.Compare(a.String(), b.String()) }) {
+			if s.Uses[src] != NotRead {
+				uses = append(uses, fmt.Sprintf("%s %s", src, s.Uses[src]))
+			}
+		}
+		return fmt.Sprintf("%s %s reading [%s], %s, image %d", s.Op, s.Workload, strings.Join(uses, ", "), s.Opt, s.Image)
+	case SetOpt:
+		return fmt.Sprintf("%s of %s: %s", s.Op, s.Workload, s.Opt)
+	case Undo, GitOps:
+		return fmt.Sprintf("%s %s", s.Op, s.Workload)
+	case GitOpsKeepingKeys:
+		return fmt.Sprintf("%s %s, image %d", s.Op, s.Workload, s.Image)
+	case Failover:
+		return fmt.Sprintf("%s (replica %d, abrupt %t)", s.Op, s.Replica, s.Abrupt)
+	default:
+		return fmt.Sprintf("%s (abrupt %t)", s.Op, s.Abrupt)
+	}
+}
+
+// Apply plays step s on the model.
+func (m *Model) Apply(s Step) {
+	src, w := m.Sources[s.Source], m.Workloads[s.Workload]
+	switch s.Op {
+	case CreateSource:
+		m.Sources[s.Source] = &Source{Exists: true, Data: maps.Clone(s.Data)}
+	case ChangeData:
+		src.Data = maps.Clone(s.Data)
+	case DeleteSource:
+		src.Exists = false
+	case CreateWorkload:
+		t := Template{Image: s.Image}
+		m.Workloads[s.Workload] = &Workload{Exists: true, Uses: s.Uses, Opt: s.Opt, Template: t, GitImage: s.Image,
+			Revisions: []Revision{{Template: t}}}
+	case SetOpt:
+		w.Opt = s.Opt
+	case Undo:
+		prev := w.Revisions[len(w.Revisions)-2]
+		w.setTemplate(prev.Template)
+		w.Opt, w.Applied = prev.Opt, prev.Applied
+	case GitOps:
+		w.Applied, w.Seal = nil, nil
+		w.setTemplate(Template{Image: w.GitImage})
+	case GitOpsKeepingKeys:
+		w.GitImage = s.Image
+		w.setTemplate(Template{Image: s.Image, Restart: w.Template.Restart})
+	case StopNudge:
+		m.Up = false
+	case StartNudge:
+		m.Up = true
+	}
+	m.settle()
+}
