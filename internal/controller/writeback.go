@@ -1,8 +1,8 @@
 package controller
 
 import (
-	"bytes"
 	"encoding/json"
+	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -62,8 +62,8 @@ func WrittenBackBy(entries []metav1.ManagedFieldsEntry) string {
 // and the seal label. An entry that names neither key anywhere (most: a
 // whole spec's owner costs a search, not a decoding) owns neither.
 func owns(e metav1.ManagedFieldsEntry) (applied, seal bool) {
-	if e.FieldsV1 == nil || !bytes.Contains(e.FieldsV1.Raw, []byte(`"f:`+AppliedAnnotation+`"`)) &&
-		!bytes.Contains(e.FieldsV1.Raw, []byte(`"f:`+SealLabel+`"`)) {
+	raw := e.FieldsV1.GetRawString()
+	if !strings.Contains(raw, `"f:`+AppliedAnnotation+`"`) && !strings.Contains(raw, `"f:`+SealLabel+`"`) {
 		return false, false
 	}
 	var f struct {
@@ -72,7 +72,7 @@ func owns(e metav1.ManagedFieldsEntry) (applied, seal bool) {
 			Labels      map[string]json.RawMessage `json:"f:labels"`
 		} `json:"f:metadata"`
 	}
-	if json.Unmarshal(e.FieldsV1.Raw, &f) != nil {
+	if json.Unmarshal([]byte(raw), &f) != nil {
 		return false, false
 	}
 	_, applied = f.Metadata.Annotations["f:"+AppliedAnnotation]
@@ -99,6 +99,6 @@ func trimManagedFields(o client.Object) {
 	}
 	o.SetManagedFields([]metav1.ManagedFieldsEntry{{
 		Manager: by, Operation: metav1.ManagedFieldsOperationUpdate, FieldsType: "FieldsV1",
-		FieldsV1: &metav1.FieldsV1{Raw: []byte(appliedFields)},
+		FieldsV1: metav1.NewFieldsV1(appliedFields),
 	}})
 }
