@@ -20,7 +20,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
@@ -160,7 +159,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	})); err != nil {
 		return err
 	}
-	recorder, err := eventRecorder(ctx, cfg, scheme, opts, lull)
+	sink, err := newYieldingSink(lull, metrics.Registry)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	recorder, err := eventRecorder(ctx, cfg, scheme, opts, sink)
 	if err != nil {
 		return err
 	}
@@ -387,52 +390,6 @@ func addNotifiers(ctx context.Context, mgr ctrl.Manager, opts options.Options, b
 		s.Send(alert.Alert{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Sources: sources, Time: r.Time, Halted: r.Halted})
 	}
 	return nil
-}
-
-// Events are written after rollouts, not among them (1 Event per rollout;
-// the broadcaster buffers 1,000): on a client of their own, limited to
-// eventsQPS and eventsBurst, so they never take the rollouts' share of the
-// client's rate limit; and each waits until no workload has been written for
-// eventsQuiet, or until eventsMaxDelay after it was recorded, so a burst of
-// rollouts does not share the API server with its own Events.
-const (
-	eventsQPS      = 50
-	eventsBurst    = 100
-	eventsQuiet    = 100 * time.Millisecond
-	eventsMaxDelay = 5 * time.Second
-)
-
-// eventRecorder returns an events.k8s.io recorder writing through its own,
-// slower client, after lulls in workload writes; it stops with ctx.
-func eventRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options, lull *controller.Lull) (events.EventRecorder, error) {
-	ecfg := rest.CopyConfig(cfg)
-	ecfg.QPS, ecfg.Burst = min(eventsQPS, opts.QPS), min(eventsBurst, opts.Burst)
-	// The events.k8s.io client alone: the whole clientset would link (and
-	// map into memory) a client for every API group.
-	cs, err := eventsv1client.NewForConfig(ecfg)
-	if err != nil {
-		return nil, fmt.Errorf("creating the Events client: %w", err)
-	}
-	b := events.NewBroadcaster(yieldingSink{EventSink: &events.EventSinkImpl{Interface: cs}, lull: lull})
-	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("starting the Event broadcaster: %w", err)
-	}
-	go func() {
-		<-ctx.Done()
-		b.Shutdown()
-	}()
-	return b.NewRecorder(scheme, "nudge"), nil
-}
-
-// yieldingSink creates each Event once lull allows it (see eventsQuiet).
-type yieldingSink struct {
-	events.EventSink
-	lull *controller.Lull
-}
-
-func (s yieldingSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	s.lull.Wait(ctx, eventsQuiet, e.EventTime.Add(eventsMaxDelay))
-	return s.EventSink.Create(ctx, e)
 }
 
 // everyReplica is a Runnable that runs on every replica, not only the leader.
