@@ -16,6 +16,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -52,6 +53,14 @@ func namespace(t *testing.T) (context.Context, *WithT, string) {
 	g := NewWithT(t)
 	ns, err := plane.GenerateNamespace(t.Context(), "e2e-")
 	g.Expect(err).NotTo(HaveOccurred())
+	// The nodes hold 110 pods each: a test's pods must go with it, or runs
+	// with -count run out of room and their pods stay Pending.
+	t.Cleanup(func() {
+		gone := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
+		if err := k8s.Delete(context.Background(), gone); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", ns, err)
+		}
+	})
 	return t.Context(), g, ns
 }
 
