@@ -15,7 +15,28 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"nudge.dev/nudge/internal/testbed"
 )
+
+// MainWithBinary is a TestMain body for tests of the nudge binary: it
+// builds the binary into a temporary directory, starts a plane as
+// testbed.Main does, calls setup with the plane and the binary's path, and
+// runs m. It returns the exit code; the directory is removed when m ends.
+func MainWithBinary(m *testing.M, opts testbed.Options, setup func(p *testbed.Plane, bin string)) int {
+	dir, err := os.MkdirTemp("", "nudge-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	bin, err := BuildBinary(dir)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return testbed.Main(m, opts, func(p *testbed.Plane) { setup(p, bin) })
+}
 
 // BuildBinary builds the nudge binary (nudge.dev/nudge/cmd/nudge) into dir
 // with `go build` and returns its path, or an error with go's output.

@@ -5,7 +5,6 @@ package binary
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -39,18 +38,8 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "nudge-binary-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	if nudgeBin, err = nudgetest.BuildBinary(dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return testbed.Main(m, testbed.Options{Mode: testbed.APIServer}, func(p *testbed.Plane) {
-		plane = p
+	return nudgetest.MainWithBinary(m, testbed.Options{Mode: testbed.APIServer}, func(p *testbed.Plane, bin string) {
+		plane, nudgeBin = p, bin
 		scheme := runtime.NewScheme()
 		_ = clientgoscheme.AddToScheme(scheme)
 		_ = apiextensionsv1.AddToScheme(scheme)
