@@ -159,14 +159,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	})); err != nil {
 		return err
 	}
-	sink, err := newYieldingSink(lull, metrics.Registry)
-	if err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
-	}
-	recorder, err := eventRecorder(ctx, cfg, scheme, opts, sink)
+	recorder, err := newRecorder(ctx, cfg, scheme, opts, lull, metrics.Registry)
 	if err != nil {
 		return err
 	}
+	recorder.start(ctx)
 	m, err := controller.NewMetrics(metrics.Registry, opts.MetricsByNamespace)
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)

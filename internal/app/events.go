@@ -4,45 +4,98 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"golang.org/x/time/rate"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	recordutil "k8s.io/client-go/tools/record/util"
+	"k8s.io/client-go/tools/reference"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/options"
 )
 
-// Events are written after rollouts, not among them (1 Event per rollout;
-// the broadcaster buffers 1,000): on a client of their own, limited to
-// eventsQPS and eventsBurst, so they never take the rollouts' share of the
-// client's rate limit; and each waits until no workload has been written for
-// eventsQuiet, or until eventsMaxDelay after it was recorded, so a burst of
-// rollouts does not share the API server with its own Events.
+// Events are written after rollouts, not among them (1 Event per rollout):
+// on a client of their own, limited to eventsQPS and eventsBurst, so they
+// never take the rollouts' share of the client's rate limit; and each waits
+// until no workload has been written for eventsQuiet, or until
+// eventsMaxDelay after it was recorded, so a burst of rollouts does not share
+// the API server with its own Events.
 //
 // At most eventsMaxWaiting Events wait or are being written at once; the
-// sink drops (and counts in nudge_events_dropped_total) any Event beyond
-// that, as the API server itself may: client-go's broadcaster starts one
-// goroutine per Event, so without a bound, more Events a second than the
-// sink writes (eventsQPS) would pile up goroutines without end.
+// recorder drops (and counts in nudge_events_dropped_total) any Event beyond
+// that, as the API server itself may, so more Events a second than the
+// client writes (eventsQPS) cost a bounded queue, not memory without end.
+// eventsWriters goroutines write them; a write the API server could not be
+// reached for is tried eventsTries times, eventsRetry apart (client-go's
+// broadcaster tries 12 times, 10 s apart; a shorter wait keeps the queue
+// moving after an API server restart).
 const (
 	eventsQPS        = 50
 	eventsBurst      = 100
 	eventsQuiet      = 100 * time.Millisecond
 	eventsMaxDelay   = 5 * time.Second
 	eventsMaxWaiting = 1000
+	eventsWriters    = 4
+	eventsTries      = 6
+	eventsRetry      = 5 * time.Second
 )
 
-// eventRecorder returns an events.k8s.io recorder writing through sink, on
-// its own, slower client; it stops with ctx.
-func eventRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options, sink *yieldingSink) (events.EventRecorder, error) {
+// recorder records events.k8s.io/v1 Events; it implements client-go's
+// events.EventRecorder, so the reconcilers record through it as through
+// client-go's, but it writes every Event as an object of its own, once, and
+// keeps nothing of it once written.
+//
+// Why not client-go's broadcaster (tools/events): it keeps every Event it
+// sends for 6 to 12 minutes in a series cache, to merge repeats of one
+// (type, reason, action, object reference) into a series. nudge's Events do
+// not repeat: the object reference holds the resourceVersion, which every
+// rollout changes, and a Warning is recorded once when its cause appears
+// (controller.warnings), not per reconcile. So the cache merged nothing and
+// held about 0.7 KiB per Event: at 15 Events a second, 7.5 MiB of heap and
+// the whole RSS growth of a 30-minute soak (docs/performance.md). It also
+// started two goroutines per Event.
+type recorder struct {
+	scheme   *runtime.Scheme
+	instance string // reportingInstance: "nudge-" + host name, as client-go's
+	client   eventsv1client.EventsGetter
+	log      logr.Logger
+
+	lull            *controller.Lull
+	quiet, maxDelay time.Duration
+	retry           time.Duration // between tries of a write that did not reach the API server
+
+	slots   chan struct{}        // one per Event waiting or being written
+	queue   chan *eventsv1.Event // the Events waiting, oldest first
+	written atomic.Int64         // Events the API server created
+
+	dropped   prometheus.Counter
+	dropCount atomic.Int64
+	dropLog   *rate.Sometimes
+}
+
+var _ events.EventRecorder = (*recorder)(nil)
+
+// newRecorder returns a recorder that writes through its own client (cfg's,
+// limited to eventsQPS and eventsBurst, or opts' QPS and Burst when lower),
+// waiting on lull, and counts the Events it drops in
+// nudge_events_dropped_total, registered with reg (or reused when already
+// there, nudge run twice in one process as in tests). Events are written
+// once start is called. It returns the client's or the registration's error.
+func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options, lull *controller.Lull, reg prometheus.Registerer) (*recorder, error) {
 	ecfg := rest.CopyConfig(cfg)
 	ecfg.QPS, ecfg.Burst = min(eventsQPS, opts.QPS), min(eventsBurst, opts.Burst)
 	// The events.k8s.io client alone: the whole clientset would link (and
@@ -51,85 +104,162 @@ func eventRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme
 	if err != nil {
 		return nil, fmt.Errorf("creating the Events client: %w", err)
 	}
-	sink.EventSink = &events.EventSinkImpl{Interface: cs}
-	b := events.NewBroadcaster(sink)
-	if err := b.StartRecordingToSinkWithContext(ctx); err != nil {
-		return nil, fmt.Errorf("starting the Event broadcaster: %w", err)
-	}
-	go func() {
-		<-ctx.Done()
-		b.Shutdown()
-	}()
-	return b.NewRecorder(scheme, "nudge"), nil
-}
-
-// yieldingSink creates each Event once lull allows it (see eventsQuiet),
-// with at most cap(slots) Events waiting or being created at once; it drops
-// the others. Set EventSink before use.
-type yieldingSink struct {
-	events.EventSink
-	lull            *controller.Lull
-	quiet, maxDelay time.Duration
-
-	slots     chan struct{} // one per Event waiting or being created
-	dropped   prometheus.Counter
-	dropCount atomic.Int64
-	dropLog   *rate.Sometimes
-}
-
-// newYieldingSink returns a sink waiting on lull with eventsQuiet,
-// eventsMaxDelay and eventsMaxWaiting, counting the Events it drops in
-// nudge_events_dropped_total, registered with reg (or reused when already
-// there, nudge run twice in one process as in tests). It returns any other
-// registration error.
-func newYieldingSink(lull *controller.Lull, reg prometheus.Registerer) (*yieldingSink, error) {
-	dropped := prometheus.NewCounter(prometheus.CounterOpts{
+	dropped, err := registerCounter(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "nudge_events_dropped_total",
 		Help: "Events nudge dropped instead of writing them, because " +
 			fmt.Sprint(eventsMaxWaiting) + " were already waiting to be written.",
-	})
-	err := reg.Register(dropped)
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		existing, ok := already.ExistingCollector.(prometheus.Counter)
-		if !ok {
-			return nil, err
-		}
-		dropped, err = existing, nil
-	}
+	}))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	return &yieldingSink{
+	host, _ := os.Hostname()
+	r := &recorder{
+		scheme:   scheme,
+		instance: "nudge-" + host,
+		client:   cs,
+		log:      ctrl.LoggerFrom(ctx).WithName("events"),
 		lull:     lull,
 		quiet:    eventsQuiet,
 		maxDelay: eventsMaxDelay,
+		retry:    eventsRetry,
 		slots:    make(chan struct{}, eventsMaxWaiting),
+		queue:    make(chan *eventsv1.Event, eventsMaxWaiting),
 		dropped:  dropped,
 		dropLog:  &rate.Sometimes{Interval: time.Minute},
-	}, nil
-}
-
-// Create creates e once lull allows it, or drops it at once when cap(slots)
-// Events are waiting already. A dropped Event returns no error and no
-// Event: client-go's broadcaster (recordEvent in tools/events) then neither
-// retries nor logs it.
-func (s *yieldingSink) Create(ctx context.Context, e *eventsv1.Event) (*eventsv1.Event, error) {
-	select {
-	case s.slots <- struct{}{}:
-	default:
-		s.dropped.Inc()
-		n := s.dropCount.Add(1)
-		s.dropLog.Do(func() {
-			ctrl.LoggerFrom(ctx).Info("Dropped Events: too many waiting to be written",
-				"waiting", cap(s.slots), "dropped", n, "reason", e.Reason, "type", e.Type)
-		})
-		return nil, nil
 	}
-	defer func() { <-s.slots }()
-	s.lull.Wait(ctx, s.quiet, e.EventTime.Add(s.maxDelay))
-	return s.EventSink.Create(ctx, e)
+	return r, nil
 }
 
-// waiting returns how many Events are waiting or being created.
-func (s *yieldingSink) waiting() int { return len(s.slots) }
+// start writes the queued Events with eventsWriters goroutines until ctx is
+// done; the Events still waiting then are not written.
+func (r *recorder) start(ctx context.Context) { go r.run(ctx, eventsWriters) }
+
+// registerCounter registers c with reg and returns it, or returns the
+// counter of that name registered before; it returns any other error.
+func registerCounter(reg prometheus.Registerer, c prometheus.Counter) (prometheus.Counter, error) {
+	err := reg.Register(c)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(prometheus.Counter); ok {
+			return existing, nil
+		}
+	}
+	return c, err
+}
+
+// Eventf records an Event about regarding (and related, when not nil) of
+// eventtype (Normal or Warning), with note formatted by fmt.Sprintf, in
+// regarding's namespace (default for a cluster-scoped object). It never
+// blocks: when eventsMaxWaiting Events wait already, the Event is dropped,
+// counted and, at most once a minute, logged. An object the scheme does not
+// know, or another type, is logged and not recorded.
+func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	e, err := r.event(time.Now(), regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...))
+	if err != nil {
+		r.log.Error(err, "Did not record Event", "reason", reason, "type", eventtype)
+		return
+	}
+	select {
+	case r.slots <- struct{}{}:
+		r.queue <- e // never blocks: a slot is held for each queued Event
+	default:
+		r.dropped.Inc()
+		n := r.dropCount.Add(1)
+		r.dropLog.Do(func() {
+			r.log.Info("Dropped Events: too many waiting to be written",
+				"waiting", cap(r.slots), "dropped", n, "reason", reason, "type", eventtype)
+		})
+	}
+}
+
+// event returns the Event of one Eventf at now, as client-go's recorder
+// builds it (tools/events, makeEvent); it returns an error for an unknown
+// type or an object without a reference.
+func (r *recorder) event(now time.Time, regarding, related runtime.Object, eventtype, reason, action, note string) (*eventsv1.Event, error) {
+	if !recordutil.ValidateEventType(eventtype) {
+		return nil, fmt.Errorf("unknown Event type %q", eventtype)
+	}
+	ref, err := reference.GetReference(r.scheme, regarding)
+	if err != nil {
+		return nil, fmt.Errorf("referring to the Event's object: %w", err)
+	}
+	e := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      recordutil.GenerateEventName(ref.Name, now.UnixNano()),
+			Namespace: ref.Namespace,
+		},
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: "nudge",
+		ReportingInstance:   r.instance,
+		Action:              action,
+		Reason:              reason,
+		Regarding:           *ref,
+		Note:                note,
+		Type:                eventtype,
+	}
+	if e.Namespace == "" {
+		e.Namespace = metav1.NamespaceDefault
+	}
+	if related != nil {
+		// As client-go: an Event whose related object has no reference
+		// is recorded without it.
+		e.Related, _ = reference.GetReference(r.scheme, related)
+	}
+	return e, nil
+}
+
+// run writes the queued Events with writers goroutines until ctx is done.
+func (r *recorder) run(ctx context.Context, writers int) {
+	var wg sync.WaitGroup
+	for range writers {
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case e := <-r.queue:
+					r.write(ctx, e)
+					<-r.slots
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// write creates e once the lull allows it (see eventsQuiet). A refusal of
+// the API server, or a request that could not be built, is final (the same
+// Event would fail again) and logged; a write that did not reach it is tried again, up to eventsTries
+// times.
+func (r *recorder) write(ctx context.Context, e *eventsv1.Event) {
+	r.lull.Wait(ctx, r.quiet, e.EventTime.Add(r.maxDelay))
+	for try := 1; ; try++ {
+		_, err := r.client.Events(e.Namespace).Create(ctx, e, metav1.CreateOptions{})
+		if err == nil {
+			r.written.Add(1)
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		var status apierrors.APIStatus
+		var malformed *rest.RequestConstructionError
+		refused := errors.As(err, &status) || errors.As(err, &malformed)
+		if apierrors.IsAlreadyExists(err) {
+			return
+		}
+		if refused || try == eventsTries {
+			r.log.Error(err, "Did not write Event", "reason", e.Reason, "type", e.Type,
+				"regarding", e.Regarding.Kind+" "+e.Regarding.Namespace+"/"+e.Regarding.Name, "tries", try)
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait.Jitter(r.retry, 0.25)):
+		}
+	}
+}
+
+// waiting returns how many Events wait or are being written.
+func (r *recorder) waiting() int { return len(r.slots) }

@@ -11,76 +11,157 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/rest"
 
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/testbed"
 )
 
-// More Events than the sink may hold, recorded through client-go's recorder
-// while workloads are being written (so none may be written yet): at most
-// the bound wait, each in one goroutine; the others are dropped at once and
-// counted; once the writes pause, the waiting ones reach the API server.
-func TestEventsBeyondTheBoundAreDroppedAndCounted(t *testing.T) {
-	const maxWaiting, sent = 100, 400
-	g := NewWithT(t)
-	ctx := t.Context()
+// The recorder on a real API server, one namespace per subtest.
+func TestRecorder(t *testing.T) {
 	p := testbed.ForTest(t, testbed.Options{Mode: testbed.APIServer})
-	ns, err := p.GenerateNamespace(ctx, "events-")
-	g.Expect(err).NotTo(HaveOccurred())
-
-	// A workload written every 10 ms until stopWrites: no lull.
-	lull := &controller.Lull{}
-	writing, stopWrites := context.WithCancel(ctx)
-	defer stopWrites()
-	go func() {
-		tick := time.NewTicker(10 * time.Millisecond)
-		defer tick.Stop()
-		for {
-			lull.Wrote(time.Now())
-			select {
-			case <-writing.Done():
-				return
-			case <-tick.C:
-			}
-		}
-	}()
-
-	sink, err := newYieldingSink(lull, prometheus.NewRegistry())
-	g.Expect(err).NotTo(HaveOccurred())
-	sink.maxDelay = 10 * time.Minute // only a lull lets an Event through
-	sink.slots = make(chan struct{}, maxWaiting)
 	scheme := k8sruntime.NewScheme()
-	g.Expect(corev1.AddToScheme(scheme)).To(Succeed())
-	before := runtime.NumGoroutine()
-	recorder, err := eventRecorder(ctx, p.Config(), scheme, options.Default(), sink)
-	g.Expect(err).NotTo(HaveOccurred())
-	for i := range sent {
-		// One object each: client-go would merge Events about the same
-		// object and reason into a series.
-		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%d", i),
-			UID: types.UID(fmt.Sprintf("uid-%d", i)), ResourceVersion: "1"}}
-		recorder.Eventf(cm, nil, corev1.EventTypeNormal, controller.ReasonRolled, "Roll", "Event %d", i)
+	NewWithT(t).Expect(corev1.AddToScheme(scheme)).To(Succeed())
+	c, err := eventsv1client.NewForConfig(p.Config())
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	namespace := func(t *testing.T) string {
+		ns, err := p.GenerateNamespace(t.Context(), "events-")
+		NewWithT(t).Expect(err).NotTo(HaveOccurred())
+		return ns
+	}
+	list := func(g Gomega, ns string) []eventsv1.Event {
+		l, err := c.Events(ns).List(context.Background(), metav1.ListOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		return l.Items
 	}
 
-	g.Eventually(func() float64 { return testutil.ToFloat64(sink.dropped) }).WithTimeout(time.Minute).
-		Should(Equal(float64(sent-maxWaiting)), "every Event beyond the %d waiting is dropped and counted", maxWaiting)
-	g.Expect(sink.waiting()).To(Equal(maxWaiting), "the first %d Events wait for a lull", maxWaiting)
-	g.Eventually(func() int { return runtime.NumGoroutine() - before }).WithTimeout(30*time.Second).
-		Should(BeNumerically("<=", maxWaiting+50), "goroutines: one per waiting Event, a few for the broadcaster and its client")
+	// More Events than may wait, recorded while a workload is written every
+	// 10 ms (so none may be written yet): the bound wait, in no goroutine of
+	// their own; the others are dropped at once and counted; once the
+	// writes pause, the waiting ones reach the API server.
+	t.Run("Events beyond the bound are dropped and counted", func(t *testing.T) {
+		const maxWaiting, sent = 100, 400
+		g := NewWithT(t)
+		ctx := t.Context()
+		ns := namespace(t)
 
-	stopWrites()
-	c, err := eventsv1client.NewForConfig(p.Config())
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Eventually(func(g Gomega) int {
-		l, err := c.Events(ns).List(ctx, metav1.ListOptions{})
+		lull := &controller.Lull{}
+		writing, stopWrites := context.WithCancel(ctx)
+		defer stopWrites()
+		go func() {
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				lull.Wrote(time.Now())
+				select {
+				case <-writing.Done():
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+
+		before := runtime.NumGoroutine()
+		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), lull, prometheus.NewRegistry())
 		g.Expect(err).NotTo(HaveOccurred())
-		return len(l.Items)
-	}).WithTimeout(time.Minute).Should(Equal(maxWaiting), "the waiting Events are written once workload writes pause, the dropped ones never")
-	g.Eventually(sink.waiting).WithTimeout(30*time.Second).Should(BeZero(), "no Event waits any more")
-	g.Expect(testutil.ToFloat64(sink.dropped)).To(Equal(float64(sent-maxWaiting)), "no Event dropped after the lull")
+		r.maxDelay = 10 * time.Minute // only a lull lets an Event through
+		r.slots = make(chan struct{}, maxWaiting)
+		r.start(ctx)
+		for i := range sent {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%d", i),
+				UID: types.UID(fmt.Sprintf("uid-%d", i)), ResourceVersion: "1"}}
+			r.Eventf(cm, nil, corev1.EventTypeNormal, controller.ReasonRolled, "Roll", "Event %d", i)
+		}
+
+		g.Expect(testutil.ToFloat64(r.dropped)).To(Equal(float64(sent-maxWaiting)),
+			"every Event beyond the %d waiting is dropped and counted, at once", maxWaiting)
+		g.Expect(r.waiting()).To(Equal(maxWaiting), "the first %d Events wait for a lull", maxWaiting)
+		g.Expect(runtime.NumGoroutine()-before).To(BeNumerically("<=", eventsWriters+10),
+			"goroutines: the writers and the client's, none per waiting Event")
+
+		stopWrites()
+		g.Eventually(func(g Gomega) int { return len(list(g, ns)) }).WithTimeout(time.Minute).
+			Should(Equal(maxWaiting), "the waiting Events are written once workload writes pause, the dropped ones never")
+		g.Eventually(r.waiting).WithTimeout(30*time.Second).Should(BeZero(), "no Event waits any more")
+		g.Expect(testutil.ToFloat64(r.dropped)).To(Equal(float64(sent-maxWaiting)), "no Event dropped after the lull")
+	})
+
+	// client-go's broadcaster would make the second and third Event a
+	// series of the first (same object reference, type, reason and action)
+	// and lose their notes; nudge records each rollout's sources.
+	t.Run("Events about one object are written each with its note", func(t *testing.T) {
+		g := NewWithT(t)
+		ctx := t.Context()
+		ns := namespace(t)
+		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), &controller.Lull{}, prometheus.NewRegistry())
+		g.Expect(err).NotTo(HaveOccurred())
+		r.start(ctx)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", UID: "uid-app", ResourceVersion: "7"}}
+		notes := []string{"Rolled ConfigMap app because a changed", "Rolled ConfigMap app because b changed", "Rolled ConfigMap app because a changed"}
+		for _, n := range notes {
+			r.Eventf(cm, nil, corev1.EventTypeNormal, controller.ReasonRolled, "Roll", "%s", n)
+		}
+		g.Eventually(func(g Gomega) []string {
+			var got []string
+			for _, e := range list(g, ns) {
+				g.Expect(e.Series).To(BeNil(), "no Event is a series")
+				g.Expect(e.Regarding.UID).To(Equal(cm.UID))
+				g.Expect(e.ReportingController).To(Equal("nudge"))
+				got = append(got, e.Note)
+			}
+			return got
+		}).WithTimeout(30*time.Second).Should(ConsistOf(notes), "three Events, each with its own note")
+	})
+
+	// After thousands of Events are written, the recorder holds none of
+	// them (client-go's broadcaster keeps each 6 to 12 minutes, about
+	// 0.7 KiB apiece: about 2 MiB for these).
+	t.Run("written Events are not kept", func(t *testing.T) {
+		const sent = 3000
+		g := NewWithT(t)
+		ctx := t.Context()
+		ns := namespace(t)
+		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), &controller.Lull{}, prometheus.NewRegistry())
+		g.Expect(err).NotTo(HaveOccurred())
+		fast := rest.CopyConfig(p.Config())
+		fast.QPS, fast.Burst = 2000, 2000
+		r.client, err = eventsv1client.NewForConfig(fast)
+		g.Expect(err).NotTo(HaveOccurred())
+		r.start(ctx)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", UID: "uid-app"}}
+		// Warm up: the client's connections and the decoder's buffers.
+		for i := range 100 {
+			cm.ResourceVersion = fmt.Sprint(i)
+			r.Eventf(cm, nil, corev1.EventTypeNormal, controller.ReasonRolled, "Roll", "Rolled %d", i)
+		}
+		g.Eventually(r.written.Load).WithTimeout(time.Minute).Should(BeEquivalentTo(100), "the warm-up's Events written")
+		before := heapInUse()
+		for i := range sent {
+			cm.ResourceVersion = fmt.Sprint(1000 + i)
+			r.Eventf(cm, nil, corev1.EventTypeNormal, controller.ReasonRolled, "Roll", "Rolled %d", i)
+			if r.waiting() > eventsMaxWaiting/2 {
+				g.Eventually(r.waiting).WithTimeout(time.Minute).Should(BeNumerically("<", eventsMaxWaiting/4), "the writers catch up")
+			}
+		}
+		g.Eventually(r.written.Load).WithTimeout(2*time.Minute).Should(BeEquivalentTo(100+sent), "every Event written")
+		g.Expect(testutil.ToFloat64(r.dropped)).To(BeZero())
+		grown := heapInUse() - before
+		t.Logf("Heap in use grew %d KiB over %d written Events", grown/1024, sent)
+		g.Expect(grown).To(BeNumerically("<", 512<<10), "heap in use after %d Events, bytes", sent)
+	})
+}
+
+// heapInUse returns the bytes of heap in use after a collection.
+func heapInUse() int64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapInuse)
 }
