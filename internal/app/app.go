@@ -204,7 +204,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		if opts.Ignores(k.Plural()) || (k == workload.Job && !opts.RecreateJobs) {
 			continue
 		}
-		if err := csi.setup(ctx, newReconciler(k), copts); err != nil {
+		r := newReconciler(k)
+		if k == workload.Job {
+			r.Journal = &controller.JobJournal{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+				Namespace: opts.SystemNamespace, Name: opts.JobJournalSecret()}
+		}
+		if err := csi.setup(ctx, r, copts); err != nil {
 			return err
 		}
 	}

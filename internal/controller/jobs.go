@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"strings"
@@ -31,19 +32,21 @@ type pendingJob struct {
 	job     *batchv1.Job // to create
 	oldUID  types.UID    // of the deleted Job
 	changed []refs.Source
+	// journaled: read from the JobJournal at start, so the delete may not
+	// have happened (nudge stopped between the record and the delete).
+	journaled bool
 }
 
 // pendingJobs holds the Jobs nudge deleted and has not created again, so that
 // a create that fails after the delete (the API server unavailable, a quota
 // not yet released, an admission that changed since the dry run, see
 // recreateJob) is retried by the next reconcile of that name instead of
-// losing the Job. It lives in memory, and need hold little: a create the API
-// server refuses is found out by a dry run before the delete, and the Job,
-// kept, still holds its applied state, so a restarted nudge takes the same
-// decision again. A Job is lost only if nudge stops between a delete and a
-// create that then fails: a window of one request, or of the retries of a
-// failing create. It also remembers the last refusal warned about per Job,
-// so that the retries of a refused re-creation warn once.
+// losing the Job. The JobJournal keeps the same entries across a stop of
+// nudge; this is their copy in memory, read at every reconcile. A create the
+// API server refuses is found out by a dry run before the delete, and the
+// Job, kept, still holds its applied state, so a restarted nudge takes the
+// same decision again. It also remembers the last refusal warned about per
+// Job, so that the retries of a refused re-creation warn once.
 type pendingJobs struct {
 	mu      sync.Mutex
 	jobs    map[types.NamespacedName]pendingJob
@@ -105,28 +108,60 @@ func (p *pendingJobs) drop(key types.NamespacedName) {
 // delete) passed admission, which comes first. A refusal for an exceeded
 // quota is not trusted: deleting the old Job may release what the new one
 // needs (count/jobs.batch), so nudge deletes and creates as before.
+//
+// Between the delete and the create the new Job lives in r.Journal, so that
+// a stop of nudge in between loses nothing (see JobJournal); a Job the
+// journal cannot take is kept, as a refused one is.
 func (r *Reconciler) recreateJob(ctx context.Context, old *batchv1.Job, c workload.Change, stamp string, changed []refs.Source) error {
 	job := newJob(old, c, stamp, changed)
 	key := client.ObjectKeyFromObject(job)
 	if err := r.admitted(ctx, job); err != nil {
-		r.Metrics.rollFailed(key.Namespace)
-		if note := fmt.Sprintf("Kept Job %s: the API server refuses to create it again with the new content of %s, so nudge did not delete it (retrying): %v",
-			key.Name, names(changed), err); r.jobs.refusal(key, note) {
-			r.Recorder.Eventf(old, nil, corev1.EventTypeWarning, ReasonJobNotRecreated, "Check", "%s", eventNote(note))
-			ctrl.LoggerFrom(ctx).Info("Warned about Job", "reason", ReasonJobNotRecreated, "message", note)
-			r.Metrics.warned(ReasonJobNotRecreated)
-		}
-		return fmt.Errorf("re-creating Job: %w", err)
+		return r.keptJob(ctx, old, err, "Kept Job %s: the API server refuses to create it again with the new content of %s, so nudge did not delete it (retrying): %v",
+			key.Name, names(changed), err)
+	}
+	p := pendingJob{job: job, oldUID: old.UID, changed: changed}
+	if err := r.Journal.record(ctx, key, p); err != nil {
+		return r.keptJob(ctx, old, err, "Kept Job %s: nudge could not record it in its Job journal before deleting it (retrying): %v",
+			key.Name, err)
 	}
 	r.jobs.refusal(key, "")
 
 	err := r.Client.Delete(ctx, old, client.PropagationPolicy(metav1.DeletePropagationBackground),
 		client.Preconditions{UID: &old.UID, ResourceVersion: &old.ResourceVersion})
 	if err != nil && !apierrors.IsNotFound(err) {
+		if cerr := r.forgetPendingJob(ctx, key); cerr != nil {
+			err = errors.Join(err, cerr)
+		}
 		return fmt.Errorf("deleting Job to re-create it: %w", err)
 	}
-	r.jobs.put(key, pendingJob{job: job, oldUID: old.UID, changed: changed})
+	r.jobs.put(key, p)
 	return r.createPendingJob(ctx, key)
+}
+
+// forgetPendingJob drops the pending Job of key from the journal, then from
+// memory. When the journal cannot be written it keeps the Job in memory and
+// returns the error: the next reconcile of key (see pendingJobFirst) clears
+// it then, so that no stale entry outlives nudge to re-create a Job someone
+// deleted since.
+func (r *Reconciler) forgetPendingJob(ctx context.Context, key types.NamespacedName) error {
+	if err := r.Journal.clear(ctx, key); err != nil {
+		return err
+	}
+	r.jobs.drop(key)
+	return nil
+}
+
+// keptJob records that old is kept instead of re-created, for err: a
+// Warning (once per note, see pendingJobs.refusal) with the note format
+// makes of args, and a failed rollout; it returns err wrapped, to retry.
+func (r *Reconciler) keptJob(ctx context.Context, old *batchv1.Job, err error, format string, args ...any) error {
+	r.Metrics.rollFailed(old.Namespace)
+	if note := fmt.Sprintf(format, args...); r.jobs.refusal(client.ObjectKeyFromObject(old), note) {
+		r.Recorder.Eventf(old, nil, corev1.EventTypeWarning, ReasonJobNotRecreated, "Check", "%s", eventNote(note))
+		ctrl.LoggerFrom(ctx).Info("Warned about Job", "reason", ReasonJobNotRecreated, "message", note)
+		r.Metrics.warned(ReasonJobNotRecreated)
+	}
+	return fmt.Errorf("re-creating Job: %w", err)
 }
 
 // admitted returns nil when the API server would create job, as far as a
@@ -207,9 +242,8 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 			key.Name, names(p.changed), err)}})
 		return fmt.Errorf("re-creating Job: %w", err)
 	}
-	r.jobs.drop(key)
 	r.rolled(ctx, p.job, p.changed)
-	return nil
+	return r.forgetPendingJob(ctx, key)
 }
 
 // pendingJobFirst handles a reconcile of a name whose Job nudge deleted and
@@ -217,7 +251,9 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 // while the deleted one lingers, it looks again shortly. It reports whether
 // it handled the request; once another Job of that name exists (nudge's, or
 // one made meanwhile by someone else), it forgets the pending one and the
-// reconcile goes on as usual. A name without a Job forgets its refusal.
+// reconcile goes on as usual. So does a Job read from the journal whose old
+// Job stands undeleted: nudge stopped before the delete, and the reconcile
+// decides afresh. A name without a Job forgets its refusal.
 func (r *Reconciler) pendingJobFirst(ctx context.Context, key types.NamespacedName, obj client.Object, getErr error) (bool, ctrl.Result, error) {
 	p, ok := r.jobs.get(key)
 	switch {
@@ -228,10 +264,12 @@ func (r *Reconciler) pendingJobFirst(ctx context.Context, key types.NamespacedNa
 		return false, ctrl.Result{}, nil
 	case apierrors.IsNotFound(getErr):
 		return true, ctrl.Result{}, r.createPendingJob(ctx, key)
-	case getErr == nil && obj.GetUID() == p.oldUID:
+	case getErr == nil && obj.GetUID() == p.oldUID && !(p.journaled && obj.GetDeletionTimestamp() == nil):
 		return true, ctrl.Result{RequeueAfter: 250 * time.Millisecond}, nil
 	case getErr == nil:
-		r.jobs.drop(key)
+		if err := r.forgetPendingJob(ctx, key); err != nil {
+			return true, ctrl.Result{}, err
+		}
 	}
 	return false, ctrl.Result{}, nil
 }

@@ -62,15 +62,7 @@ func TestRecreatedJobSurvivesARefusedCreate(t *testing.T) {
 	e.baselinedObj(job)
 	uids := e.jobUIDs("migrate")
 
-	const message = "no Job may be created here but by a dry run (test)"
-	allow := e.refuse("refuse-jobs-"+e.ns, jobCreates(), "has(request.dryRun) && request.dryRun", message, func() error {
-		probe := migrateJob(e.ns)
-		probe.Name = "admission-probe"
-		if err := k8s.Create(e.ctx, probe); err != nil {
-			return err
-		}
-		return k8s.Delete(e.ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
-	})
+	allow := e.refuseJobsButDryRuns()
 	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
 	e.g.Eventually(e.events("migrate", controller.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
@@ -79,6 +71,23 @@ func TestRecreatedJobSurvivesARefusedCreate(t *testing.T) {
 	allow()
 	recreated := e.recreated(job)
 	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
+}
+
+// refuseJobsButDryRuns makes the API server refuse every Job created in the
+// test's namespace but by a dry run (as when admission changes between
+// nudge's dry run and its create), and returns once it does. The func it
+// returns lifts the refusal and returns once Jobs are accepted.
+func (e *env) refuseJobsButDryRuns() (allow func()) {
+	e.t.Helper()
+	const message = "no Job may be created here but by a dry run (test)"
+	return e.refuse("refuse-jobs-"+e.ns, jobCreates(), "has(request.dryRun) && request.dryRun", message, func() error {
+		probe := migrateJob(e.ns)
+		probe.Name = "admission-probe"
+		if err := k8s.Create(e.ctx, probe); err != nil {
+			return err
+		}
+		return k8s.Delete(e.ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	})
 }
 
 // recreated waits for nudge to create job again, and checks that the new

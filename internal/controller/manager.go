@@ -52,6 +52,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Waves != nil {
 		b = b.WatchesRawSource(source.Func(r.Waves.register(r.Kind, r.Client)))
 	}
+	if r.Journal != nil {
+		b = b.WatchesRawSource(source.Func(r.resumeJobs))
+	}
 	if !opts.IgnoreSources[refs.ConfigMap] {
 		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sourceChanged(r.Dialect)))
 	}

@@ -94,13 +94,17 @@ type Reconciler struct {
 	// Waves, when not nil, bounds the rollouts in flight and halts a change
 	// whose rollout fails (--max-concurrent-rollouts); shared by every kind.
 	Waves *Waves
+	// Journal, for Jobs re-created (--recreate-jobs), keeps the Jobs deleted
+	// and not created yet across a stop of nudge; nil keeps them in memory
+	// only.
+	Journal *JobJournal
 
 	// Behaviour pinned by Reloader's flags; see options.Options.
 	Behaviour
 
 	warnings warnings
 	history  history               // nudge's last write per workload, to tell a stale cache
-	jobs     pendingJobs           // Jobs deleted to re-create, not created yet
+	jobs     pendingJobs           // Jobs deleted to re-create, not created yet (see Journal)
 	taken    takeovers             // states taken over from another key
 	index    workloadIndex         // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager

@@ -90,7 +90,8 @@ type Options struct {
 	// --webhook-url).
 	WebhookURL string
 	// RecreateJobs turns on Reloader's Job handling: a Job whose sources
-	// changed is deleted and created again.
+	// changed is deleted and created again; between the two, the Job to
+	// create is recorded in the Secret JobJournalSecret.
 	RecreateJobs bool
 	// CronJobStartJob starts a Job from a CronJob at once when its sources
 	// change, as Reloader does, besides updating its job template.
@@ -147,6 +148,11 @@ var LogLevels = []string{"trace", "debug", "info", "warning", "error", "fatal", 
 
 // WorkloadTypes are the values --ignored-workload-types accepts.
 var WorkloadTypes = []string{"deployments", "statefulsets", "daemonsets", "cronjobs", "jobs", "rollouts"}
+
+// JobJournalSecret returns the name of the Secret, in SystemNamespace, in
+// which nudge records the Jobs it deleted to re-create and has not created
+// yet (--recreate-jobs): the key Secret's name with "-jobs".
+func (o *Options) JobJournalSecret() string { return o.KeySecret + "-jobs" }
 
 // Ignores reports whether the workload kind with lower-case plural name
 // plural is in IgnoredWorkloadTypes, or is "rollouts" with

@@ -231,6 +231,10 @@ func TestRender(t *testing.T) {
 				}
 				g.Expect(r.can("update", "batch", "jobs", "shop")).To(BeFalse())
 				g.Expect(r.can("delete", "batch", "cronjobs", "shop")).To(BeFalse())
+				for _, verb := range []string{"get", "update"} {
+					g.Expect(r.canNamed(verb, "", "secrets", namespace, "nudge-fingerprint-key-jobs")).To(BeTrue(), "the Job journal: %s", verb)
+				}
+				g.Expect(r.canNamed("update", "", "secrets", namespace, "nudge-fingerprint-key")).To(BeFalse(), "the key Secret is never written")
 			},
 		},
 		"cronJobStartJob alone: Jobs created, never deleted or read": {
