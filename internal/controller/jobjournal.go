@@ -171,7 +171,8 @@ func (j *JobJournal) load(ctx context.Context) (map[types.NamespacedName]pending
 }
 
 // resumeJobs is the start of a source (source.Func) that reads the journal
-// into r.jobs and queues each of its Jobs. The Job controller starts its
+// into r.jobs and queues each of its Jobs in a namespace nudge watches (two
+// releases with the same system namespace and key Secret share a journal). The Job controller starts its
 // workers once its sources have started, so it waits for the read (up to
 // journalReadWait, trying every 2 s): no reconcile of a journaled Job runs
 // before its entry is known. When the API server does not answer by then,
@@ -184,6 +185,9 @@ func (r *Reconciler) resumeJobs(ctx context.Context, q workqueue.TypedRateLimiti
 			return false, nil
 		}
 		for key, p := range pending {
+			if !r.watched(ctx, key.Namespace) {
+				continue // another release's, sharing the journal (see docs/scaling.md)
+			}
 			ctrl.LoggerFrom(ctx).Info("Resuming the re-creation of Job", "job", key, "sources", names(p.changed))
 			r.jobs.put(key, p)
 			q.Add(reconcile.Request{NamespacedName: key})
