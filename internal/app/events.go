@@ -229,8 +229,8 @@ func (r *recorder) run(ctx context.Context, writers int) {
 
 // write creates e once the lull allows it (see eventsQuiet). A refusal of
 // the API server, or a request that could not be built, is final (the same
-// Event would fail again) and logged; a write that did not reach it is tried again, up to eventsTries
-// times.
+// Event would fail again) and logged; a write that did not reach the API
+// server is tried again, up to eventsTries times.
 func (r *recorder) write(ctx context.Context, e *eventsv1.Event) {
 	r.lull.Wait(ctx, r.quiet, e.EventTime.Add(r.maxDelay))
 	for try := 1; ; try++ {
