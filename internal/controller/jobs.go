@@ -223,11 +223,14 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 	if !ok {
 		return nil
 	}
+	created := p.job.DeepCopy() // given its UID by the create, for the Event
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 8},
 		func(ctx context.Context) (bool, error) {
-			err := r.Client.Create(ctx, p.job.DeepCopy(), client.FieldOwner(FieldManager))
+			j := p.job.DeepCopy()
+			err := r.Client.Create(ctx, j, client.FieldOwner(FieldManager))
 			switch {
 			case err == nil:
+				created = j
 				return true, nil
 			case apierrors.IsAlreadyExists(err):
 				return false, nil
@@ -242,7 +245,7 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 			key.Name, names(p.changed), err)}})
 		return fmt.Errorf("re-creating Job: %w", err)
 	}
-	r.rolled(ctx, p.job, p.changed)
+	r.rolled(ctx, created, p.changed)
 	return r.forgetPendingJob(ctx, key)
 }
 

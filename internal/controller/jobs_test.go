@@ -101,7 +101,8 @@ func (e *env) recreated(job *batchv1.Job) *batchv1.Job {
 	}).WithTimeout(60*time.Second).ShouldNot(Equal(job.UID), "nudge to create the Job once admission allows it")
 	e.g.Expect(recreated.Spec.Template.Annotations).To(HaveKeyWithValue(controller.RestartedForAnnotation, "Secret "+e.ns+"/db"))
 	e.g.Expect(recreated.Annotations).To(HaveKey(controller.AppliedAnnotation))
-	e.g.Eventually(e.events("migrate", controller.ReasonRolled)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+	e.g.Eventually(e.events("migrate", controller.ReasonRolled)).WithTimeout(10*time.Second).
+		Should(ContainElement(HaveField("Regarding.UID", recreated.UID)), "a Rolled Event about the new Job")
 	return &recreated
 }
 
