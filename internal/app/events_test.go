@@ -70,7 +70,8 @@ func TestRecorder(t *testing.T) {
 		before := runtime.NumGoroutine()
 		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), lull, prometheus.NewRegistry())
 		g.Expect(err).NotTo(HaveOccurred())
-		r.maxDelay = 10 * time.Minute // only a lull lets an Event through
+		r.maxDelay = 10 * time.Minute // only a lull lets an Event through,
+		r.quiet = 2 * time.Second     // and a stall of the writes above shorter than this does not make one
 		r.slots = make(chan struct{}, maxWaiting)
 		r.start(ctx)
 		for i := range sent {
