@@ -1,10 +1,9 @@
 package app
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
 
+	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/version"
 )
 
@@ -14,17 +13,11 @@ import (
 // A gauge already registered (nudge run twice in one process, as in tests) is
 // kept; any other registration error is returned.
 func registerBuildInfo(reg prometheus.Registerer) error {
-	g := prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	g, err := controller.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "nudge_build_info",
 		Help: "Always 1; its labels name the running build: version (git describe at build time) and goversion.",
-	}, []string{"version", "goversion"})
-	err := reg.Register(g)
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		g, _ = already.ExistingCollector.(*prometheus.GaugeVec)
-		err = nil
-	}
-	if err != nil || g == nil {
+	}, []string{"version", "goversion"}))
+	if err != nil {
 		return err
 	}
 	g.WithLabelValues(version.Get(), version.GoVersion()).Set(1)

@@ -76,11 +76,9 @@ type recorder struct {
 
 	lull            *controller.Lull
 	quiet, maxDelay time.Duration
-	retry           time.Duration // between tries of a write that did not reach the API server
 
-	slots   chan struct{}        // one per Event waiting or being written
-	queue   chan *eventsv1.Event // the Events waiting, oldest first
-	written atomic.Int64         // Events the API server created
+	slots chan struct{}        // one per Event waiting or being written
+	queue chan *eventsv1.Event // the Events waiting, oldest first
 
 	dropped   prometheus.Counter
 	dropCount atomic.Int64
@@ -104,7 +102,7 @@ func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, 
 	if err != nil {
 		return nil, fmt.Errorf("creating the Events client: %w", err)
 	}
-	dropped, err := registerCounter(reg, prometheus.NewCounter(prometheus.CounterOpts{
+	dropped, err := controller.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "nudge_events_dropped_total",
 		Help: "Events nudge dropped instead of writing them, because " +
 			fmt.Sprint(eventsMaxWaiting) + " were already waiting to be written.",
@@ -121,7 +119,6 @@ func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, 
 		lull:     lull,
 		quiet:    eventsQuiet,
 		maxDelay: eventsMaxDelay,
-		retry:    eventsRetry,
 		slots:    make(chan struct{}, eventsMaxWaiting),
 		queue:    make(chan *eventsv1.Event, eventsMaxWaiting),
 		dropped:  dropped,
@@ -133,19 +130,6 @@ func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, 
 // start writes the queued Events with eventsWriters goroutines until ctx is
 // done; the Events still waiting then are not written.
 func (r *recorder) start(ctx context.Context) { go r.run(ctx, eventsWriters) }
-
-// registerCounter registers c with reg and returns it, or returns the
-// counter of that name registered before; it returns any other error.
-func registerCounter(reg prometheus.Registerer, c prometheus.Counter) (prometheus.Counter, error) {
-	err := reg.Register(c)
-	var already prometheus.AlreadyRegisteredError
-	if errors.As(err, &already) {
-		if existing, ok := already.ExistingCollector.(prometheus.Counter); ok {
-			return existing, nil
-		}
-	}
-	return c, err
-}
 
 // Eventf records an Event about regarding (and related, when not nil) of
 // eventtype (Normal or Warning), with note formatted by fmt.Sprintf, in
@@ -236,7 +220,6 @@ func (r *recorder) write(ctx context.Context, e *eventsv1.Event) {
 	for try := 1; ; try++ {
 		_, err := r.client.Events(e.Namespace).Create(ctx, e, metav1.CreateOptions{})
 		if err == nil {
-			r.written.Add(1)
 			return
 		}
 		if ctx.Err() != nil {
@@ -256,7 +239,7 @@ func (r *recorder) write(ctx context.Context, e *eventsv1.Event) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(wait.Jitter(r.retry, 0.25)):
+		case <-time.After(wait.Jitter(eventsRetry, 0.25)):
 		}
 	}
 }

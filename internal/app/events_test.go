@@ -141,7 +141,8 @@ func TestRecorder(t *testing.T) {
 			cm.ResourceVersion = fmt.Sprint(i)
 			r.Eventf(cm, nil, corev1.EventTypeNormal, controller.ReasonRolled, "Roll", "Rolled %d", i)
 		}
-		g.Eventually(r.written.Load).WithTimeout(time.Minute).Should(BeEquivalentTo(100), "the warm-up's Events written")
+		g.Eventually(r.waiting).WithTimeout(time.Minute).Should(BeZero(), "the warm-up's Events written")
+		g.Expect(list(g, ns)).To(HaveLen(100), "the warm-up's Events written")
 		before := heapInUse()
 		for i := range sent {
 			cm.ResourceVersion = fmt.Sprint(1000 + i)
@@ -150,7 +151,8 @@ func TestRecorder(t *testing.T) {
 				g.Eventually(r.waiting).WithTimeout(time.Minute).Should(BeNumerically("<", eventsMaxWaiting/4), "the writers catch up")
 			}
 		}
-		g.Eventually(r.written.Load).WithTimeout(2*time.Minute).Should(BeEquivalentTo(100+sent), "every Event written")
+		g.Eventually(r.waiting).WithTimeout(2*time.Minute).Should(BeZero(), "every Event written")
+		g.Expect(list(g, ns)).To(HaveLen(100+sent), "every Event written")
 		g.Expect(testutil.ToFloat64(r.dropped)).To(BeZero())
 		grown := heapInUse() - before
 		t.Logf("Heap in use grew %d KiB over %d written Events", grown/1024, sent)

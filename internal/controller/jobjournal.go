@@ -76,17 +76,18 @@ func (j *JobJournal) record(ctx context.Context, key types.NamespacedName, p pen
 	if err != nil {
 		return fmt.Errorf("encoding the journal entry of Job %s: %w", key, err)
 	}
+	k := journalKey(key)
 	return j.change(ctx, func(data map[string][]byte) (bool, error) {
 		size := len(v)
-		for k, old := range data {
-			if k != journalKey(key) {
-				size += len(k) + len(old)
+		for other, old := range data {
+			if other != k {
+				size += len(other) + len(old)
 			}
 		}
 		if size > JobJournalMaxBytes {
 			return false, ErrJobJournalFull
 		}
-		data[journalKey(key)] = v
+		data[k] = v
 		return true, nil
 	})
 }
@@ -96,9 +97,10 @@ func (j *JobJournal) clear(ctx context.Context, key types.NamespacedName) error 
 	if j == nil {
 		return nil
 	}
+	k := journalKey(key)
 	return j.change(ctx, func(data map[string][]byte) (bool, error) {
-		_, ok := data[journalKey(key)]
-		delete(data, journalKey(key))
+		_, ok := data[k]
+		delete(data, k)
 		return ok, nil
 	})
 }

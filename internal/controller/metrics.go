@@ -67,16 +67,8 @@ func NewMetrics(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		counters = append(counters, &m.reloadsByNamespace)
 	}
 	for _, c := range counters {
-		err := reg.Register(*c)
-		var already prometheus.AlreadyRegisteredError
-		switch {
-		case errors.As(err, &already):
-			existing, ok := already.ExistingCollector.(*prometheus.CounterVec)
-			if !ok {
-				return nil, err
-			}
-			*c = existing
-		case err != nil:
+		var err error
+		if *c, err = Register(reg, *c); err != nil {
 			return nil, err
 		}
 	}
@@ -118,4 +110,19 @@ func (m *Metrics) warned(reason string) {
 	if m != nil {
 		m.warnings.WithLabelValues(reason).Inc()
 	}
+}
+
+// Register registers c with reg and returns it, or returns the collector
+// registered before with the same description (nudge run twice in one
+// process, as in tests) when that one is a T. It returns any other
+// registration error.
+func Register[T prometheus.Collector](reg prometheus.Registerer, c T) (T, error) {
+	err := reg.Register(c)
+	var already prometheus.AlreadyRegisteredError
+	if errors.As(err, &already) {
+		if existing, ok := already.ExistingCollector.(T); ok {
+			return existing, nil
+		}
+	}
+	return c, err
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"cmp"
 	"context"
-	"errors"
 	"maps"
 	"slices"
 	"sync"
@@ -97,16 +96,8 @@ func NewWaves(reg prometheus.Registerer, max int, timeout time.Duration) (*Waves
 			Help: "Workloads held (nudge.dev/halted) because a rollout of the same change failed."}),
 	}
 	for _, g := range []*prometheus.Gauge{&w.pending, &w.halted} {
-		err := reg.Register(*g)
-		var already prometheus.AlreadyRegisteredError
-		switch {
-		case errors.As(err, &already):
-			existing, ok := already.ExistingCollector.(prometheus.Gauge)
-			if !ok {
-				return nil, err
-			}
-			*g = existing
-		case err != nil:
+		var err error
+		if *g, err = Register(reg, *g); err != nil {
 			return nil, err
 		}
 	}
