@@ -45,10 +45,13 @@ func TestRecreateJobsInstall(t *testing.T) {
 		err := k8s.Get(t.Context(), client.ObjectKeyFromObject(job), &j)
 		return j.UID, err
 	}).WithTimeout(30*time.Second).ShouldNot(Equal(old), "the Job re-created")
-	var journal corev1.Secret
-	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "nudge-fingerprint-key-jobs"}, &journal)).
-		To(Succeed(), "the Job journal in the release namespace")
-	g.Expect(journal.Data).To(BeEmpty(), "its entry cleared once the Job was created")
+	// The entry is cleared just after the create: wait for it.
+	g.Eventually(func(g Gomega) map[string][]byte {
+		var journal corev1.Secret
+		g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "nudge-fingerprint-key-jobs"}, &journal)).
+			To(Succeed(), "the Job journal in the release namespace")
+		return journal.Data
+	}).WithTimeout(10*time.Second).Should(BeEmpty(), "its entry cleared once the Job was created")
 
 	n.stop(t)
 	n.expectNoForbidden(t)
