@@ -24,12 +24,15 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"nudge.dev/nudge/internal/app"
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/explain"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/fleet"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // update rewrites the golden files: go test ./cmd/nudge -run TestExplain -update
@@ -243,7 +246,7 @@ func newFixture(t *testing.T) *fixture {
 			nt.EnvFrom("ConfigMap", "win")),
 		nt.Deployment(ns, "unmanaged", 1, nil, nt.EnvFrom("ConfigMap", "app")),
 		job(ns, "job", map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "app")),
-		nt.Deployment(ns, "halted", 1, map[string]string{"nudge.dev/auto": "true", controller.PriorityAnnotation: "1"},
+		nt.Deployment(ns, "halted", 1, map[string]string{"nudge.dev/auto": "true", fleet.PriorityAnnotation: "1"},
 			nt.EnvFrom("ConfigMap", "app")),
 		nt.Deployment(ns, "restored", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "win")),
 	}
@@ -258,7 +261,7 @@ func newFixture(t *testing.T) *fixture {
 		}
 		g.Eventually(func() string {
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
-			return o.GetAnnotations()[controller.AppliedAnnotation]
+			return o.GetAnnotations()[workload.AppliedAnnotation]
 		}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of %s", o.GetName())
 	}
 	exported := nt.Deployment(ns, "restored", 1, nil) // kubectl get -o yaml, committed to Git
@@ -270,7 +273,7 @@ func newFixture(t *testing.T) *fixture {
 		g.Eventually(func() string {
 			d := nt.Deployment(ns, name, 1, nil)
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-			return d.Annotations[controller.LastRolloutAnnotation]
+			return d.Annotations[workload.LastRolloutAnnotation]
 		}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to roll %s", name)
 	}
 	writeBack(t, exported, "argocd-controller")
@@ -278,8 +281,8 @@ func newFixture(t *testing.T) *fixture {
 	g.Expect(k8s.Delete(ctx, nt.ConfigMap(ns, "later", nil))).To(Succeed())
 	// Wait for every Event nudge records here, so the goldens hold them all.
 	for _, want := range []struct{ name, reason string }{
-		{"windowed", controller.ReasonRolled}, {"held", controller.ReasonSourceMissing}, {"native-named", controller.ReasonSourceMissing},
-		{"restored", controller.ReasonRolled}, {"restored", controller.ReasonStateRestored},
+		{"windowed", record.ReasonRolled}, {"held", record.ReasonSourceMissing}, {"native-named", record.ReasonSourceMissing},
+		{"restored", record.ReasonRolled}, {"restored", record.ReasonStateRestored},
 	} {
 		g.Eventually(func() []string {
 			var list corev1.EventList
@@ -312,8 +315,8 @@ func newFixture(t *testing.T) *fixture {
 		cm.Data[k] = fingerprint.SumString(v) // as nudge's cache holds it
 	}
 	src := refs.Source{Kind: refs.ConfigMap, Namespace: ns, Name: "app"}
-	halt := src.String() + "=" + controller.ContentDigest(key, src, &cm) + " Deployment/" + ns + "/canary"
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+controller.HaltedAnnotation+`":"`+halt+`"}}}`))
+	halt := src.String() + "=" + sources.ContentDigest(key, src, &cm) + " Deployment/" + ns + "/canary"
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+fleet.HaltedAnnotation+`":"`+halt+`"}}}`))
 	g.Expect(k8s.Patch(ctx, nt.Deployment(ns, "halted", 1, nil), patch)).To(Succeed())
 	return f
 }

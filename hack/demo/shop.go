@@ -11,7 +11,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // The demo's application: a Deployment web in namespace shop that reads the
@@ -108,12 +108,12 @@ func createShop(ctx context.Context, p *printer, create func(context.Context, st
 	}
 	p.detailf("%d/%d pods Running %v after the Deployment was created", replicas, replicas, time.Since(begin).Round(time.Millisecond))
 	var applied *appsv1.Deployment
-	err = poll(ctx, settleTimeout, "nudge's baseline (annotation "+controller.AppliedAnnotation+")", func() error {
+	err = poll(ctx, settleTimeout, "nudge's baseline (annotation "+workload.AppliedAnnotation+")", func() error {
 		d, err := cs.AppsV1().Deployments(shopNamespace).Get(ctx, deployment, metav1.GetOptions{})
 		if err != nil {
 			return err
 		}
-		if d.Annotations[controller.AppliedAnnotation] == "" {
+		if d.Annotations[workload.AppliedAnnotation] == "" {
 			return fmt.Errorf("no annotation yet")
 		}
 		applied = d
@@ -123,8 +123,8 @@ func createShop(ctx context.Context, p *printer, create func(context.Context, st
 		return nil, err
 	}
 	p.detailf("nudge recorded its baseline without rolling (ReplicaSet revision %s): %s=",
-		applied.Annotations[revisionAnnotation], controller.AppliedAnnotation)
-	p.detailf("    %s", applied.Annotations[controller.AppliedAnnotation])
+		applied.Annotations[revisionAnnotation], workload.AppliedAnnotation)
+	p.detailf("    %s", applied.Annotations[workload.AppliedAnnotation])
 	return applied, nil
 }
 

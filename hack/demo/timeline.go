@@ -13,7 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
 
-	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // reportingController is the name nudge's Events carry.
@@ -69,7 +70,7 @@ func startTimeline(ctx context.Context, p *printer, cs kubernetes.Interface, n *
 	}
 	for _, d := range deps.Items {
 		if d.Name == deployment {
-			t.restartedAt = d.Spec.Template.Annotations[controller.RestartedAtAnnotation]
+			t.restartedAt = d.Spec.Template.Annotations[workload.RestartedAtAnnotation]
 		}
 	}
 	rss, err := cs.AppsV1().ReplicaSets(ns).List(ctx, metav1.ListOptions{})
@@ -219,14 +220,14 @@ func (t *timeline) deploymentChanged(d *appsv1.Deployment) {
 	if d.Name != deployment {
 		return
 	}
-	if at := d.Spec.Template.Annotations[controller.RestartedAtAnnotation]; at != t.restartedAt {
+	if at := d.Spec.Template.Annotations[workload.RestartedAtAnnotation]; at != t.restartedAt {
 		t.restartedAt = at
 		t.complete = false
 		if t.phase.trigger == 0 {
 			t.phase.trigger = t.since()
 		}
 		t.p.event(t.since(), "deployment/"+d.Name, fmt.Sprintf("pod template annotated by nudge: %s=%s",
-			controller.RestartedForAnnotation, d.Spec.Template.Annotations[controller.RestartedForAnnotation]))
+			workload.RestartedForAnnotation, d.Spec.Template.Annotations[workload.RestartedForAnnotation]))
 	}
 	s := d.Status
 	complete := s.ObservedGeneration == d.Generation && s.Replicas == replicas && s.UpdatedReplicas == replicas && s.AvailableReplicas == replicas
@@ -283,10 +284,10 @@ func (t *timeline) podChanged(typ watch.EventType, pod *corev1.Pod) {
 }
 
 func (t *timeline) eventAdded(ev *eventsv1.Event) {
-	if ev.ReportingController != reportingController && ev.Reason != controller.ReasonRolled {
+	if ev.ReportingController != reportingController && ev.Reason != record.ReasonRolled {
 		return
 	}
-	if ev.Reason == controller.ReasonRolled && t.phase.event == 0 {
+	if ev.Reason == record.ReasonRolled && t.phase.event == 0 {
 		t.phase.event = t.since()
 	}
 	t.p.event(t.since(), "event", fmt.Sprintf("%s %s %s/%s: %s",

@@ -39,8 +39,13 @@ import (
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/fleet"
+	"nudge.dev/nudge/internal/jobs"
+	nudgemetrics "nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/version"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -146,7 +151,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}); err != nil {
 		return err
 	}
-	lull := &controller.Lull{}
+	lull := &record.Lull{}
 	// Every replica serves reads from its caches, so every replica is ready
 	// once they are synced, the leader or not.
 	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
@@ -164,7 +169,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		return err
 	}
 	recorder.start(ctx)
-	m, err := controller.NewMetrics(metrics.Registry, opts.MetricsByNamespace)
+	m, err := nudgemetrics.New(metrics.Registry, opts.MetricsByNamespace)
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
@@ -175,7 +180,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err := addNotifiers(ctx, mgr, opts, &b); err != nil {
 		return err
 	}
-	waves, err := controller.NewWaves(metrics.Registry, wavesOf(opts), opts.RolloutTimeout)
+	waves, err := fleet.NewWaves(metrics.Registry, wavesOf(opts), opts.RolloutTimeout)
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
@@ -206,8 +211,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		}
 		r := newReconciler(k)
 		if k == workload.Job {
-			r.Journal = &controller.JobJournal{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
-				Namespace: opts.SystemNamespace, Name: opts.JobJournalSecret()}
+			r.Jobs = &jobs.Recreator{Client: mgr.GetClient(), Journal: &jobs.Journal{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
+				Namespace: opts.SystemNamespace, Name: opts.JobJournalSecret()}}
 		}
 		if err := csi.setup(ctx, r, copts); err != nil {
 			return err
@@ -254,14 +259,14 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 // limits the cache to opts.Namespaces when set.
 func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Options {
 	marks := dialect.NewParser(opts.Reloader.Annotations).SourceAnnotations()
-	digested := cache.ByObject{Transform: controller.DigestSource(opts.ResourceLabelSelector != "", marks), UnsafeDisableDeepCopy: ptr.To(true)}
+	digested := cache.ByObject{Transform: sources.DigestSource(opts.ResourceLabelSelector != "", marks), UnsafeDisableDeepCopy: ptr.To(true)}
 	unstructuredKinds := []workload.Kind{workload.Rollout}
 	for _, c := range custom {
 		unstructuredKinds = append(unstructuredKinds, c.Adapter(""))
 	}
 	trim := controller.TrimWorkloads(unstructuredKinds...)
 	if wavesOf(opts) > 0 {
-		trim = controller.KeepProgress(trim)
+		trim = fleet.KeepProgress(trim)
 	}
 	co := cache.Options{
 		DefaultTransform: trim,
@@ -303,7 +308,7 @@ func wavesOf(opts options.Options) int {
 
 // setupValueBindings registers the ValueBinding controller (--value-bindings):
 // its target cache watches the namespaces nudge's own cache watches.
-func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Options, key fingerprint.Key, recorder events.EventRecorder, lull *controller.Lull) error {
+func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Options, key fingerprint.Key, recorder events.EventRecorder, lull *record.Lull) error {
 	targets, err := opts.BindingTargets()
 	if err != nil {
 		return err
@@ -406,7 +411,7 @@ func (everyReplica) NeedLeaderElection() bool          { return false }
 // been written for 2 s since the caches synced at synced, or 2 minutes after
 // it at the latest. It costs one garbage collection; at the default scale of
 // `make bench` it lowers the idle RSS by about 2.5 MiB (docs/performance.md).
-func releaseStartMemory(ctx context.Context, lull *controller.Lull, synced time.Time) {
+func releaseStartMemory(ctx context.Context, lull *record.Lull, synced time.Time) {
 	lull.WaitSince(ctx, synced, 2*time.Second, synced.Add(2*time.Minute))
 	if ctx.Err() == nil {
 		debug.FreeOSMemory()

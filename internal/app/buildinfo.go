@@ -3,7 +3,7 @@ package app
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
-	"nudge.dev/nudge/internal/controller"
+	nudgemetrics "nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/version"
 )
 
@@ -13,7 +13,7 @@ import (
 // A gauge already registered (nudge run twice in one process, as in tests) is
 // kept; any other registration error is returned.
 func registerBuildInfo(reg prometheus.Registerer) error {
-	g, err := controller.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	g, err := nudgemetrics.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "nudge_build_info",
 		Help: "Always 1; its labels name the running build: version (git describe at build time) and goversion.",
 	}, []string{"version", "goversion"}))

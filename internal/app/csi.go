@@ -9,6 +9,7 @@ import (
 
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/sources"
 )
 
 // csiWatch wires Reloader's --enable-csi-integration: once the API serves
@@ -71,5 +72,5 @@ func setupCSI(ctx context.Context, opts options.Options, w *csiWatch) error {
 	if !opts.Reloader.EnableCSIIntegration {
 		return nil
 	}
-	return setupWhenServed(ctx, w.mgr, controller.PodStatusGVK, opts.DiscoveryInterval, func(string) error { return w.start() })
+	return setupWhenServed(ctx, w.mgr, sources.PodStatusGVK, opts.DiscoveryInterval, func(string) error { return w.start() })
 }

@@ -24,8 +24,9 @@ import (
 	"k8s.io/client-go/tools/reference"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"nudge.dev/nudge/internal/controller"
+	nudgemetrics "nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 )
 
 // Events are written after rollouts, not among them (1 Event per rollout):
@@ -64,7 +65,7 @@ const (
 // (type, reason, action, object reference) into a series. nudge's Events do
 // not repeat: the object reference holds the resourceVersion, which every
 // rollout changes, and a Warning is recorded once when its cause appears
-// (controller.warnings), not per reconcile. So the cache merged nothing and
+// (the reconciler's warnings), not per reconcile. So the cache merged nothing and
 // held about 0.7 KiB per Event: at 15 Events a second, 7.5 MiB of heap and
 // the whole RSS growth of a 30-minute soak (docs/performance.md). It also
 // started two goroutines per Event.
@@ -74,7 +75,7 @@ type recorder struct {
 	client   eventsv1client.EventsGetter
 	log      logr.Logger
 
-	lull            *controller.Lull
+	lull            *record.Lull
 	quiet, maxDelay time.Duration
 
 	slots chan struct{}        // one per Event waiting or being written
@@ -93,7 +94,7 @@ var _ events.EventRecorder = (*recorder)(nil)
 // nudge_events_dropped_total, registered with reg (or reused when already
 // there, nudge run twice in one process as in tests). Events are written
 // once start is called. It returns the client's or the registration's error.
-func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options, lull *controller.Lull, reg prometheus.Registerer) (*recorder, error) {
+func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options, lull *record.Lull, reg prometheus.Registerer) (*recorder, error) {
 	ecfg := rest.CopyConfig(cfg)
 	ecfg.QPS, ecfg.Burst = min(eventsQPS, opts.QPS), min(eventsBurst, opts.Burst)
 	// The events.k8s.io client alone: the whole clientset would link (and
@@ -102,7 +103,7 @@ func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, 
 	if err != nil {
 		return nil, fmt.Errorf("creating the Events client: %w", err)
 	}
-	dropped, err := controller.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
+	dropped, err := nudgemetrics.Register(reg, prometheus.NewCounter(prometheus.CounterOpts{
 		Name: "nudge_events_dropped_total",
 		Help: "Events nudge dropped instead of writing them, because " +
 			fmt.Sprint(eventsMaxWaiting) + " were already waiting to be written.",

@@ -18,8 +18,8 @@ import (
 	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
 	"k8s.io/client-go/rest"
 
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/testbed"
 )
 
@@ -51,7 +51,7 @@ func TestRecorder(t *testing.T) {
 		ctx := t.Context()
 		ns := namespace(t)
 
-		lull := &controller.Lull{}
+		lull := &record.Lull{}
 		writing, stopWrites := context.WithCancel(ctx)
 		defer stopWrites()
 		go func() {
@@ -77,7 +77,7 @@ func TestRecorder(t *testing.T) {
 		for i := range sent {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%d", i),
 				UID: types.UID(fmt.Sprintf("uid-%d", i)), ResourceVersion: "1"}}
-			r.Eventf(cm, nil, corev1.EventTypeNormal, controller.ReasonRolled, "Roll", "Event %d", i)
+			r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "Event %d", i)
 		}
 
 		g.Expect(testutil.ToFloat64(r.dropped)).To(Equal(float64(sent-maxWaiting)),
@@ -100,13 +100,13 @@ func TestRecorder(t *testing.T) {
 		g := NewWithT(t)
 		ctx := t.Context()
 		ns := namespace(t)
-		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), &controller.Lull{}, prometheus.NewRegistry())
+		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), &record.Lull{}, prometheus.NewRegistry())
 		g.Expect(err).NotTo(HaveOccurred())
 		r.start(ctx)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", UID: "uid-app", ResourceVersion: "7"}}
 		notes := []string{"Rolled ConfigMap app because a changed", "Rolled ConfigMap app because b changed", "Rolled ConfigMap app because a changed"}
 		for _, n := range notes {
-			r.Eventf(cm, nil, corev1.EventTypeNormal, controller.ReasonRolled, "Roll", "%s", n)
+			r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "%s", n)
 		}
 		g.Eventually(func(g Gomega) []string {
 			var got []string
@@ -128,7 +128,7 @@ func TestRecorder(t *testing.T) {
 		g := NewWithT(t)
 		ctx := t.Context()
 		ns := namespace(t)
-		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), &controller.Lull{}, prometheus.NewRegistry())
+		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), &record.Lull{}, prometheus.NewRegistry())
 		g.Expect(err).NotTo(HaveOccurred())
 		fast := rest.CopyConfig(p.Config())
 		fast.QPS, fast.Burst = 2000, 2000
@@ -139,14 +139,14 @@ func TestRecorder(t *testing.T) {
 		// Warm up: the client's connections and the decoder's buffers.
 		for i := range 100 {
 			cm.ResourceVersion = fmt.Sprint(i)
-			r.Eventf(cm, nil, corev1.EventTypeNormal, controller.ReasonRolled, "Roll", "Rolled %d", i)
+			r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "Rolled %d", i)
 		}
 		g.Eventually(r.waiting).WithTimeout(time.Minute).Should(BeZero(), "the warm-up's Events written")
 		g.Expect(list(g, ns)).To(HaveLen(100), "the warm-up's Events written")
 		before := heapInUse()
 		for i := range sent {
 			cm.ResourceVersion = fmt.Sprint(1000 + i)
-			r.Eventf(cm, nil, corev1.EventTypeNormal, controller.ReasonRolled, "Roll", "Rolled %d", i)
+			r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "Rolled %d", i)
 			if r.waiting() > eventsMaxWaiting/2 {
 				g.Eventually(r.waiting).WithTimeout(time.Minute).Should(BeNumerically("<", eventsMaxWaiting/4), "the writers catch up")
 			}

@@ -33,7 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"nudge.dev/nudge/api/v1alpha1"
-	nudgectrl "nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/fingerprint"
 )
 
@@ -69,7 +69,7 @@ type Reconciler struct {
 	// Lull, when not nil, is told of every apply to a target (the rollouts'
 	// Lull: Events wait for a pause in the writes, so a fan-out's applies
 	// do not share the API server with its Events).
-	Lull *nudgectrl.Lull
+	Lull *record.Lull
 	// Clock tells the time of overwrites (Conflict); the real clock if nil.
 	Clock clock.PassiveClock
 

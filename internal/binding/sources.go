@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/fingerprint"
 )
 
@@ -20,7 +20,7 @@ import (
 // news: every binding is reconciled from its own initial event.
 var sourceChanged = predicate.Funcs{
 	CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
-	UpdateFunc: func(e event.UpdateEvent) bool { return controller.ContentChanged(e.ObjectOld, e.ObjectNew) },
+	UpdateFunc: func(e event.UpdateEvent) bool { return sources.ContentChanged(e.ObjectOld, e.ObjectNew) },
 }
 
 // deletionPredicate passes the update that marks a binding for deletion.
@@ -31,7 +31,7 @@ var deletionPredicate = predicate.Funcs{
 }
 
 // digestsOf returns the per-key digests of a source read from nudge's source
-// cache (see controller.DigestSource: a ConfigMap's binaryData is merged
+// cache (see sources.DigestSource: a ConfigMap's binaryData is merged
 // into its data there).
 func digestsOf(src any) fingerprint.Digests {
 	switch o := src.(type) {

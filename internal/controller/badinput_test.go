@@ -11,9 +11,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 )
 
 // eventNoteLimit is the API server's limit on an Event's note, in bytes
@@ -122,7 +122,7 @@ func TestBadInput(t *testing.T) {
 			},
 			annotations: map[string]string{"configmap.reloader.stakater.com/reload": "app,[,a)|(b"},
 			pod:         []nt.PodOption{nt.EnvFrom("ConfigMap", "app")},
-			warning:     controller.ReasonMalformedAnnotation,
+			warning:     record.ReasonMalformedAnnotation,
 			change: func(e *env) {
 				e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 			},
@@ -136,7 +136,7 @@ func TestBadInput(t *testing.T) {
 			// nudge's own need a few hundred bytes.
 			annotations: map[string]string{"nudge.dev/configmaps": "app," + strings.Repeat("Bad_Name,", 250<<10/len("Bad_Name,"))},
 			pod:         []nt.PodOption{nt.EnvFrom("ConfigMap", "app")},
-			warning:     controller.ReasonMalformedAnnotation,
+			warning:     record.ReasonMalformedAnnotation,
 			change: func(e *env) {
 				e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 			},
@@ -191,10 +191,10 @@ func TestBadInput(t *testing.T) {
 			}
 			e.rolledTo(workload, tc.rollouts)
 			if tc.rollouts > 0 {
-				e.g.Eventually(e.events(workload, controller.ReasonRolled)).WithTimeout(20*time.Second).
+				e.g.Eventually(e.events(workload, record.ReasonRolled)).WithTimeout(20*time.Second).
 					Should(ContainElement(HaveField("Note", ContainSubstring(tc.rolledFor))), "a Rolled Event naming %s", tc.rolledFor)
 			}
-			for _, reason := range []string{controller.ReasonRolled, tc.warning} {
+			for _, reason := range []string{record.ReasonRolled, tc.warning} {
 				for _, ev := range e.events(workload, reason)() {
 					e.g.Expect(len(ev.Note)).To(BeNumerically("<=", eventNoteLimit), "the API server's limit on a note")
 				}

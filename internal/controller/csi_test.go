@@ -9,10 +9,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // csiOn is --enable-csi-integration.
@@ -27,7 +27,7 @@ func classEntry(class string) string { return " SecretProviderClass/" + class + 
 func (e *env) counted(name, class string) {
 	e.t.Helper()
 	e.g.Eventually(func() string {
-		return e.deployment(name).Annotations[controller.AppliedAnnotation]
+		return e.deployment(name).Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(20*time.Second).Should(ContainSubstring(classEntry(class)),
 		"nudge to count SecretProviderClass %s for Deployment %s", class, name)
 }
@@ -117,7 +117,7 @@ func TestSecretsStoreCSI(t *testing.T) {
 			e.rolledTo("web", tc.want)
 			e.g.Expect(e.rollouts("api")()).To(BeZero(), "a workload mounting another class does not roll")
 			if tc.want == 0 {
-				e.g.Expect(e.deployment("web").Annotations[controller.AppliedAnnotation]).NotTo(ContainSubstring(classEntry("vault-db")))
+				e.g.Expect(e.deployment("web").Annotations[workload.AppliedAnnotation]).NotTo(ContainSubstring(classEntry("vault-db")))
 			}
 		})
 	}
@@ -138,7 +138,7 @@ func TestSecretsStoreCSIOnlyMounted(t *testing.T) {
 	)
 	e.baselined("web")
 	e.baselined("plain")
-	e.g.Expect(e.deployment("web").Annotations[controller.AppliedAnnotation]).NotTo(ContainSubstring("SecretProviderClass"),
+	e.g.Expect(e.deployment("web").Annotations[workload.AppliedAnnotation]).NotTo(ContainSubstring("SecretProviderClass"),
 		"no pod has mounted the class yet")
 
 	ps := nt.PodStatus(e.ns, "web-5d8f7-x2k9q", "vault-db", [2]string{"secret/db", "1"})
@@ -151,7 +151,7 @@ func TestSecretsStoreCSIOnlyMounted(t *testing.T) {
 		e.rolledTo("web", int64(i+1))
 	}
 	e.g.Expect(e.rollouts("plain")()).To(BeZero(), "a workload not mounting the class does not roll")
-	applied := e.deployment("plain").Annotations[controller.AppliedAnnotation]
+	applied := e.deployment("plain").Annotations[workload.AppliedAnnotation]
 	e.g.Expect(strings.Contains(applied, "SecretProviderClass")).To(BeFalse(), "applied %q", applied)
 }
 
@@ -178,7 +178,7 @@ func TestSecretsStoreCSIAcrossRestarts(t *testing.T) {
 
 	e.g.Expect(k8s.Delete(e.ctx, ps)).To(Succeed())
 	e.g.Eventually(func() string {
-		return e.deployment("web").Annotations[controller.AppliedAnnotation]
+		return e.deployment("web").Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(20*time.Second).ShouldNot(ContainSubstring(classEntry("vault-db")), "the unmounted class to leave the fingerprint")
 	e.create(nt.PodStatus(e.ns, "web-5d8f7-n8b2w", "vault-db", [2]string{"secret/db", "3"}))
 	e.counted("web", "vault-db")

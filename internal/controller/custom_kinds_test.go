@@ -22,9 +22,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/app"
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -128,7 +128,7 @@ func TestCustomKindRules(t *testing.T) {
 			e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(e.obj), e.obj)).To(Succeed())
 			path := tc.kind.Adapter("").TriggerPath()
 			trigger, _, _ := unstructured.NestedStringMap(e.obj.Object, path...)
-			e.g.Expect(trigger).To(HaveKeyWithValue(controller.RestartedForAnnotation, "ConfigMap "+e.ns+"/app"),
+			e.g.Expect(trigger).To(HaveKeyWithValue(workload.RestartedForAnnotation, "ConfigMap "+e.ns+"/app"),
 				"the trigger at %s", strings.Join(path, "."))
 
 			if tc.keysOnly {
@@ -145,11 +145,11 @@ func TestCustomKindRules(t *testing.T) {
 			e.rolledTo(3) // rule 4
 
 			strip := map[string]any{"metadata": map[string]any{
-				"annotations": map[string]any{controller.AppliedAnnotation: nil, controller.LastRolloutAnnotation: nil},
-				"labels":      map[string]any{controller.SealLabel: nil},
+				"annotations": map[string]any{workload.AppliedAnnotation: nil, workload.LastRolloutAnnotation: nil},
+				"labels":      map[string]any{workload.SealLabel: nil},
 			}}
 			e.g.Expect(unstructured.SetNestedField(strip, map[string]any{
-				controller.RestartedAtAnnotation: nil, controller.RestartedForAnnotation: nil}, path...)).To(Succeed())
+				workload.RestartedAtAnnotation: nil, workload.RestartedForAnnotation: nil}, path...)).To(Succeed())
 			body, err := json.Marshal(strip)
 			e.g.Expect(err).NotTo(HaveOccurred())
 			e.g.Expect(k8s.Patch(e.ctx, e.obj, client.RawPatch(types.MergePatchType, body))).To(Succeed())
@@ -173,7 +173,7 @@ func TestCustomKindDeletedSource(t *testing.T) {
 			e.baselinedObj(e.obj)
 
 			e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-			e.g.Eventually(e.events("w", controller.ReasonSourceMissing)).WithTimeout(10*time.Second).
+			e.g.Eventually(e.events("w", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
 				Should(ContainElement(HaveField("Note", ContainSubstring("Secret "+e.ns+"/db"))), "a Warning naming the missing Secret")
 			e.rolledTo(0)
 

@@ -15,6 +15,7 @@ import (
 	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/workload"
 )
 
 func cronJob(ns, name string, annotations map[string]string, opts ...nt.PodOption) *batchv1.CronJob {
@@ -43,7 +44,7 @@ func (e *env) baselinedObj(obj client.Object) {
 	e.t.Helper()
 	e.g.Eventually(func() string {
 		e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
-		return obj.GetAnnotations()[controller.AppliedAnnotation]
+		return obj.GetAnnotations()[workload.AppliedAnnotation]
 	}).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of %s", obj.GetName())
 }
 
@@ -56,14 +57,14 @@ func TestCronJobTemplateRolls(t *testing.T) {
 
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.g.Eventually(e.generation(cj)).WithTimeout(10*time.Second).Should(Equal(int64(2)), "the job template rolled")
-	e.g.Expect(cj.Spec.JobTemplate.Spec.Template.Annotations).To(HaveKey(controller.RestartedAtAnnotation))
+	e.g.Expect(cj.Spec.JobTemplate.Spec.Template.Annotations).To(HaveKey(workload.RestartedAtAnnotation))
 	jobs := func() []batchv1.Job {
 		var l batchv1.JobList
 		e.g.Expect(k8s.List(e.ctx, &l, client.InNamespace(e.ns))).To(Succeed())
 		return l.Items
 	}
 	e.g.Eventually(jobs).WithTimeout(10*time.Second).Should(ConsistOf(And(
-		HaveField("Spec.Template.Annotations", HaveKey(controller.RestartedAtAnnotation)),
+		HaveField("Spec.Template.Annotations", HaveKey(workload.RestartedAtAnnotation)),
 		HaveField("ObjectMeta.OwnerReferences", ContainElement(HaveField("Name", "report"))),
 	)), "one Job started at once from the new template")
 	e.g.Consistently(e.generation(cj)).WithTimeout(3 * time.Second).Should(Equal(int64(2)))
@@ -97,8 +98,8 @@ func TestJobsAreRecreatedOnlyWhenAskedFor(t *testing.T) {
 			e.g.Eventually(current).WithTimeout(15*time.Second).Should(And(Not(Equal(string(uid))), Not(Equal("missing"))), "the Job re-created")
 			var j batchv1.Job
 			e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
-			e.g.Expect(j.Spec.Template.Annotations).To(HaveKey(controller.RestartedAtAnnotation))
-			e.g.Expect(j.Annotations).To(HaveKey(controller.AppliedAnnotation))
+			e.g.Expect(j.Spec.Template.Annotations).To(HaveKey(workload.RestartedAtAnnotation))
+			e.g.Expect(j.Annotations).To(HaveKey(workload.AppliedAnnotation))
 			second := j.UID
 			e.g.Consistently(current).WithTimeout(3*time.Second).Should(Equal(string(second)), "re-created once")
 		})
@@ -128,14 +129,14 @@ func TestArgoRollouts(t *testing.T) {
 
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.g.Eventually(e.generation(byTemplate)).WithTimeout(10*time.Second).Should(Equal(int64(2)), "the Rollout's template rolled")
-	v, _, _ := unstructured.NestedString(byTemplate.Object, "spec", "template", "metadata", "annotations", controller.RestartedAtAnnotation)
+	v, _, _ := unstructured.NestedString(byTemplate.Object, "spec", "template", "metadata", "annotations", workload.RestartedAtAnnotation)
 	e.g.Expect(v).NotTo(BeEmpty())
 	e.g.Eventually(func() string {
 		e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(byRestart), byRestart)).To(Succeed())
 		s, _, _ := unstructured.NestedString(byRestart.Object, "spec", "restartAt")
 		return s
 	}).WithTimeout(10*time.Second).ShouldNot(BeEmpty(), "spec.restartAt set")
-	_, found, _ := unstructured.NestedString(byRestart.Object, "spec", "template", "metadata", "annotations", controller.RestartedAtAnnotation)
+	_, found, _ := unstructured.NestedString(byRestart.Object, "spec", "template", "metadata", "annotations", workload.RestartedAtAnnotation)
 	e.g.Expect(found).To(BeFalse(), "the template left alone with the restart strategy")
 
 	var cm corev1.ConfigMap

@@ -11,6 +11,7 @@ import (
 	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -168,7 +169,7 @@ func TestEnvVarsStrategy(t *testing.T) {
 		HaveField("Name", workload.EnvVarName(secretSource(e.ns, "db"))),
 		HaveField("Value", MatchRegexp(`^[A-Za-z0-9_-]{16}$`)),
 	)))
-	e.g.Expect(got.Spec.Template.Annotations).NotTo(HaveKey(controller.RestartedAtAnnotation))
+	e.g.Expect(got.Spec.Template.Annotations).NotTo(HaveKey(workload.RestartedAtAnnotation))
 	first := got.Spec.Template.Spec.Containers[1].Env[0].Value
 	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p3") })
 	e.rolledTo("web", 2)
@@ -219,7 +220,7 @@ func TestCrossNamespaceOutsideScopeWarns(t *testing.T) {
 	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
 		nt.Deployment(e.ns, "web", 1, map[string]string{"wave.pusher.com/extra-configmaps": "elsewhere/ca, app"}))
 	e.baselined("web")
-	e.g.Eventually(e.events("web", controller.ReasonNamespaceNotWatched)).WithTimeout(10 * time.Second).
+	e.g.Eventually(e.events("web", record.ReasonNamespaceNotWatched)).WithTimeout(10 * time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring(`namespace "elsewhere"`))))
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.rolledTo("web", 1)
@@ -236,7 +237,7 @@ func TestNamespaceSelectorFollowsLabels(t *testing.T) {
 	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
 		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
 	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.NamespaceSelector = "team=blue"; o.RolloutWindow = 0 })
-	e.g.Consistently(func() string { return e.deployment("web").Annotations[controller.AppliedAnnotation] }).
+	e.g.Consistently(func() string { return e.deployment("web").Annotations[workload.AppliedAnnotation] }).
 		WithTimeout(2*time.Second).Should(BeEmpty(), "an unselected namespace left alone")
 
 	var ns corev1.Namespace

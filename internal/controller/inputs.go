@@ -13,8 +13,11 @@ import (
 
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // Outcome is what became of one selected reference once its source was read.
@@ -70,7 +73,7 @@ type Resolved struct {
 // Resolver gathers rollout.Decide's inputs for one workload: nudge's
 // reference resolution and fingerprint, over the cache in the reconciler and
 // over the API in nudge explain. Sources its Reader returns must be digested
-// (see DigestSource).
+// (see sources.DigestSource).
 type Resolver struct {
 	Selector
 	// Key is the installation's fingerprint key.
@@ -88,26 +91,26 @@ type Resolver struct {
 // Inputs returns rollout.Decide's input for workload obj, whose dialect spec
 // and pod template are given, at time now, with every selected reference and
 // its outcome in the order of refs.Merge. Input.Restored is read from obj's
-// managedFields (see WrittenBackBy). It returns an error when a source or a
+// managedFields (see ownership.WrittenBackBy). It returns an error when a source or a
 // list of sources cannot be read.
 func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec, now time.Time) (rollout.Input, []Resolved, error) {
 	window := r.Window
 	if spec.Window != nil {
 		window = *spec.Window
 	}
-	applied := obj.GetAnnotations()[AppliedAnnotation]
-	sealed := applied != "" && obj.GetLabels()[SealLabel] == r.Key.Seal(applied)
+	applied := obj.GetAnnotations()[workload.AppliedAnnotation]
+	sealed := applied != "" && obj.GetLabels()[workload.SealLabel] == r.Key.Seal(applied)
 	in := rollout.Input{
 		Applied:     applied,
 		Sealed:      sealed,
-		Restored:    sealed && WrittenBackBy(obj.GetManagedFields()) != "",
+		Restored:    sealed && ownership.WrittenBackBy(obj.GetManagedFields()) != "",
 		Namespace:   obj.GetNamespace(),
 		Desired:     fingerprint.State{KeyID: r.Key.ID(), Entries: map[refs.Source]fingerprint.Entry{}},
 		Now:         now,
 		Window:      window,
 		CreateRolls: r.ReloadOnCreate,
 	}
-	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[LastRolloutAnnotation]); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[workload.LastRolloutAnnotation]); err == nil {
 		in.LastRollout = t
 	}
 	candidates, err := r.references(ctx, obj.GetNamespace(), spec, &tmpl.Spec)
@@ -164,7 +167,7 @@ func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input) (
 	}
 	in.Desired.Entries[c.Source] = fingerprint.Entry{
 		Shape:  fingerprint.Shape(c.Reference),
-		Digest: r.Key.Source(c.Reference, digestsOf(src)),
+		Digest: r.Key.Source(c.Reference, sources.Digests(src)),
 	}
 	return Counted, nil
 }

@@ -13,9 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 )
 
 func recreateJobs(o *options.Options) { o.RecreateJobs = true }
@@ -54,7 +54,7 @@ func TestDeletedJobIsCreatedAfterARestart(t *testing.T) {
 
 	allow := e.refuseJobsButDryRuns()
 	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
-	e.g.Eventually(e.events("migrate", controller.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+	e.g.Eventually(e.events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
 	e.nudge.Stop(t)
 	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
@@ -66,7 +66,7 @@ func TestDeletedJobIsCreatedAfterARestart(t *testing.T) {
 	recreated := e.recreated(job)
 	e.g.Eventually(e.journal).WithTimeout(10*time.Second).ShouldNot(HaveKey(entry), "the entry cleared once the Job exists")
 	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
-	e.g.Expect(e.events("migrate", controller.ReasonRolled)()).To(HaveLen(1), "one rollout")
+	e.g.Expect(e.events("migrate", record.ReasonRolled)()).To(HaveLen(1), "one rollout")
 }
 
 // Entries a stopped nudge left that no longer hold: one written before a
@@ -88,7 +88,7 @@ func TestStaleJobJournalEntries(t *testing.T) {
 	uids, seedUIDs := e.jobUIDs("migrate"), e.jobUIDs("seed")
 
 	// The journal as a nudge stopped at those two points leaves it (the
-	// format of controller.JobJournal: "namespace.name" → JSON).
+	// format of jobs.Journal: "namespace.name" → JSON).
 	entry := func(j *batchv1.Job, oldUID types.UID) []byte {
 		next := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: j.Namespace, Name: j.Name, Annotations: j.Annotations},
 			Spec: *j.Spec.DeepCopy()}
@@ -110,6 +110,6 @@ func TestStaleJobJournalEntries(t *testing.T) {
 	e.g.Eventually(e.journal).WithTimeout(10*time.Second).Should(BeEmpty(), "both entries cleared")
 	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{undeleted.UID, recreated.UID}),
 		"the Job whose delete never happened re-created once, for the change nudge missed")
-	e.g.Expect(e.events("migrate", controller.ReasonRolled)()).To(HaveLen(1), "one rollout")
+	e.g.Expect(e.events("migrate", record.ReasonRolled)()).To(HaveLen(1), "one rollout")
 	e.g.Expect(seedUIDs()).To(Equal([]types.UID{created.UID}), "the Job created before the stop is the same Job")
 }

@@ -17,9 +17,10 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // A Job whose re-creation the API server refuses (here an admission policy)
@@ -37,7 +38,7 @@ func TestRefusedJobIsKeptAcrossARestart(t *testing.T) {
 
 	allow := e.refuseJobs()
 	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
-	e.g.Eventually(e.events("migrate", controller.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+	e.g.Eventually(e.events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("did not delete it"))), "a Warning that the Job is kept")
 	e.nudge.Stop(t)
 	var kept batchv1.Job
@@ -49,7 +50,7 @@ func TestRefusedJobIsKeptAcrossARestart(t *testing.T) {
 	allow()
 	recreated := e.recreated(job)
 	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
-	e.g.Expect(e.events("migrate", controller.ReasonRolled)()).To(HaveLen(1), "one rollout")
+	e.g.Expect(e.events("migrate", record.ReasonRolled)()).To(HaveLen(1), "one rollout")
 }
 
 // A create that fails after nudge deleted the Job (here a policy that
@@ -64,7 +65,7 @@ func TestRecreatedJobSurvivesARefusedCreate(t *testing.T) {
 
 	allow := e.refuseJobsButDryRuns()
 	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
-	e.g.Eventually(e.events("migrate", controller.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+	e.g.Eventually(e.events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
 	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
 
@@ -99,9 +100,9 @@ func (e *env) recreated(job *batchv1.Job) *batchv1.Job {
 		err := k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &recreated)
 		return recreated.UID, err
 	}).WithTimeout(60*time.Second).ShouldNot(Equal(job.UID), "nudge to create the Job once admission allows it")
-	e.g.Expect(recreated.Spec.Template.Annotations).To(HaveKeyWithValue(controller.RestartedForAnnotation, "Secret "+e.ns+"/db"))
-	e.g.Expect(recreated.Annotations).To(HaveKey(controller.AppliedAnnotation))
-	e.g.Eventually(e.events("migrate", controller.ReasonRolled)).WithTimeout(10*time.Second).
+	e.g.Expect(recreated.Spec.Template.Annotations).To(HaveKeyWithValue(workload.RestartedForAnnotation, "Secret "+e.ns+"/db"))
+	e.g.Expect(recreated.Annotations).To(HaveKey(workload.AppliedAnnotation))
+	e.g.Eventually(e.events("migrate", record.ReasonRolled)).WithTimeout(10*time.Second).
 		Should(ContainElement(HaveField("Regarding.UID", recreated.UID)), "a Rolled Event about the new Job")
 	return &recreated
 }
@@ -196,7 +197,7 @@ func TestJobQuotaDoesNotKeepTheJob(t *testing.T) {
 	e.g.Eventually(probe).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring("exceeded quota")), "the quota to be enforced")
 
 	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
-	e.g.Eventually(e.events("migrate", controller.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+	e.g.Eventually(e.events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
 	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
 

@@ -19,10 +19,10 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/testbed"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // plane is the kube-apiserver every test here talks to; no workload
@@ -146,7 +146,7 @@ func (tw *templateWrites) count(name string) int64 {
 func (e *env) baselined(name string) {
 	e.t.Helper()
 	e.g.Eventually(func() string {
-		return e.deployment(name).Annotations[controller.AppliedAnnotation]
+		return e.deployment(name).Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of Deployment %s", name)
 }
 

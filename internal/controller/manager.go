@@ -13,7 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/sources"
 )
 
 // Options tune the controllers.
@@ -31,7 +33,7 @@ type Options struct {
 // that reconciles r.Kind on its own changes and on changes of the sources it
 // references.
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	index, err := newWorkloadIndex(ctx, mgr, r.Kind, r.AutoReloadAll, r.Dialect)
+	index, err := sources.NewIndex(ctx, mgr, r.Kind, r.AutoReloadAll, r.Dialect)
 	if err != nil {
 		return fmt.Errorf("indexing %ss by source: %w", r.Kind.Name(), err)
 	}
@@ -43,23 +45,23 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		predicate.LabelChangedPredicate{},
 	}
 	if r.Waves != nil {
-		changed = append(changed, progressChanged())
+		changed = append(changed, fleet.ProgressChanged())
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Kind.Name()).
 		For(r.Kind.New(), builder.WithPredicates(predicate.Or(changed...))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)})
 	if r.Waves != nil {
-		b = b.WatchesRawSource(source.Func(r.Waves.register(r.Kind, r.Client)))
+		b = b.WatchesRawSource(source.Func(r.Waves.Register(r.Kind, r.Client)))
 	}
-	if r.Journal != nil {
-		b = b.WatchesRawSource(source.Func(r.resumeJobs))
+	if r.Jobs != nil && r.Jobs.Journal != nil {
+		b = b.WatchesRawSource(source.Func(r.Jobs.Resume(r.watched)))
 	}
 	if !opts.IgnoreSources[refs.ConfigMap] {
-		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sourceChanged(r.Dialect)))
+		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sources.Changed(r.Dialect)))
 	}
 	if !opts.IgnoreSources[refs.Secret] {
-		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sourceChanged(r.Dialect)))
+		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sources.Changed(r.Dialect)))
 	}
 	if opts.NamespaceLabels {
 		ns := &metav1.PartialObjectMetadata{}

@@ -7,9 +7,9 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 )
 
 // Rule 5 for a source an annotation names and the pod spec reads as required:
@@ -75,7 +75,7 @@ func TestDeletedNamedRequiredSource(t *testing.T) {
 			e.baselined("web")
 
 			e.g.Expect(k8s.Delete(e.ctx, source(""))).To(Succeed())
-			e.g.Eventually(e.events("web", controller.ReasonSourceMissing)).WithTimeout(10*time.Second).
+			e.g.Eventually(e.events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
 				Should(ContainElement(HaveField("Note", ContainSubstring("Required "+tc.kind+" "+e.ns+"/cfg does not exist"))),
 					"a Warning that the required %s is missing", tc.kind)
 			e.rolledTo("web", 0)

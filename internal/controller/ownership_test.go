@@ -10,13 +10,14 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // Rule 6 rests on how the API server records who wrote a field
-// (controller.WrittenBackBy): each case writes nudge's state back, or
+// (ownership.WrittenBackBy): each case writes nudge's state back, or
 // leaves it, the way a tool does, after nudge rolled the Deployment once;
 // then the ConfigMap changes again. A write-back is left alone with a
 // StateRestored Warning; anything else leaves the state nudge's, and the
@@ -49,7 +50,7 @@ func TestWriteBackIsToldByTheFieldOwner(t *testing.T) {
 		"an update of other fields leaves it": {
 			write: func(e *env, _, current *appsv1.Deployment) error {
 				current.Annotations["team"] = "blue"
-				current.Labels = map[string]string{"app": "web", controller.SealLabel: current.Labels[controller.SealLabel]}
+				current.Labels = map[string]string{"app": "web", workload.SealLabel: current.Labels[workload.SealLabel]}
 				return k8s.Update(e.ctx, current)
 			},
 		},
@@ -73,18 +74,18 @@ func TestWriteBackIsToldByTheFieldOwner(t *testing.T) {
 
 			e.g.Expect(tc.write(e, exported, e.deployment("web"))).To(Succeed())
 			if tc.restored {
-				e.g.Eventually(e.events("web", controller.ReasonStateRestored)).WithTimeout(20*time.Second).ShouldNot(BeEmpty(),
+				e.g.Eventually(e.events("web", record.ReasonStateRestored)).WithTimeout(20*time.Second).ShouldNot(BeEmpty(),
 					"a Warning that the state was set back")
 			}
 			e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
 			if tc.restored {
 				e.rolledTo("web", 1)
-				e.g.Expect(e.deployment("web").Annotations).To(HaveKeyWithValue(controller.AppliedAnnotation, exported.Annotations[controller.AppliedAnnotation]),
+				e.g.Expect(e.deployment("web").Annotations).To(HaveKeyWithValue(workload.AppliedAnnotation, exported.Annotations[workload.AppliedAnnotation]),
 					"nothing written over the restored state")
 				return
 			}
 			e.rolledTo("web", 2)
-			e.g.Expect(e.events("web", controller.ReasonStateRestored)()).To(BeEmpty(), "no Warning")
+			e.g.Expect(e.events("web", record.ReasonStateRestored)()).To(BeEmpty(), "no Warning")
 		})
 	}
 }
@@ -110,13 +111,13 @@ func TestUndoToTheCurrentStateIsNudges(t *testing.T) {
 	undone.Spec.Template, undone.Annotations = first.Spec.Template, first.Annotations
 	e.g.Expect(k8s.Update(e.ctx, undone)).To(Succeed(), "restoring the first revision")
 	e.nudge = nt.Start(t, plane.Config(), e.ns, window)
-	e.g.Eventually(func() string { return e.deployment("web").Labels[controller.SealLabel] }).WithTimeout(20*time.Second).
-		Should(Equal(first.Labels[controller.SealLabel]), "nudge to seal the undone state again")
+	e.g.Eventually(func() string { return e.deployment("web").Labels[workload.SealLabel] }).WithTimeout(20*time.Second).
+		Should(Equal(first.Labels[workload.SealLabel]), "nudge to seal the undone state again")
 	e.rolledTo("web", 2) // the undo
 
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
 	e.rolledTo("web", 3)
-	e.g.Expect(e.events("web", controller.ReasonStateRestored)()).To(BeEmpty(), "no Warning")
+	e.g.Expect(e.events("web", record.ReasonStateRestored)()).To(BeEmpty(), "no Warning")
 }
 
 // apply applies d's name, labels and annotations, nothing else, by

@@ -1,5 +1,3 @@
-// Package controller holds the workload reconciler and the mapping from a
-// changed source to the workloads that reference it.
 package controller
 
 import (
@@ -21,37 +19,15 @@ import (
 
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/fleet"
+	"nudge.dev/nudge/internal/jobs"
+	"nudge.dev/nudge/internal/metrics"
+	"nudge.dev/nudge/internal/ownership"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
-)
-
-// Labels and annotations nudge writes. On the workload's metadata: the
-// applied state, its seal (a label, see fingerprint.Key.Seal) and the time of
-// the last rollout. On the pod template: the trigger.
-const (
-	SealLabel              = "nudge.dev/seal"
-	AppliedAnnotation      = "nudge.dev/applied-fingerprint"
-	LastRolloutAnnotation  = "nudge.dev/last-rollout"
-	RestartedAtAnnotation  = "nudge.dev/restarted-at"
-	RestartedForAnnotation = "nudge.dev/restarted-for"
-)
-
-// Reasons of the Events nudge records.
-const (
-	ReasonRolled              = "Rolled"
-	ReasonSourceMissing       = "SourceMissing"
-	ReasonMalformedAnnotation = "MalformedAnnotation"
-	ReasonNamespaceNotWatched = "NamespaceNotWatched"
-	ReasonRolloutHeld         = "RolloutHeld"
-	ReasonJobNotStarted       = "JobNotStarted"
-	// ReasonJobNotRecreated: a Job nudge re-creates cannot be created: the
-	// API server refuses it, and nudge keeps the Job (see recreateJob), or
-	// the create failed after the delete; nudge keeps trying.
-	ReasonJobNotRecreated = "JobNotRecreated"
-	// ReasonStateRestored: someone wrote back a state nudge had replaced
-	// (see WrittenBackBy); nudge does not act on it.
-	ReasonStateRestored = "StateRestored"
 )
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -84,29 +60,28 @@ type Reconciler struct {
 	// reads Reloader's default names.
 	Dialect dialect.Parser
 	// Metrics counts what the reconciler does; may be nil.
-	Metrics *Metrics
-	// Lull, when not nil, is told of every workload write (see Lull).
-	Lull *Lull
+	Metrics *metrics.Metrics
+	// Lull, when not nil, is told of every workload write (see record.Lull).
+	Lull *record.Lull
 	// CSI, when not nil and true, says that nudge watches the Secrets Store
 	// CSI driver's SecretProviderClassPodStatuses (see WatchPodStatuses);
 	// otherwise SecretProviderClasses count for nothing.
 	CSI *atomic.Bool
 	// Waves, when not nil, bounds the rollouts in flight and halts a change
 	// whose rollout fails (--max-concurrent-rollouts); shared by every kind.
-	Waves *Waves
-	// Journal, for Jobs re-created (--recreate-jobs), keeps the Jobs deleted
-	// and not created yet across a stop of nudge; nil keeps them in memory
-	// only.
-	Journal *JobJournal
+	Waves *fleet.Waves
+	// Jobs, for the Job kind with --recreate-jobs, re-creates the Jobs whose
+	// sources changed; it must be set for that kind.
+	Jobs *jobs.Recreator
 
 	// Behaviour pinned by Reloader's flags; see options.Options.
 	Behaviour
 
 	warnings warnings
 	history  history               // nudge's last write per workload, to tell a stale cache
-	jobs     pendingJobs           // Jobs deleted to re-create, not created yet (see Journal)
-	taken    takeovers             // states taken over from another key
-	index    workloadIndex         // set by SetupWithManager
+	changes  changes               // when nudge saw a source change of a workload, for its latency
+	taken    ownership.Takeovers   // states taken over from another key
+	index    sources.Index         // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
 }
 
@@ -139,49 +114,50 @@ type Rolled struct {
 	Sources               []refs.Source
 	Time                  time.Time
 	// Halted, when not empty, says why the workload was not rolled: its
-	// rollout is halted (see Waves).
+	// rollout is halted (see fleet.Waves).
 	Halted string
 }
 
 // Reconcile compares the workload's applied state with the state of the
 // sources it references now, and writes a baseline, a rollout, or nothing.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	pending := false // waiting for a rollout slot (see Waves)
+	pending := false // waiting for a rollout slot (see fleet.Waves)
 	if r.Waves != nil {
 		defer func() {
 			if !pending {
-				r.Waves.leave(r.waveKey(req.NamespacedName))
+				r.Waves.Leave(r.waveKey(req.NamespacedName))
 			}
 		}()
 	}
 	obj := r.Kind.New()
 	err := r.Client.Get(ctx, req.NamespacedName, obj)
-	if handled, result, err := r.pendingJobFirst(ctx, req.NamespacedName, obj, err); handled {
+	if handled, result, err := r.Jobs.Pending(ctx, jobReport{r}, req.NamespacedName, obj, err); handled {
 		return result, err
 	}
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			r.warnings.forget(req.NamespacedName)
 			r.history.forget(req.NamespacedName)
-			r.taken.forget(req.NamespacedName)
-			r.Waves.gone(r.waveKey(req.NamespacedName))
+			r.taken.Forget(req.NamespacedName)
+			r.changes.forget(req.NamespacedName)
+			r.Waves.Gone(r.waveKey(req.NamespacedName))
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	r.Waves.observe(ctx, r.waveKey(req.NamespacedName), obj, r.now())
+	r.Waves.Observe(ctx, r.waveKey(req.NamespacedName), obj, r.now())
 	tmpl := r.Kind.Template(obj)
 	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
 		return ctrl.Result{}, nil
 	}
 	spec, errs := r.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
-	var causes []cause
+	var causes []record.Cause
 	for _, err := range errs {
-		causes = append(causes, cause{reason: ReasonMalformedAnnotation, note: err.Error()})
+		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	}
 	pause := r.Dialect.Reloader().PausePeriod
 	if v, ok := obj.GetAnnotations()[pause]; ok && r.Kind == workload.Deployment && r.pausePeriod(obj) == 0 {
-		causes = append(causes, cause{reason: ReasonMalformedAnnotation, note: fmt.Sprintf(
+		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: fmt.Sprintf(
 			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", pause, v)})
 	}
 	if !spec.Enabled(r.AutoReloadAll) {
@@ -207,30 +183,31 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	causes = append(causes, more...)
 	d := rollout.Decide(in)
-	var hold waveHold
+	var hold fleet.Hold
 	if r.Waves != nil {
-		if d, more, hold, err = r.wave(ctx, obj, &in, d); err != nil {
+		if d, more, hold, err = r.Waves.Decide(ctx, r.waveKey(req.NamespacedName), obj, &in, d, r.contentDigest); err != nil {
 			return ctrl.Result{}, err
 		}
 		causes = append(causes, more...)
 		pending = d.Action == rollout.Pending
 	}
-	if c, ok := decisionCause(d, WrittenBackBy(obj.GetManagedFields())); ok {
+	if c, ok := decisionCause(d, ownership.WrittenBackBy(obj.GetManagedFields())); ok {
 		causes = append(causes, c)
 	}
-	if wait, c := r.taken.contested(req.NamespacedName, in, d, r.Key.ID()); wait > 0 {
+	if wait, c := r.taken.Contested(req.NamespacedName, in, d, r.Key.ID()); wait > 0 {
 		r.warn(ctx, obj, append(causes, c))
 		return r.resume(ctx, obj, ctrl.Result{RequeueAfter: wait})
 	}
 	r.warn(ctx, obj, causes)
-	r.Metrics.decided(r.Kind.Name(), d.Action)
+	r.Metrics.Decided(r.Kind.Name(), d.Action)
 	over := obj.GetResourceVersion()
 	result, err := r.act(ctx, obj, in, d)
+	r.changes.settle(req.NamespacedName, d.Action)
 	if r.Waves == nil {
 		return result, err
 	}
 	if err != nil {
-		r.afterWaveError(obj, d, over)
+		r.Waves.NotWritten(r.waveKey(req.NamespacedName), obj, d, over)
 		return result, err
 	}
 	return r.afterWave(ctx, obj, d, hold, over, result)
@@ -238,18 +215,18 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // decisionCause returns the Warning a decision deserves, if any; by is the
 // manager that wrote a restored state back.
-func decisionCause(d rollout.Decision, by string) (cause, bool) {
+func decisionCause(d rollout.Decision, by string) (record.Cause, bool) {
 	switch d.Action {
 	case rollout.Hold:
-		return cause{reason: ReasonRolloutHeld, note: fmt.Sprintf(
-			"Held the rollout for %s until the missing required source(s) exist", names(d.Changed))}, true
+		return record.Cause{Reason: record.ReasonRolloutHeld, Note: fmt.Sprintf(
+			"Held the rollout for %s until the missing required source(s) exist", refs.Names(d.Changed))}, true
 	case rollout.Restored:
-		return cause{reason: ReasonStateRestored, note: fmt.Sprintf(
+		return record.Cause{Reason: record.ReasonStateRestored, Note: fmt.Sprintf(
 			"%s and the label %s were set back by %s to a state nudge had replaced (a manifest exported from the live object "+
 				"and applied again?); nudge does not roll for it, so that it and the tool that wrote it do not take turns. "+
-				"Remove nudge.dev/ keys from the manifest", AppliedAnnotation, SealLabel, by)}, true
+				"Remove nudge.dev/ keys from the manifest", workload.AppliedAnnotation, workload.SealLabel, by)}, true
 	}
-	return cause{}, false
+	return record.Cause{}, false
 }
 
 // act carries out decision d, taken on inputs in, on obj: a baseline or a
@@ -260,7 +237,7 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 	var result ctrl.Result
 	switch d.Action {
 	case rollout.Wait:
-		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", names(d.Changed), "after", d.RequeueAfter)
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.RequeueAfter)
 		result.RequeueAfter = d.RequeueAfter
 	case rollout.Baseline:
 		applied := d.Write.Format(key.Namespace)
@@ -268,7 +245,7 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 			return r.retry(ctx, err)
 		}
 		r.history.wrote(key, over, d.FirstSight)
-		r.taken.took(key, in, r.Key.ID())
+		r.taken.Took(key, in, r.Key.ID())
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
 		applied := d.Write.Format(key.Namespace)
@@ -283,22 +260,22 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 // inputs gathers what rollout.Decide needs from the cache (see
 // Resolver.Inputs), with the Warning causes found on the way (missing
 // sources, unwatched namespaces).
-func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []cause, error) {
+func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, error) {
 	in, resolved, err := r.resolver().Inputs(ctx, obj, spec, tmpl, r.now())
 	if err != nil {
 		return in, nil, fmt.Errorf("reading from the cache: %w", err)
 	}
-	var causes []cause
+	var causes []record.Cause
 	for _, c := range resolved {
 		switch c.Outcome {
 		case Unwatched:
-			causes = append(causes, cause{reason: ReasonNamespaceNotWatched, note: fmt.Sprintf(
+			causes = append(causes, record.Cause{Reason: record.ReasonNamespaceNotWatched, Note: fmt.Sprintf(
 				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
 		case Kept:
-			causes = append(causes, cause{reason: ReasonSourceMissing, note: fmt.Sprintf(
+			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: fmt.Sprintf(
 				"Named %s %s/%s does not exist; its absence rolls nothing", c.Kind, c.Namespace, c.Name)})
 		case Missing:
-			causes = append(causes, cause{reason: ReasonSourceMissing, note: fmt.Sprintf(
+			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: fmt.Sprintf(
 				"Required %s %s/%s does not exist; no rollout until it does", c.Kind, c.Namespace, c.Name)})
 		}
 	}
@@ -333,16 +310,19 @@ func (r *Reconciler) retry(ctx context.Context, err error) (ctrl.Result, error) 
 // and the rollout counter.
 func (r *Reconciler) rolled(ctx context.Context, obj client.Object, changed []refs.Source) {
 	kind := r.Kind.Name()
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, ReasonRolled, "Roll",
-		"%s", eventNote(fmt.Sprintf("Rolled %s %s because %s changed", kind, obj.GetName(), names(changed))))
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll",
+		"%s", record.Note(fmt.Sprintf("Rolled %s %s because %s changed", kind, obj.GetName(), refs.Names(changed))))
 	var detected []string
 	for _, s := range changed {
 		detected = append(detected, fmt.Sprintf("'%s' of type '%s' in namespace '%s'", s.Name, strings.ToUpper(string(s.Kind)), s.Namespace))
 	}
 	ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("Changes detected in %s; updated '%s' of type '%s' in namespace '%s'",
 		strings.Join(detected, ", "), obj.GetName(), kind, obj.GetNamespace()),
-		"kind", kind, "sources", names(changed))
-	r.Metrics.rolled(kind, obj.GetNamespace())
+		"kind", kind, "sources", refs.Names(changed))
+	r.Metrics.Rolled(kind, obj.GetNamespace())
+	if at, ok := r.changes.take(client.ObjectKeyFromObject(obj)); ok {
+		r.Metrics.Waited(kind, r.now().Sub(at))
+	}
 	r.notify(obj, changed)
 }
 
@@ -361,13 +341,4 @@ func (r *Reconciler) now() time.Time {
 
 func (r *Reconciler) watched(ctx context.Context, namespace string) bool {
 	return r.Watched == nil || r.Watched(ctx, namespace)
-}
-
-// names renders sources as "ConfigMap shop/app, Secret shop/db".
-func names(sources []refs.Source) string {
-	parts := make([]string, len(sources))
-	for i, s := range sources {
-		parts[i] = string(s.Kind) + " " + s.Namespace + "/" + s.Name
-	}
-	return strings.Join(parts, ", ")
 }

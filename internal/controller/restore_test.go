@@ -8,9 +8,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // Rule 6: a workload rewritten with its manifest (kubectl replace, a GitOps
@@ -36,7 +37,7 @@ func TestRewrittenWorkloadIsNotRolledAgain(t *testing.T) {
 	// that is its own rollout. The second changed nothing.
 	e.rolledTo("web", 2)
 	e.baselined("web")
-	e.g.Expect(e.deployment("web").Spec.Template.Annotations).NotTo(HaveKey(controller.RestartedAtAnnotation))
+	e.g.Expect(e.deployment("web").Spec.Template.Annotations).NotTo(HaveKey(workload.RestartedAtAnnotation))
 }
 
 // Rule 7: kubectl rollout undo is not undone.
@@ -60,7 +61,7 @@ func TestRolloutUndoIsKept(t *testing.T) {
 		return k8s.Update(e.ctx, d)
 	}).Should(Succeed(), "restoring the first revision")
 	e.rolledTo("web", 2)
-	e.g.Expect(e.deployment("web").Spec.Template.Annotations).NotTo(HaveKey(controller.RestartedAtAnnotation))
+	e.g.Expect(e.deployment("web").Spec.Template.Annotations).NotTo(HaveKey(workload.RestartedAtAnnotation))
 }
 
 // Rule 6: a GitOps tool that keeps a manifest exported from the live object
@@ -79,10 +80,10 @@ func TestRestoredStateIsNotRolledAgain(t *testing.T) {
 	restored := e.deployment("web")
 	restored.Labels, restored.Annotations, restored.Spec.Template = exported.Labels, exported.Annotations, exported.Spec.Template
 	e.g.Expect(k8s.Update(e.ctx, restored)).To(Succeed(), "the GitOps tool applying the exported manifest")
-	e.g.Eventually(e.events("web", controller.ReasonStateRestored)).WithTimeout(10*time.Second).ShouldNot(BeEmpty(),
+	e.g.Eventually(e.events("web", record.ReasonStateRestored)).WithTimeout(10*time.Second).ShouldNot(BeEmpty(),
 		"a Warning that the state was set back")
 	e.rolledTo("web", 2) // the restore's own change of the pod template, and no more
-	e.g.Expect(e.deployment("web").Annotations).To(HaveKeyWithValue(controller.AppliedAnnotation, exported.Annotations[controller.AppliedAnnotation]),
+	e.g.Expect(e.deployment("web").Annotations).To(HaveKeyWithValue(workload.AppliedAnnotation, exported.Annotations[workload.AppliedAnnotation]),
 		"nothing written over the restored state")
 }
 
@@ -106,9 +107,9 @@ func TestRestoredStateIsNotRolledAfterARestart(t *testing.T) {
 	restored := e.deployment("web")
 	restored.Labels, restored.Annotations, restored.Spec.Template = exported.Labels, exported.Annotations, exported.Spec.Template
 	e.g.Expect(k8s.Update(e.ctx, restored)).To(Succeed(), "the GitOps tool applying the exported manifest")
-	e.g.Eventually(e.events("web", controller.ReasonStateRestored)).WithTimeout(20*time.Second).
+	e.g.Eventually(e.events("web", record.ReasonStateRestored)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("set back by "))), "a Warning from the restarted nudge naming the writer")
 	e.rolledTo("web", 2) // the restore's own change of the pod template, and no more
-	e.g.Expect(e.deployment("web").Annotations).To(HaveKeyWithValue(controller.AppliedAnnotation, exported.Annotations[controller.AppliedAnnotation]),
+	e.g.Expect(e.deployment("web").Annotations).To(HaveKeyWithValue(workload.AppliedAnnotation, exported.Annotations[workload.AppliedAnnotation]),
 		"nothing written over the restored state")
 }

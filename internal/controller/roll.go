@@ -15,6 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/fleet"
+	"nudge.dev/nudge/internal/jobs"
+	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -42,8 +46,8 @@ const (
 func (r *Reconciler) stateChange(obj client.Object, value string) workload.Change {
 	return workload.Change{
 		ResourceVersion: obj.GetResourceVersion(),
-		Labels:          map[string]*string{SealLabel: ptr.To(r.Key.Seal(value))},
-		Annotations:     map[string]*string{AppliedAnnotation: &value},
+		Labels:          map[string]*string{workload.SealLabel: ptr.To(r.Key.Seal(value))},
+		Annotations:     map[string]*string{workload.AppliedAnnotation: &value},
 	}
 }
 
@@ -51,15 +55,15 @@ func (r *Reconciler) stateChange(obj client.Object, value string) workload.Chang
 // that opting in again is first sight (rule 3): a change made in between is
 // baselined, not rolled. A workload without state costs no write.
 func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
-	_, applied := obj.GetAnnotations()[AppliedAnnotation]
-	_, sealed := obj.GetLabels()[SealLabel]
+	_, applied := obj.GetAnnotations()[workload.AppliedAnnotation]
+	_, sealed := obj.GetLabels()[workload.SealLabel]
 	if !applied && !sealed {
 		return nil
 	}
 	c := workload.Change{
 		ResourceVersion: obj.GetResourceVersion(),
-		Labels:          map[string]*string{SealLabel: nil},
-		Annotations:     map[string]*string{AppliedAnnotation: nil, LastRolloutAnnotation: nil},
+		Labels:          map[string]*string{workload.SealLabel: nil},
+		Annotations:     map[string]*string{workload.AppliedAnnotation: nil, workload.LastRolloutAnnotation: nil},
 	}
 	if err := r.apply(ctx, obj, c); err != nil {
 		return err
@@ -75,7 +79,7 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Ch
 	if err != nil {
 		return err
 	}
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(FieldManager)); err != nil {
+	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(workload.FieldManager)); err != nil {
 		return err
 	}
 	if r.Lull != nil {
@@ -95,12 +99,12 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 			return err
 		}
 		r.notify(obj, d.Changed)
-		ctrl.LoggerFrom(ctx).Info("Sent change to the webhook instead of rolling", "kind", r.Kind.Name(), "sources", names(d.Changed))
+		ctrl.LoggerFrom(ctx).Info("Sent change to the webhook instead of rolling", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed))
 		return nil
 	}
-	c.Annotations[LastRolloutAnnotation] = &stamp
+	c.Annotations[workload.LastRolloutAnnotation] = &stamp
 	if r.Waves != nil {
-		if err := r.waveAnnotations(ctx, c.Annotations, d); err != nil {
+		if err := fleet.Annotate(ctx, c.Annotations, d, r.contentDigest); err != nil {
 			return err
 		}
 	}
@@ -113,7 +117,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		if job.ResourceVersion != obj.GetResourceVersion() {
 			return apierrors.NewConflict(batchv1.Resource("jobs"), job.Name, errors.New("the Job changed since it was read"))
 		}
-		return r.recreateJob(ctx, job, c, stamp, d.Changed)
+		return r.Jobs.Recreate(ctx, jobReport{r}, job, c, stamp, d.Changed)
 	}
 
 	switch {
@@ -136,7 +140,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		}
 		c.Containers = containers
 	default:
-		c.TemplateAnnotations = map[string]string{RestartedAtAnnotation: stamp, RestartedForAnnotation: names(d.Changed)}
+		c.TemplateAnnotations = map[string]string{workload.RestartedAtAnnotation: stamp, workload.RestartedForAnnotation: refs.Names(d.Changed)}
 		if a := r.Kind.TriggerAnnotation(); a != "" {
 			c.TemplateAnnotations[a] = stamp
 		}
@@ -152,7 +156,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 	}
 	if err := r.apply(ctx, obj, c); err != nil {
 		if !apierrors.IsConflict(err) {
-			r.Metrics.rollFailed(obj.GetNamespace())
+			r.Metrics.RollFailed(obj.GetNamespace())
 		}
 		return err
 	}
@@ -160,8 +164,8 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 	if cj, ok := obj.(*batchv1.CronJob); ok && r.CronJobStartJob {
 		// The rollout is written: a retry would not start the Job again, so
 		// a failure is reported, not retried.
-		if err := r.startJob(ctx, cj); err != nil {
-			r.warn(ctx, obj, []cause{{reason: ReasonJobNotStarted, note: err.Error()}})
+		if err := jobs.StartFromCronJob(ctx, r.Client, cj); err != nil {
+			r.warn(ctx, obj, []record.Cause{{Reason: record.ReasonJobNotStarted, Note: err.Error()}})
 		}
 	}
 	return nil
@@ -203,4 +207,19 @@ func (r *Reconciler) resume(ctx context.Context, obj client.Object, result ctrl.
 	}
 	ctrl.LoggerFrom(ctx).Info("Resumed Deployment after its pause period", "pausedAt", at)
 	return result, nil
+}
+
+// jobReport tells the reconciler what became of the Jobs its Recreator
+// re-creates (see jobs.Reporter).
+type jobReport struct{ r *Reconciler }
+
+func (j jobReport) Rolled(ctx context.Context, job client.Object, changed []refs.Source) {
+	j.r.rolled(ctx, job, changed)
+}
+
+func (j jobReport) NotRecreated(ctx context.Context, job client.Object, warning string) {
+	j.r.Metrics.RollFailed(job.GetNamespace())
+	if warning != "" {
+		j.r.record(ctx, job, record.Cause{Reason: record.ReasonJobNotRecreated, Note: record.Note(warning)})
+	}
 }

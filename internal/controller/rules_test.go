@@ -15,9 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/workload"
 )
 
 var auto = map[string]string{"nudge.dev/auto": "true"}
@@ -62,8 +63,8 @@ func TestOptingInAgainNeverRolls(t *testing.T) {
 
 	e.annotate("web", `{"nudge.dev/auto":null}`)
 	e.g.Eventually(func() map[string]string { return e.deployment("web").Labels }).WithTimeout(10*time.Second).
-		ShouldNot(HaveKey(controller.SealLabel), "nudge to drop its state from the Deployment that opted out")
-	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(controller.AppliedAnnotation))
+		ShouldNot(HaveKey(workload.SealLabel), "nudge to drop its state from the Deployment that opted out")
+	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(workload.AppliedAnnotation))
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.rolledTo("web", 0)
 
@@ -83,10 +84,10 @@ func TestMistypedOptInKeepsState(t *testing.T) {
 	e.baselined("web")
 
 	e.annotate("web", `{"nudge.dev/auto":"yes"}`)
-	e.g.Eventually(e.events("web", controller.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+	e.g.Eventually(e.events("web", record.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.rolledTo("web", 0)
-	e.g.Expect(e.deployment("web").Labels).To(HaveKey(controller.SealLabel), "the state kept")
+	e.g.Expect(e.deployment("web").Labels).To(HaveKey(workload.SealLabel), "the state kept")
 
 	e.annotate("web", `{"nudge.dev/auto":"true"}`)
 	e.rolledTo("web", 1)
@@ -115,7 +116,7 @@ func TestDeletedRequiredSource(t *testing.T) {
 	e.baselined("web")
 
 	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-	e.g.Eventually(e.events("web", controller.ReasonSourceMissing)).WithTimeout(10*time.Second).
+	e.g.Eventually(e.events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("Secret "+e.ns+"/db"))), "a Warning naming the missing Secret")
 	e.rolledTo("web", 0)
 
@@ -128,7 +129,7 @@ func TestDeletedRequiredSource(t *testing.T) {
 	e.rolledTo("web", 1)
 
 	var seen int32
-	for _, ev := range e.events("web", controller.ReasonSourceMissing)() {
+	for _, ev := range e.events("web", record.ReasonSourceMissing)() {
 		e.g.Expect(ev.Type).To(Equal(corev1.EventTypeWarning))
 		seen++
 		if ev.Series != nil {
@@ -148,7 +149,7 @@ func TestOptionalSourceAppearsAndDisappears(t *testing.T) {
 	e.rolledTo("web", 1)
 	e.g.Expect(k8s.Delete(e.ctx, nt.ConfigMap(e.ns, "flags", nil))).To(Succeed())
 	e.rolledTo("web", 2)
-	e.g.Expect(e.events("web", controller.ReasonSourceMissing)()).To(BeEmpty(), "no Warning for an optional source")
+	e.g.Expect(e.events("web", record.ReasonSourceMissing)()).To(BeEmpty(), "no Warning for an optional source")
 }
 
 // Rule 5 for a source an annotation names and the pod spec does not read: its
@@ -164,7 +165,7 @@ func TestDeletedNamedSource(t *testing.T) {
 	e.baselined("web")
 
 	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-	e.g.Eventually(e.events("web", controller.ReasonSourceMissing)).WithTimeout(10*time.Second).
+	e.g.Eventually(e.events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("Named Secret "+e.ns+"/db"))), "a Warning naming the missing Secret")
 	e.rolledTo("web", 0)
 
@@ -194,7 +195,7 @@ func TestBurstGivesAtMostTwoRollouts(t *testing.T) {
 	e.g.Eventually(e.rollouts("web")).WithTimeout(20*time.Second).Should(BeNumerically(">=", 1), "a first rollout")
 	// The trailing rollout comes at the end of the window after the first.
 	e.g.Eventually(func() time.Time {
-		t, _ := time.Parse(time.RFC3339Nano, e.deployment("web").Spec.Template.Annotations[controller.RestartedAtAnnotation])
+		t, _ := time.Parse(time.RFC3339Nano, e.deployment("web").Spec.Template.Annotations[workload.RestartedAtAnnotation])
 		return t
 	}).WithTimeout(10*time.Second).Should(BeTemporally(">=", last.Add(-time.Second)), "a rollout after the last change")
 	e.g.Consistently(e.rollouts("web")).WithTimeout(4*time.Second).Should(BeNumerically("<=", 2), "at most two rollouts")
@@ -225,7 +226,7 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte(value + "-2") })
 	e.rolledTo("web", 1)
 	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-	e.g.Eventually(e.events("web", controller.ReasonSourceMissing)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+	e.g.Eventually(e.events("web", record.ReasonSourceMissing)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
 
 	var events eventsv1.EventList
 	e.g.Expect(k8s.List(e.ctx, &events, client.InNamespace(e.ns))).To(Succeed())
@@ -251,14 +252,14 @@ func TestMalformedAnnotationWarnsOnce(t *testing.T) {
 		nt.Deployment(e.ns, "web", 1, map[string]string{"reloader.stakater.com/auto": "yes", "nudge.dev/configmaps": "app"},
 			nt.EnvFrom("ConfigMap", "app")))
 	e.baselined("web")
-	e.g.Eventually(e.events("web", controller.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).
+	e.g.Eventually(e.events("web", record.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("reloader.stakater.com/auto"))))
 	for i := range 3 { // three more reconciles of the same workload
 		d := e.deployment("web")
 		d.Annotations["touch"] = string(rune('a' + i))
 		e.g.Expect(k8s.Update(e.ctx, d)).To(Succeed())
 	}
-	e.g.Consistently(func() []eventsv1.Event { return e.events("web", controller.ReasonMalformedAnnotation)() }).
+	e.g.Consistently(func() []eventsv1.Event { return e.events("web", record.ReasonMalformedAnnotation)() }).
 		WithTimeout(3*time.Second).Should(ConsistOf(HaveField("Series", BeNil())), "a single Warning, never repeated")
 	// The well-formed annotation still works.
 	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })

@@ -17,9 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/app"
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // shardLabel is the namespace label the shards of these tests select on: one
@@ -57,9 +58,9 @@ func TestShards(t *testing.T) {
 				c.change(ns, "2")
 			}
 			c.rolledTo(map[*shardNamespace]int64{nsA: 1, nsB: 1, moved: 1, none: 0})
-			c.g.Expect(c.deployment(none).Annotations).NotTo(HaveKey(controller.AppliedAnnotation),
+			c.g.Expect(c.deployment(none).Annotations).NotTo(HaveKey(workload.AppliedAnnotation),
 				"no baseline in a namespace no shard selects")
-			c.g.Expect(c.deployment(none).Labels).NotTo(HaveKey(controller.SealLabel))
+			c.g.Expect(c.deployment(none).Labels).NotTo(HaveKey(workload.SealLabel))
 			c.rolledBy(a, nsA, 1)
 			c.rolledBy(b, nsA, 0)
 			c.rolledBy(b, nsB, 1)
@@ -71,7 +72,7 @@ func TestShards(t *testing.T) {
 
 			// Relabelled from A to B: handed over without a rollout, and A
 			// does not take it back.
-			before := c.deployment(moved).Annotations[controller.AppliedAnnotation]
+			before := c.deployment(moved).Annotations[workload.AppliedAnnotation]
 			c.relabel(moved, "b")
 			if sharedKey {
 				c.g.Consistently(c.applied(moved)).WithTimeout(3*time.Second).Should(Equal(before),
@@ -130,7 +131,7 @@ func TestShardOverlap(t *testing.T) {
 			c.g.Consistently(writes).WithTimeout(3*time.Second).Should(BeNumerically("<=", 6),
 				"a few writes of %s/web (its creation included), not a write per reconcile of two nudges", n.name)
 			t.Logf("Writes of %s/web before the change: %d", n.name, writes())
-			contested := c.events(n, controller.ReasonStateContested)
+			contested := c.events(n, record.ReasonStateContested)
 			if sharedKey {
 				c.g.Expect(contested()).To(BeEmpty(), "no contest between nudges that share a key")
 			} else {
@@ -254,11 +255,11 @@ func (c *shardedCluster) deployment(n *shardNamespace) *appsv1.Deployment {
 }
 
 func (c *shardedCluster) applied(n *shardNamespace) func() string {
-	return func() string { return c.deployment(n).Annotations[controller.AppliedAnnotation] }
+	return func() string { return c.deployment(n).Annotations[workload.AppliedAnnotation] }
 }
 
 func (c *shardedCluster) trigger(n *shardNamespace) string {
-	return c.deployment(n).Spec.Template.Annotations[controller.RestartedAtAnnotation]
+	return c.deployment(n).Spec.Template.Annotations[workload.RestartedAtAnnotation]
 }
 
 // ownedBy waits until the Deployment of each namespace holds a state

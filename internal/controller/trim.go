@@ -1,11 +1,21 @@
 package controller
 
 import (
+	"maps"
+
+	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/ownership"
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -42,5 +52,128 @@ func trimUnstructured(u *unstructured.Unstructured, k workload.Kind) {
 	t := trimTemplate(*tmpl)
 	if m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&t); err == nil {
 		_ = unstructured.SetNestedMap(u.Object, m, k.TemplatePath()...)
+	}
+}
+
+// lastApplied is kubectl's copy of a whole manifest in an annotation; nudge
+// never reads it and it can double an object's size in the cache.
+const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
+
+// TrimWorkload is the cache transform for workloads. It keeps what the
+// reconciler and the source index read: the metadata nudge reads (name,
+// namespace, resourceVersion, generation, annotations but kubectl's
+// last-applied-configuration, of the labels only nudge's seal, and of the
+// managedFields only a written-back state's owner, see ownership.WrittenBackBy), a
+// Deployment's paused flag, and of the pod template its annotations and what
+// references a source (see trimPodSpec). A write that needs the whole object
+// (the env-vars strategy, re-creating a Job) reads it from the API first, and
+// a patch's response replaces the trimmed object it was given. Other objects
+// lose only their managedFields (as above), owner references and that annotation (a
+// Namespace keeps its labels: --namespace-selector reads them); an
+// unstructured one its status too (TrimWorkloads trims Argo Rollouts and
+// custom kinds as the built-in kinds). A Secrets Store CSI
+// SecretProviderClassPodStatus, a source, is trimmed by sources.TrimPodStatus. It is
+// idempotent.
+func TrimWorkload(obj any) (any, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == sources.PodStatusGVK {
+		return sources.TrimPodStatus(obj)
+	}
+	if o, ok := obj.(client.Object); ok {
+		ownership.TrimManagedFields(o)
+		o.SetOwnerReferences(nil)
+		if a := o.GetAnnotations(); a[lastApplied] != "" {
+			a = maps.Clone(a)
+			delete(a, lastApplied)
+			o.SetAnnotations(a)
+		}
+	}
+	switch o := obj.(type) {
+	case *appsv1.Deployment:
+		o.Labels = sealOnly(o.Labels)
+		o.Spec = appsv1.DeploymentSpec{Paused: o.Spec.Paused, Template: trimTemplate(o.Spec.Template)}
+		o.Status = appsv1.DeploymentStatus{}
+	case *appsv1.StatefulSet:
+		o.Labels = sealOnly(o.Labels)
+		o.Spec = appsv1.StatefulSetSpec{Template: trimTemplate(o.Spec.Template)}
+		o.Status = appsv1.StatefulSetStatus{}
+	case *appsv1.DaemonSet:
+		o.Labels = sealOnly(o.Labels)
+		o.Spec = appsv1.DaemonSetSpec{Template: trimTemplate(o.Spec.Template)}
+		o.Status = appsv1.DaemonSetStatus{}
+	case *batchv1.CronJob:
+		o.Labels = sealOnly(o.Labels)
+		o.Spec = batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{
+			Spec: batchv1.JobSpec{Template: trimTemplate(o.Spec.JobTemplate.Spec.Template)}}}
+		o.Status = batchv1.CronJobStatus{}
+	case *batchv1.Job:
+		o.Labels = sealOnly(o.Labels)
+		o.Spec = batchv1.JobSpec{Template: trimTemplate(o.Spec.Template)}
+		o.Status = batchv1.JobStatus{}
+	case *unstructured.Unstructured:
+		delete(o.Object, "status")
+	}
+	return obj, nil
+}
+
+// sealOnly returns labels with only workload.SealLabel left (in place), or nil
+// without it: nudge reads no other label of a workload.
+func sealOnly(labels map[string]string) map[string]string {
+	if _, ok := labels[workload.SealLabel]; !ok {
+		return nil
+	}
+	maps.DeleteFunc(labels, func(k, _ string) bool { return k != workload.SealLabel })
+	return labels
+}
+
+// trimTemplate keeps of a pod template its annotations (dialects read some)
+// and what its pod spec references.
+func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	out := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: t.Annotations}, Spec: t.Spec}
+	trimPodSpec(&out.Spec)
+	return out
+}
+
+// trimPodSpec replaces a pod spec with one container that reads exactly the
+// sources the pod spec reads (refs.FromPodSpec), in the fewest objects (a
+// SecretProviderClass as a csi volume that mounts it): a
+// whole source as an envFrom entry, a source read only in part as one env
+// entry per key read, each as optional as the reference. FromPodSpec reads
+// the same references from the trimmed spec as from the whole one, and
+// nothing else reads the cached pod spec: the env-vars strategy reads the
+// live object.
+func trimPodSpec(p *corev1.PodSpec) {
+	var c corev1.Container
+	var volumes []corev1.Volume
+	for _, r := range refs.FromPodSpec("", p) {
+		if r.Kind == refs.SecretProviderClass {
+			volumes = append(volumes, corev1.Volume{Name: r.Name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+				Driver: refs.CSIDriver, VolumeAttributes: map[string]string{refs.SecretProviderClassAttribute: r.Name}}}})
+			continue
+		}
+		optional := r.Optional
+		name := corev1.LocalObjectReference{Name: r.Name}
+		if r.Whole() {
+			from := corev1.EnvFromSource{}
+			if r.Kind == refs.ConfigMap {
+				from.ConfigMapRef = &corev1.ConfigMapEnvSource{LocalObjectReference: name, Optional: &optional}
+			} else {
+				from.SecretRef = &corev1.SecretEnvSource{LocalObjectReference: name, Optional: &optional}
+			}
+			c.EnvFrom = append(c.EnvFrom, from)
+			continue
+		}
+		for _, key := range r.Keys {
+			from := &corev1.EnvVarSource{}
+			if r.Kind == refs.ConfigMap {
+				from.ConfigMapKeyRef = &corev1.ConfigMapKeySelector{LocalObjectReference: name, Key: key, Optional: &optional}
+			} else {
+				from.SecretKeyRef = &corev1.SecretKeySelector{LocalObjectReference: name, Key: key, Optional: &optional}
+			}
+			c.Env = append(c.Env, corev1.EnvVar{ValueFrom: from})
+		}
+	}
+	*p = corev1.PodSpec{Volumes: volumes}
+	if len(c.Env) > 0 || len(c.EnvFrom) > 0 {
+		p.Containers = []corev1.Container{c}
 	}
 }

@@ -2,10 +2,16 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 
+	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -19,7 +25,7 @@ func TestTrimWorkloadsTrimsCustomKinds(t *testing.T) {
 	trim := TrimWorkloads(knative, prometheus)
 	meta := func() map[string]any {
 		return map[string]any{"name": "w", "namespace": "ns", "resourceVersion": "5",
-			"labels":        map[string]any{"app": "w", SealLabel: "s"},
+			"labels":        map[string]any{"app": "w", workload.SealLabel: "s"},
 			"annotations":   map[string]any{"secret.reloader.stakater.com/reload": "db", lastApplied: "{...}"},
 			"managedFields": []any{map[string]any{"manager": "kubectl"}}}
 	}
@@ -44,7 +50,7 @@ func TestTrimWorkloadsTrimsCustomKinds(t *testing.T) {
 	g.Expect(svc.Object).To(HaveKey("spec"))
 	g.Expect(svc.Object["spec"]).To(HaveLen(1), "of the spec only the template")
 	g.Expect(svc.Object).NotTo(HaveKey("status"))
-	g.Expect(svc.GetLabels()).To(Equal(map[string]string{SealLabel: "s"}))
+	g.Expect(svc.GetLabels()).To(Equal(map[string]string{workload.SealLabel: "s"}))
 	g.Expect(svc.GetAnnotations()).To(Equal(map[string]string{"secret.reloader.stakater.com/reload": "db"}))
 	g.Expect(svc.GetManagedFields()).To(BeNil())
 	trimmed := knative.Template(svc)
@@ -73,4 +79,129 @@ func TestTrimWorkloadsTrimsCustomKinds(t *testing.T) {
 	_, _ = trim(other)
 	g.Expect(other.Object).To(HaveKey("spec"), "an unlisted kind keeps its spec")
 	g.Expect(other.Object).NotTo(HaveKey("status"))
+}
+
+// TestTrimWorkloadKeepsEveryReference: the cache's trimmed pod template
+// yields the same references as the whole one.
+func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
+	g := NewWithT(t)
+	cmRef := corev1.LocalObjectReference{Name: "app"}
+	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web", workload.SealLabel: "s"}}, Spec: appsv1.DeploymentSpec{
+		Paused: true, Replicas: ptr.To[int32](3), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+		Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}, Annotations: map[string]string{"a": "b"}}, Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{{Name: "init", Image: "i", Env: []corev1.EnvVar{{Name: "A", ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: "db"}, Key: "user"}}}}}},
+			Containers: []corev1.Container{
+				{Name: "side", Image: "s", Args: []string{"--big"}, Env: []corev1.EnvVar{{Name: "PLAIN", Value: "x"},
+					{Name: "POD", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}},
+				{Name: "app", Image: "a", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: cmRef}}},
+					VolumeMounts: []corev1.VolumeMount{{Name: "tls", MountPath: "/tls"}, {Name: "scratch", MountPath: "/tmp"}}},
+			},
+			Volumes: []corev1.Volume{
+				{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls", Optional: ptr.To(true),
+					Items: []corev1.KeyToPath{{Key: "tls.crt", Path: "c"}}}}},
+				{Name: "scratch", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}},
+				{Name: "all", VolumeSource: corev1.VolumeSource{Projected: &corev1.ProjectedVolumeSource{Sources: []corev1.VolumeProjection{
+					{ConfigMap: &corev1.ConfigMapProjection{LocalObjectReference: corev1.LocalObjectReference{Name: "extra"}}}}}}},
+			},
+			EphemeralContainers: []corev1.EphemeralContainer{{EphemeralContainerCommon: corev1.EphemeralContainerCommon{Name: "debug",
+				EnvFrom: []corev1.EnvFromSource{{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "debug"}}}}}}},
+			NodeSelector: map[string]string{"disk": "ssd"},
+			Tolerations:  []corev1.Toleration{{Key: "k"}},
+		}}}}
+	whole := d.Spec.Template.Spec.DeepCopy()
+	_, err := TrimWorkload(d)
+	g.Expect(err).NotTo(HaveOccurred())
+	trimmed := &d.Spec.Template.Spec
+
+	g.Expect(refs.FromPodSpec("ns", trimmed)).To(Equal(refs.FromPodSpec("ns", whole)))
+	g.Expect(refs.FromPodSpec("ns", trimmed)).To(HaveLen(5))
+	g.Expect(trimmed.Containers).To(HaveLen(1), "every container's references in one")
+	g.Expect(trimmed.Containers[0].Env).To(HaveLen(2), "a key each of db and tls")
+	g.Expect(trimmed.Containers[0].EnvFrom).To(HaveLen(3), "the whole of app, extra and debug")
+	g.Expect(trimmed.InitContainers).To(BeNil())
+	g.Expect(trimmed.Containers[0].Image).To(BeEmpty(), "images are not kept")
+	g.Expect(trimmed.NodeSelector).To(BeNil())
+	g.Expect(trimmed.Volumes).To(BeNil(), "volumes' references are in the container")
+	g.Expect(d.Labels).To(Equal(map[string]string{workload.SealLabel: "s"}), "of the labels only the seal")
+	g.Expect(d.Spec.Paused).To(BeTrue(), "the pause period reads it")
+	g.Expect(d.Spec.Selector).To(BeNil())
+	g.Expect(d.Spec.Replicas).To(BeNil())
+	g.Expect(d.Spec.Template.Labels).To(BeNil())
+	g.Expect(d.Spec.Template.Annotations).To(Equal(map[string]string{"a": "b"}), "dialects read template annotations")
+
+	again := d.DeepCopy()
+	_, _ = TrimWorkload(again)
+	g.Expect(again).To(Equal(d), "idempotent")
+}
+
+// TestTrimWorkloadKeepsNamespaceLabels: TrimWorkload is the cache's default
+// transform, so it also sees Namespaces, whose labels --namespace-selector
+// reads.
+func TestTrimWorkloadKeepsNamespaceLabels(t *testing.T) {
+	g := NewWithT(t)
+	labels := map[string]string{"team": "a", workload.SealLabel: "x"}
+	ns := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: labels}}
+	_, err := TrimWorkload(ns)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ns.Labels).To(Equal(map[string]string{"team": "a", workload.SealLabel: "x"}))
+}
+
+// TestTrimWorkloadKeepsSecretProviderClasses: a Secrets Store CSI volume
+// survives the cache's trim as a csi volume naming its class only.
+func TestTrimWorkloadKeepsSecretProviderClasses(t *testing.T) {
+	g := NewWithT(t)
+	spec := corev1.PodSpec{
+		Containers: []corev1.Container{{Name: "app", Image: "a", VolumeMounts: []corev1.VolumeMount{{Name: "vault", MountPath: "/mnt"}}}},
+		Volumes: []corev1.Volume{{Name: "vault", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
+			Driver: refs.CSIDriver, VolumeAttributes: map[string]string{refs.SecretProviderClassAttribute: "vault-db", "other": "x"},
+			NodePublishSecretRef: &corev1.LocalObjectReference{Name: "creds"}}}}},
+	}
+	whole := spec.DeepCopy()
+	trimPodSpec(&spec)
+	g.Expect(refs.FromPodSpec("shop", &spec)).To(Equal(refs.FromPodSpec("shop", whole)))
+	g.Expect(refs.FromPodSpec("shop", &spec)).To(Equal([]refs.Reference{{Source: refs.Source{Kind: refs.SecretProviderClass, Namespace: "shop", Name: "vault-db"}}}))
+	g.Expect(spec.Containers).To(BeEmpty())
+	g.Expect(spec.Volumes).To(HaveLen(1))
+	g.Expect(spec.Volumes[0].CSI.VolumeAttributes).To(Equal(map[string]string{refs.SecretProviderClassAttribute: "vault-db"}))
+	g.Expect(spec.Volumes[0].CSI.NodePublishSecretRef).To(BeNil())
+}
+
+// TestKeepProgressKeepsWhatProgressOfReads: the cache (the reconciler's trim
+// wrapped by fleet.KeepProgress, as with --max-concurrent-rollouts)'s copy, trimmed, still
+// tells a complete rollout from one in flight or failed, holds nothing else of
+// the status, and trimming it again changes nothing.
+func TestKeepProgressKeepsWhatProgressOfReads(t *testing.T) {
+	g := NewWithT(t)
+	trim := fleet.KeepProgress(TrimWorkloads(workload.Rollout))
+	d := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Generation: 3, Annotations: map[string]string{workload.LastRolloutAnnotation: time.Now().Format(time.RFC3339Nano)}},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), MinReadySeconds: 5},
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1, CollisionCount: ptr.To[int32](1),
+			Conditions: []appsv1.DeploymentCondition{
+				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Message: "long text"},
+				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "long text"},
+			}},
+	}
+	out, err := trim(d)
+	g.Expect(err).NotTo(HaveOccurred())
+	got := out.(*appsv1.Deployment)
+	g.Expect(got.Spec.MinReadySeconds).To(BeZero(), "the rest of the spec trimmed")
+	g.Expect(got.Status.CollisionCount).To(BeNil(), "the rest of the status trimmed")
+	g.Expect(got.Status.Conditions).To(Equal([]appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}))
+	p, _, _ := fleet.ProgressOf(got, time.Now(), 0)
+	g.Expect(p).To(Equal(fleet.Failed))
+	again, _ := trim(got.DeepCopy())
+	g.Expect(again).To(Equal(got), "idempotent")
+
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(2)},
+		"status": map[string]any{"phase": "Healthy", "observedGeneration": "3", "message": "long"}}}
+	u.SetGroupVersionKind(workload.RolloutGVK)
+	out, err = trim(u)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(out.(*unstructured.Unstructured).Object["status"]).To(Equal(map[string]any{"phase": "Healthy", "observedGeneration": "3"}))
+
+	plain, _ := TrimWorkloads()(&appsv1.Deployment{Status: d.Status})
+	g.Expect(plain.(*appsv1.Deployment).Status).To(BeZero(), "without waves the status is not kept at all")
 }

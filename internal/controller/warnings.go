@@ -9,29 +9,25 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// cause is one reason a workload deserves a Warning.
-type cause struct {
-	reason string
-	note   string
-}
+	"nudge.dev/nudge/internal/record"
+)
 
 // warnings remembers the causes last warned about per workload, so each
 // cause gives one Warning Event and log line when it appears, not one per
 // reconcile or resync. A cause that goes away and comes back warns again.
 type warnings struct {
 	mu   sync.Mutex
-	last map[types.NamespacedName][]cause
+	last map[types.NamespacedName][]record.Cause
 }
 
 // fresh stores causes as the current ones of key and returns those that were
 // not current before.
-func (w *warnings) fresh(key types.NamespacedName, causes []cause) []cause {
+func (w *warnings) fresh(key types.NamespacedName, causes []record.Cause) []record.Cause {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	prev := w.last[key]
-	var out []cause
+	var out []record.Cause
 	for _, c := range causes {
 		if !slices.Contains(prev, c) {
 			out = append(out, c)
@@ -42,7 +38,7 @@ func (w *warnings) fresh(key types.NamespacedName, causes []cause) []cause {
 		return nil
 	}
 	if w.last == nil {
-		w.last = map[types.NamespacedName][]cause{}
+		w.last = map[types.NamespacedName][]record.Cause{}
 	}
 	w.last[key] = causes
 	return out
@@ -55,15 +51,20 @@ func (w *warnings) forget(key types.NamespacedName) {
 }
 
 // warn records a Warning Event and a log line for every new cause of obj.
-// Notes are cut to what an Event holds (see eventNote) before they are
+// Notes are cut to what an Event holds (see record.Note) before they are
 // remembered.
-func (r *Reconciler) warn(ctx context.Context, obj client.Object, causes []cause) {
+func (r *Reconciler) warn(ctx context.Context, obj client.Object, causes []record.Cause) {
 	for i := range causes {
-		causes[i].note = eventNote(causes[i].note)
+		causes[i].Note = record.Note(causes[i].Note)
 	}
 	for _, c := range r.warnings.fresh(client.ObjectKeyFromObject(obj), causes) {
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.reason, "Check", "%s", c.note)
-		ctrl.LoggerFrom(ctx).Info("Warned about "+r.Kind.Name(), "reason", c.reason, "message", c.note)
-		r.Metrics.warned(c.reason)
+		r.record(ctx, obj, c)
 	}
+}
+
+// record records a Warning Event of c about obj, and a log line.
+func (r *Reconciler) record(ctx context.Context, obj client.Object, c record.Cause) {
+	r.Recorder.Eventf(obj, nil, corev1.EventTypeWarning, c.Reason, "Check", "%s", c.Note)
+	ctrl.LoggerFrom(ctx).Info("Warned about "+r.Kind.Name(), "reason", c.Reason, "message", c.Note)
+	r.Metrics.Warned(c.Reason)
 }

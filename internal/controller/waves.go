@@ -1,347 +1,76 @@
 package controller
 
 import (
-	"cmp"
 	"context"
-	"maps"
-	"slices"
-	"sync"
-	"time"
+	"fmt"
 
-	"github.com/prometheus/client_golang/prometheus"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	"k8s.io/apimachinery/pkg/runtime"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
-	"nudge.dev/nudge/internal/workload"
+	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/sources"
 )
 
-// Waves bounds the rollouts nudge has started and that have not completed
-// (--max-concurrent-rollouts), keeps the workloads waiting for a slot in
-// order of priority, and remembers the changes whose rollout failed (see
-// the halts). One Waves is shared by the reconcilers of every kind. Its
-// state is rebuilt from the cache: the rollouts in flight and the failed
-// ones from the workloads' status and nudge's annotations (seed), the
-// waiting ones as they are reconciled, so a restart forgets none.
-//
-// The nil *Waves is off: every method does nothing, and every rollout may
-// start at once. It is safe for concurrent use.
-type Waves struct {
-	max     int
-	timeout time.Duration
+// The reconciler's side of waves and halts (--max-concurrent-rollouts):
+// fleet.Waves decides, the reconciler writes and tells.
 
-	mu       sync.Mutex
-	reader   client.Reader
-	kinds    map[string]*waveKind
-	inflight map[waveKey]flight
-	queue    map[waveKey]*queued
-	seq      uint64
-	halts    map[refs.Source]halt
-	marked   map[waveKey]string // held workloads: the version nudge wrote the hold over
-	held     map[waveKey]bool
-
-	pending, halted prometheus.Gauge
+func (r *Reconciler) waveKey(n types.NamespacedName) fleet.Key {
+	return fleet.Key{Kind: r.Kind.Name(), NamespacedName: n}
 }
 
-type waveKind struct {
-	kind    workload.Kind
-	enqueue func(types.NamespacedName)
-	seeded  bool
-}
-
-// waveKey names a workload of any kind.
-type waveKey struct {
-	kind string
-	types.NamespacedName
-}
-
-// flight is a rollout in flight; over is the resourceVersion nudge's
-// rollout was written over: the cache's copy at that version does not show
-// the rollout yet.
-type flight struct{ over string }
-
-// queued is a workload waiting for a slot (pending), or about to be
-// reconciled after a change of one of its sources (expected): both rank.
-type queued struct {
-	priority int
-	seq      uint64
-	pending  bool
-}
-
-// halt is a failed rollout of one content of a source: Digest (see
-// Reconciler.contentDigest) and the workload whose rollout failed (After,
-// e.g. "Deployment shop/web") and why.
-type halt struct{ Digest, After, Reason string }
-
-// NewWaves returns a Waves allowing max rollouts in flight, each failing
-// after timeout (0: only a Deployment's progress deadline fails it), with
-// its gauges nudge_pending_rollouts and nudge_halted_workloads registered
-// with reg (reused when already there). It returns nil, off, when max is 0.
-func NewWaves(reg prometheus.Registerer, max int, timeout time.Duration) (*Waves, error) {
-	if max <= 0 {
-		return nil, nil
+// afterWave does, after act, what decision d taken with waves on still asks
+// (see fleet.Waves.After), and says so when it halted obj.
+func (r *Reconciler) afterWave(ctx context.Context, obj client.Object, d rollout.Decision, hold fleet.Hold, over string, result ctrl.Result) (ctrl.Result, error) {
+	after, halted, err := r.Waves.After(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), obj, d, hold, over, r.now(), r.apply)
+	if err != nil {
+		return r.retry(ctx, err)
 	}
-	w := &Waves{
-		max: max, timeout: timeout,
-		kinds: map[string]*waveKind{}, inflight: map[waveKey]flight{}, queue: map[waveKey]*queued{},
-		halts: map[refs.Source]halt{}, marked: map[waveKey]string{}, held: map[waveKey]bool{},
-		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "nudge_pending_rollouts",
-			Help: "Workloads waiting for a rollout slot (--max-concurrent-rollouts)."}),
-		halted: prometheus.NewGauge(prometheus.GaugeOpts{Name: "nudge_halted_workloads",
-			Help: "Workloads held (nudge.dev/halted) because a rollout of the same change failed."}),
-	}
-	for _, g := range []*prometheus.Gauge{&w.pending, &w.halted} {
-		var err error
-		if *g, err = Register(reg, *g); err != nil {
-			return nil, err
+	if halted {
+		ctrl.LoggerFrom(ctx).Info("Halted rollout of "+r.Kind.Name(), "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "halt", hold.Value)
+		if r.Notify != nil {
+			r.Notify(Rolled{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Sources: d.Changed, Time: r.now(),
+				Halted: "the rollout of " + hold.After + " for the same change failed"})
 		}
 	}
-	w.pending.Set(0)
-	w.halted.Set(0)
-	return w, nil
+	if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
+		result.RequeueAfter = after
+	}
+	return result, nil
 }
 
-// register adds kind k, read through c, and returns the source that lets
-// Waves enqueue its workloads when a slot frees.
-func (w *Waves) register(k workload.Kind, c client.Reader) func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	wk := &waveKind{kind: k, enqueue: func(types.NamespacedName) {}}
-	w.kinds[k.Name()] = wk
-	if w.reader == nil {
-		w.reader = c
+// expectWave ranks the workloads a source change is about to reconcile (see
+// fleet.Waves.Expect).
+func (r *Reconciler) expectWave(ctx context.Context, reqs []reconcile.Request) {
+	if r.Waves == nil {
+		return
 	}
-	return func(_ context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		wk.enqueue = func(n types.NamespacedName) { q.Add(reconcile.Request{NamespacedName: n}) }
-		return nil
-	}
-}
-
-// seed reads, once per kind, every workload of the kinds registered from
-// the cache: the rollouts in flight, the failed ones and the holds nudge
-// wrote. A kind that cannot be listed is logged and skipped, so that it
-// never stalls the waves of the others. Called with w.mu held.
-func (w *Waves) seed(ctx context.Context, now time.Time) {
-	for name, wk := range w.kinds {
-		if wk.seeded {
+	for _, req := range reqs {
+		obj := r.Kind.New()
+		if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 			continue
 		}
-		wk.seeded = true
-		list := wk.kind.NewList()
-		err := w.reader.List(ctx, list)
-		var items []runtime.Object
-		if err == nil {
-			items, err = apimeta.ExtractList(list)
-		}
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Failed to count the rollouts in flight; counting none of this kind", "kind", name)
-			continue
-		}
-		for _, item := range items {
-			obj, ok := item.(client.Object)
-			if !ok {
-				continue
-			}
-			key := waveKey{name, client.ObjectKeyFromObject(obj)}
-			w.observeLocked(key, obj, now)
-			if _, ok := obj.GetAnnotations()[HaltedAnnotation]; ok {
-				w.marked[key] = ""
-			}
-		}
+		priority, _ := fleet.PriorityOf(obj)
+		r.Waves.Expect(r.waveKey(req.NamespacedName), priority)
 	}
 }
 
-// observe records where the rollout of workload key, as obj in the cache,
-// stands: in flight, or not (a slot frees); a failure halts the change it
-// rolled (see halts).
-func (w *Waves) observe(ctx context.Context, key waveKey, obj client.Object, now time.Time) {
-	if w == nil {
-		return
+// contentDigest returns sources.ContentDigest of src as the cache holds it
+// now, "" for kinds of source other than ConfigMaps and Secrets.
+func (r *Reconciler) contentDigest(ctx context.Context, src refs.Source) (string, error) {
+	if src.Kind != refs.ConfigMap && src.Kind != refs.Secret {
+		return "", nil
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seed(ctx, now)
-	w.observeLocked(key, obj, now)
-}
-
-func (w *Waves) observeLocked(key waveKey, obj client.Object, now time.Time) {
-	if f, ok := w.inflight[key]; ok && f.over == obj.GetResourceVersion() {
-		return // the cache has not seen the rollout yet
+	obj, err := r.resolver().getSource(ctx, src)
+	switch {
+	case apierrors.IsNotFound(err):
+		return sources.ContentDigest(r.Key, src, nil), nil
+	case err != nil:
+		return "", fmt.Errorf("reading %s: %w", src, err)
 	}
-	p, reason, _ := ProgressOf(obj, now, w.timeout)
-	if p == Rolling {
-		w.inflight[key] = flight{}
-		return
-	}
-	if _, ok := w.inflight[key]; ok {
-		delete(w.inflight, key)
-		defer w.kick()
-	}
-	if p != Failed {
-		return
-	}
-	fresh := false
-	for _, sd := range parseDigests(obj.GetAnnotations()[RolledForAnnotation]) {
-		h := halt{Digest: sd.digest, After: key.kind + " " + key.Namespace + "/" + key.Name, Reason: reason}
-		if w.halts[sd.source] != h {
-			w.halts[sd.source] = h
-			fresh = true
-		}
-	}
-	if fresh {
-		// Every workload waiting may be waiting on the failed change.
-		for k, q := range w.queue {
-			if q.pending {
-				w.wake(k)
-			}
-		}
-	}
-}
-
-// acquire takes a slot for workload key of the given priority, unless the
-// slots are taken by rollouts in flight and by waiting workloads that rank
-// before it (higher priority, then first come); then it is pending, and is
-// enqueued again when its turn comes.
-func (w *Waves) acquire(ctx context.Context, key waveKey, priority int, now time.Time) bool {
-	if w == nil {
-		return true
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.seed(ctx, now)
-	if _, ok := w.inflight[key]; ok {
-		return true
-	}
-	q := w.queue[key]
-	if q == nil {
-		w.seq++
-		q = &queued{seq: w.seq}
-		w.queue[key] = q
-	}
-	q.priority = priority
-	ahead := 0
-	for k, o := range w.queue {
-		if k != key && before(o, q) {
-			ahead++
-		}
-	}
-	if len(w.inflight)+ahead < w.max {
-		delete(w.queue, key)
-		w.inflight[key] = flight{}
-		w.gauge()
-		return true
-	}
-	q.pending = true
-	w.gauge()
-	return false
-}
-
-// before reports whether a ranks before b: higher priority, then first come.
-func before(a, b *queued) bool {
-	return cmp.Or(cmp.Compare(b.priority, a.priority), cmp.Compare(a.seq, b.seq)) < 0
-}
-
-// rolled records that nudge's rollout of key was written over version over;
-// release gives back a slot taken for a rollout that was not written.
-func (w *Waves) rolled(key waveKey, over string) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.inflight[key] = flight{over: over}
-	delete(w.marked, key)
-}
-
-func (w *Waves) release(key waveKey) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.inflight[key]; ok {
-		delete(w.inflight, key)
-		w.kick()
-	}
-}
-
-// expect ranks workloads about to be reconciled after a change of one of
-// their sources, so that, of one change, those of higher priority take the
-// first slots whatever order they are reconciled in.
-func (w *Waves) expect(key waveKey, priority int) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.queue[key]; !ok {
-		w.seq++
-		w.queue[key] = &queued{priority: priority, seq: w.seq}
-	}
-}
-
-// leave drops key from the waiting workloads (reconciled, and not pending);
-// gone also forgets whatever else is known of it (deleted).
-func (w *Waves) leave(key waveKey) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if _, ok := w.queue[key]; ok {
-		delete(w.queue, key)
-		w.kick()
-	}
-}
-
-func (w *Waves) gone(key waveKey) {
-	if w == nil {
-		return
-	}
-	w.mu.Lock()
-	delete(w.marked, key)
-	delete(w.held, key)
-	w.mu.Unlock()
-	w.release(key)
-	w.leave(key)
-}
-
-// kick enqueues the waiting workloads that rank first, as many as slots
-// are free. Called with w.mu held.
-func (w *Waves) kick() {
-	free := w.max - len(w.inflight)
-	if free > 0 {
-		keys := slices.Collect(maps.Keys(w.queue))
-		slices.SortFunc(keys, func(a, b waveKey) int { return cmp.Compare(w.queue[a].seq, w.queue[b].seq) })
-		slices.SortStableFunc(keys, func(a, b waveKey) int { return cmp.Compare(w.queue[b].priority, w.queue[a].priority) })
-		for _, k := range keys[:min(free, len(keys))] {
-			w.wake(k)
-		}
-	}
-	w.gauge()
-}
-
-func (w *Waves) wake(k waveKey) {
-	if wk := w.kinds[k.kind]; wk != nil {
-		wk.enqueue(k.NamespacedName)
-	}
-}
-
-// gauge sets the gauges. Called with w.mu held.
-func (w *Waves) gauge() {
-	n := 0
-	for _, q := range w.queue {
-		if q.pending {
-			n++
-		}
-	}
-	w.pending.Set(float64(n))
-	w.halted.Set(float64(len(w.held)))
+	return sources.ContentDigest(r.Key, src, obj), nil
 }

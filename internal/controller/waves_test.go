@@ -14,9 +14,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/alert"
-	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/fleet"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 )
 
 // No workload controller runs here: a Deployment nudge rolled stays
@@ -38,7 +39,7 @@ func waves(t *testing.T, n int, mutate func(*options.Options), priorities map[st
 	for _, name := range slices.Sorted(maps.Keys(priorities)) {
 		a := map[string]string{"nudge.dev/auto": "true"}
 		if p := priorities[name]; p != 0 {
-			a[controller.PriorityAnnotation] = strconv.Itoa(p)
+			a[fleet.PriorityAnnotation] = strconv.Itoa(p)
 		}
 		e.create(nt.Deployment(e.ns, name, 1, a, nt.EnvFrom("ConfigMap", "app")))
 	}
@@ -132,17 +133,17 @@ func TestHaltOnFailedRollout(t *testing.T) {
 
 	e.exceedDeadline("canary")
 	for _, n := range others {
-		e.g.Eventually(func() string { return e.deployment(n).Annotations[controller.HaltedAnnotation] }).WithTimeout(20*time.Second).Should(
+		e.g.Eventually(func() string { return e.deployment(n).Annotations[fleet.HaltedAnnotation] }).WithTimeout(20*time.Second).Should(
 			And(HavePrefix("ConfigMap/"+e.ns+"/app="), HaveSuffix(" Deployment/"+e.ns+"/canary")), "Deployment %s held for the content that failed", n)
-		e.g.Eventually(e.events(n, controller.ReasonRolloutHalted)).WithTimeout(10*time.Second).Should(
+		e.g.Eventually(e.events(n, record.ReasonRolloutHalted)).WithTimeout(10*time.Second).Should(
 			ContainElement(HaveField("Note", ContainSubstring("Deployment "+e.ns+"/canary"))), "a RolloutHalted Event naming the canary on %s", n)
 	}
 	e.g.Eventually(h.received).WithTimeout(10*time.Second).Should(ContainElement(And(
 		ContainSubstring(`"halted"`), ContainSubstring("canary"), Not(ContainSubstring("bad")))), "an alert of the halt")
 	e.g.Consistently(e.rolled(others...)).WithTimeout(3*time.Second).Should(BeEmpty(), "the held ones never roll")
-	e.g.Expect(e.events("canary", controller.ReasonRolloutFailed)()).NotTo(BeEmpty(), "a RolloutFailed Event on the canary")
+	e.g.Expect(e.events("canary", record.ReasonRolloutFailed)()).NotTo(BeEmpty(), "a RolloutFailed Event on the canary")
 
-	e.annotate("a", `{"`+controller.HaltedAnnotation+`":null}`)
+	e.annotate("a", `{"`+fleet.HaltedAnnotation+`":null}`)
 	e.rolledTo("a", 1)
 	e.g.Expect(e.rolled("b", "c")()).To(BeEmpty(), "removing one hold resumes that one only")
 	e.complete("a")
@@ -152,7 +153,7 @@ func TestHaltOnFailedRollout(t *testing.T) {
 	e.g.Eventually(e.completeRolled(everyone...)).WithTimeout(40*time.Second).Should(
 		Equal(map[string]int64{"canary": 2, "a": 2, "b": 1, "c": 1}), "the new change to roll everyone, one at a time")
 	for _, n := range []string{"b", "c"} {
-		e.g.Expect(e.deployment(n).Annotations).NotTo(HaveKey(controller.HaltedAnnotation), "the hold of %s removed with its rollout", n)
+		e.g.Expect(e.deployment(n).Annotations).NotTo(HaveKey(fleet.HaltedAnnotation), "the hold of %s removed with its rollout", n)
 	}
 	e.g.Consistently(e.completeRolled(everyone...)).WithTimeout(3*time.Second).Should(
 		Equal(map[string]int64{"canary": 2, "a": 2, "b": 1, "c": 1}), "no further rollout")
@@ -180,8 +181,8 @@ func TestRolloutTimeoutHalts(t *testing.T) {
 	e.change("2")
 	e.rolledTo("first", 1)
 	e.g.Eventually(func() map[string]string { return e.deployment("second").Annotations }).WithTimeout(20*time.Second).Should(
-		HaveKeyWithValue(controller.HaltedAnnotation, HaveSuffix(" Deployment/"+e.ns+"/first")), "second held once first timed out")
-	e.g.Eventually(e.events("first", controller.ReasonRolloutFailed)).WithTimeout(10 * time.Second).Should(
+		HaveKeyWithValue(fleet.HaltedAnnotation, HaveSuffix(" Deployment/"+e.ns+"/first")), "second held once first timed out")
+	e.g.Eventually(e.events("first", record.ReasonRolloutFailed)).WithTimeout(10 * time.Second).Should(
 		ContainElement(HaveField("Note", ContainSubstring("not complete within 2s"))))
 	e.rolledTo("second", 0)
 }
@@ -202,11 +203,11 @@ func TestWavesSurviveRestart(t *testing.T) {
 
 	e.exceedDeadline("b")
 	e.g.Eventually(func() map[string]string { return e.deployment("c").Annotations }).WithTimeout(20*time.Second).Should(
-		HaveKey(controller.HaltedAnnotation), "c held after b failed")
+		HaveKey(fleet.HaltedAnnotation), "c held after b failed")
 	e.nudge.Stop(t)
 	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
 	e.g.Consistently(e.rolled("c")).WithTimeout(3*time.Second).Should(BeEmpty(), "the hold outlives the restart")
-	e.annotate("c", `{"`+controller.HaltedAnnotation+`":null}`)
+	e.annotate("c", `{"`+fleet.HaltedAnnotation+`":null}`)
 	e.rolledTo("c", 1)
 	for _, n := range []string{"a", "b"} {
 		e.g.Expect(e.templates.count(n)).To(BeEquivalentTo(1), "Deployment %s rolled once across the restarts", n)
@@ -216,10 +217,10 @@ func TestWavesSurviveRestart(t *testing.T) {
 // A malformed priority is a Warning, counted as 0.
 func TestMalformedPriorityWarns(t *testing.T) {
 	e := waves(t, 1, nil, map[string]int{"web": 0})
-	e.annotate("web", `{"`+controller.PriorityAnnotation+`":"high"}`)
+	e.annotate("web", `{"`+fleet.PriorityAnnotation+`":"high"}`)
 	e.change("2")
-	e.g.Eventually(e.events("web", controller.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).Should(
-		ContainElement(HaveField("Note", ContainSubstring(controller.PriorityAnnotation))))
+	e.g.Eventually(e.events("web", record.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).Should(
+		ContainElement(HaveField("Note", ContainSubstring(fleet.PriorityAnnotation))))
 	e.rolledTo("web", 1)
 }
 
@@ -234,8 +235,8 @@ func TestNoWavesWritesNothingOfThem(t *testing.T) {
 	e.change("2")
 	e.rolledTo("web", 1)
 	e.rolledTo("api", 1)
-	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(controller.RolledForAnnotation))
+	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(fleet.RolledForAnnotation))
 	var d appsv1.Deployment
 	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "api"}, &d)).To(Succeed())
-	e.g.Expect(d.Annotations).NotTo(HaveKey(controller.RolledForAnnotation))
+	e.g.Expect(d.Annotations).NotTo(HaveKey(fleet.RolledForAnnotation))
 }

@@ -1,8 +1,8 @@
 package explain
 
 import (
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/fleet"
 )
 
 // knownAnnotation is a workload annotation of a dialect and what it selects.
@@ -22,8 +22,8 @@ func known() []knownAnnotation {
 		{dialect.NudgeExcludeConfigMaps, dialect.Nudge, "never the ConfigMaps it names"},
 		{dialect.NudgeExcludeSecrets, dialect.Nudge, "never the Secrets it names"},
 		{dialect.NudgeRolloutWindow, dialect.Nudge, "the rollout window of this workload"},
-		{controller.PriorityAnnotation, dialect.Nudge, "its turn for a rollout slot: higher first (--max-concurrent-rollouts)"},
-		{controller.HaltedAnnotation, dialect.Nudge, "holds it: a rollout of the same content failed (remove to resume)"},
+		{fleet.PriorityAnnotation, dialect.Nudge, "its turn for a rollout slot: higher first (--max-concurrent-rollouts)"},
+		{fleet.HaltedAnnotation, dialect.Nudge, "holds it: a rollout of the same content failed (remove to resume)"},
 		{dialect.ReloaderAuto, dialect.Reloader, "every ConfigMap and Secret the pod spec reads (\"false\": opted out)"},
 		{dialect.ReloaderConfigMapAuto, dialect.Reloader, "every ConfigMap the pod spec reads"},
 		{dialect.ReloaderSecretAuto, dialect.Reloader, "every Secret the pod spec reads"},

@@ -14,6 +14,7 @@ import (
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/sources"
 )
 
 // Options are what nudge explain must know of the nudge it explains: where
@@ -80,7 +81,7 @@ func (e Explainer) resolver(key fingerprint.Key) controller.Resolver {
 }
 
 // digested reads ConfigMaps and Secrets as nudge's cache holds them: per-key
-// digests instead of values (controller.DigestSource), so nothing here keeps
+// digests instead of values (sources.DigestSource), so nothing here keeps
 // a value longer than the read.
 type digested struct{ client.Reader }
 
@@ -88,7 +89,7 @@ func (d digested) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 	if err := d.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	_, err := controller.DigestSource(false, dialect.Parser{}.SourceAnnotations())(obj)
+	_, err := sources.DigestSource(false, dialect.Parser{}.SourceAnnotations())(obj)
 	return err
 }
 

@@ -135,7 +135,7 @@ const (
 	// replaced (a manifest exported from the live object, applied again):
 	// nudge does not roll the workload, whatever changes, while that
 	// manager keeps nudge's keys in its manifest; its StateRestored Warning
-	// says the same (see controller.WrittenBackBy).
+	// says the same (see ownership.WrittenBackBy).
 	StateRestored = "Restored"
 	// StateUnknown: content could not be compared (see Comparison).
 	StateUnknown = "Unknown"

@@ -15,6 +15,7 @@ import (
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -122,7 +123,7 @@ func (e Explainer) dependent(ctx context.Context, res controller.Resolver, k wor
 		}
 		d.Why += "; held until the required " + strings.Join(missing, ", ") + " exists"
 	}
-	if by := controller.WrittenBackBy(obj.GetManagedFields()); d.WouldRoll && by != "" && in.Applied != "" {
+	if by := ownership.WrittenBackBy(obj.GetManagedFields()); d.WouldRoll && by != "" && in.Applied != "" {
 		// Restored (see Workload): the key, not read here, would tell a
 		// sealed state from one nudge takes over as a first sight; neither
 		// rolls for this change.

@@ -15,8 +15,11 @@ import (
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/fleet"
+	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -41,7 +44,7 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 	for _, err := range errs {
 		w.Malformed = append(w.Malformed, err.Error())
 	}
-	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[controller.LastRolloutAnnotation]); err == nil {
+	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[workload.LastRolloutAnnotation]); err == nil {
 		t = t.UTC()
 		w.LastRollout = &t
 	}
@@ -65,7 +68,7 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 	if err != nil {
 		return nil, err
 	}
-	w.Status = e.status(spec, in, cmp, halt, controller.WrittenBackBy(obj.GetManagedFields()))
+	w.Status = e.status(spec, in, cmp, halt, ownership.WrittenBackBy(obj.GetManagedFields()))
 	w.Status.Rollout = e.rollout(obj)
 	if kind == workload.Job && in.Applied == "" && w.Status.State == StateFirstSight {
 		w.Status.Message += " (nudge handles Jobs only when run with --recreate-jobs)"
@@ -137,9 +140,9 @@ func readAs(src refs.Source, search bool, uses []refs.Use, spec dialect.Spec) []
 
 // status turns rollout.Decide's decision on in into a Status; halt is the
 // workload's nudge.dev/halted, read, and by the manager that wrote its
-// applied state back (controller.WrittenBackBy), as the reconciler reads
+// applied state back (ownership.WrittenBackBy), as the reconciler reads
 // both.
-func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, halt controller.Halt, by string) Status {
+func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, halt fleet.Halt, by string) Status {
 	if !spec.Enabled(e.AutoReloadAll) {
 		return Status{State: StateNotManaged, Message: "no dialect annotation selects a source: nudge leaves it alone"}
 	}
@@ -187,7 +190,7 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, h
 	case rollout.Halted:
 		s.State = StateHalted
 		s.Message = fmt.Sprintf("halted (for %s content %s, after %s failed): nudge rolls it when %s changes again, or when the annotation %s is removed",
-			sourceName(halt.Source), halt.Digest, halt.After, sourceName(halt.Source), controller.HaltedAnnotation)
+			sourceName(halt.Source), halt.Digest, halt.After, sourceName(halt.Source), fleet.HaltedAnnotation)
 	case rollout.Restored:
 		s.State, s.WrittenBackBy = StateRestored, by
 		s.Message = fmt.Sprintf("the applied state was written back by %s to one nudge had replaced (a manifest exported from the live object "+
@@ -220,13 +223,13 @@ func sortEvents(evs []Event) {
 // Halted), with its source's content now; with --max-concurrent-rollouts,
 // it also turns waves on, no slot free, so that a change shows as pending.
 // Without the key nothing is compared, and nothing is read.
-func (e Explainer) halt(ctx context.Context, obj client.Object, key fingerprint.Key, cmp Comparison, in *rollout.Input) (controller.Halt, error) {
+func (e Explainer) halt(ctx context.Context, obj client.Object, key fingerprint.Key, cmp Comparison, in *rollout.Input) (fleet.Halt, error) {
 	in.Waves = e.MaxConcurrentRollouts > 0
-	v, ok := obj.GetAnnotations()[controller.HaltedAnnotation]
+	v, ok := obj.GetAnnotations()[fleet.HaltedAnnotation]
 	if !ok || !cmp.Compared {
-		return controller.Halt{}, nil
+		return fleet.Halt{}, nil
 	}
-	h, ok := controller.ParseHalt(v)
+	h, ok := fleet.ParseHalt(v)
 	in.Halted = v
 	if !ok {
 		return h, nil
@@ -236,7 +239,7 @@ func (e Explainer) halt(ctx context.Context, obj client.Object, key fingerprint.
 	if err != nil {
 		return h, fmt.Errorf("reading %s: %w", sourceName(h.Source), err)
 	}
-	in.HaltedNow = controller.ContentDigest(key, h.Source, src)
+	in.HaltedNow = sources.ContentDigest(key, h.Source, src)
 	return h, nil
 }
 
@@ -244,13 +247,13 @@ func (e Explainer) halt(ctx context.Context, obj client.Object, key fingerprint.
 // --max-concurrent-rollouts (nudge.dev/rolled-for) and the rollout is not
 // complete.
 func (e Explainer) rollout(obj client.Object) string {
-	if obj.GetAnnotations()[controller.RolledForAnnotation] == "" {
+	if obj.GetAnnotations()[fleet.RolledForAnnotation] == "" {
 		return ""
 	}
-	switch p, reason, _ := controller.ProgressOf(obj, e.now(), e.RolloutTimeout); p {
-	case controller.Rolling:
+	switch p, reason, _ := fleet.ProgressOf(obj, e.now(), e.RolloutTimeout); p {
+	case fleet.Rolling:
 		return "in flight: the rollout nudge started is not complete (it takes a rollout slot)"
-	case controller.Failed:
+	case fleet.Failed:
 		return "failed (" + reason + "): it halts the workloads waiting on the same change"
 	}
 	return ""

@@ -100,3 +100,13 @@ func normalKeys(keys []string) []string {
 	slices.Sort(keys)
 	return slices.Compact(keys)
 }
+
+// Names renders sources as "ConfigMap shop/app, Secret shop/db", the form of
+// nudge's Events, log lines and nudge.dev/restarted-for.
+func Names(sources []Source) string {
+	parts := make([]string, len(sources))
+	for i, s := range sources {
+		parts[i] = string(s.Kind) + " " + s.Namespace + "/" + s.Name
+	}
+	return strings.Join(parts, ", ")
+}

@@ -65,7 +65,7 @@ type Input struct {
 	// manifest exported from the live object. Acting on it would make nudge
 	// and that tool take turns rolling the workload, so nothing is done. The
 	// reconciler knows it from the workload's managedFields, which say who
-	// wrote the applied state last (see controller.WrittenBackBy).
+	// wrote the applied state last (see ownership.WrittenBackBy).
 	Restored bool
 	// Namespace is the workload's namespace.
 	Namespace string

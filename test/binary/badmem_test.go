@@ -19,10 +19,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/fingerprint"
 	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/workload"
 )
 
 const (
@@ -132,7 +133,7 @@ func TestBadInputMemory(t *testing.T) {
 		return func() string {
 			var d appsv1.Deployment
 			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &d)).To(Succeed())
-			return d.Annotations[controller.AppliedAnnotation]
+			return d.Annotations[workload.AppliedAnnotation]
 		}
 	}
 	baselined := func(names ...string) {
@@ -201,8 +202,8 @@ func TestBadInputMemory(t *testing.T) {
 				}
 			}
 			return reasons
-		}).WithTimeout(30*time.Second).Should(ContainElement(controller.ReasonMalformedAnnotation),
-			"a %s Warning on Deployment %s", controller.ReasonMalformedAnnotation, name)
+		}).WithTimeout(30*time.Second).Should(ContainElement(record.ReasonMalformedAnnotation),
+			"a %s Warning on Deployment %s", record.ReasonMalformedAnnotation, name)
 	}
 	templates := map[string]corev1.PodTemplateSpec{}
 	for _, name := range append(bad, "plain-0", "plain-1", "plain-2") {

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // With --enable-csi-integration and no Secrets Store CSI driver yet, nudge
@@ -45,9 +45,9 @@ func TestCSIInstalledAfterStart(t *testing.T) {
 		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(d), d)).To(Succeed())
 		return d
 	}
-	g.Eventually(func() string { return deployment().Annotations[controller.AppliedAnnotation] }).WithTimeout(30*time.Second).
+	g.Eventually(func() string { return deployment().Annotations[workload.AppliedAnnotation] }).WithTimeout(30*time.Second).
 		Should(ContainSubstring(" SecretProviderClass/vault-db="), "nudge counting the mounted class")
-	restartedAt := func() string { return deployment().Spec.Template.Annotations[controller.RestartedAtAnnotation] }
+	restartedAt := func() string { return deployment().Spec.Template.Annotations[workload.RestartedAtAnnotation] }
 	g.Expect(restartedAt()).To(BeEmpty(), "the first mount rolls nothing")
 
 	g.Eventually(func() error {

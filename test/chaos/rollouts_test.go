@@ -20,8 +20,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/testbed"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // rollouts counts the rollouts of the Deployments of one namespace as users
@@ -216,7 +216,7 @@ func (r *rollouts) record(name string, rev int64, created bool, d *appsv1.Deploy
 		delete(r.applied, name)
 		return nil
 	}
-	value := d.Spec.Template.Annotations[controller.RestartedAtAnnotation]
+	value := d.Spec.Template.Annotations[workload.RestartedAtAnnotation]
 	last, seen := r.trigger[name]
 	switch {
 	case !seen && !created:
@@ -226,7 +226,7 @@ func (r *rollouts) record(name string, rev int64, created bool, d *appsv1.Deploy
 		r.total++
 	}
 	r.trigger[name] = value
-	_, r.applied[name] = d.Annotations[controller.AppliedAnnotation]
+	_, r.applied[name] = d.Annotations[workload.AppliedAnnotation]
 	return nil
 }
 

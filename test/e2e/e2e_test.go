@@ -22,10 +22,11 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/testbed"
+	"nudge.dev/nudge/internal/workload"
 )
 
 var (
@@ -91,7 +92,7 @@ func TestDeploymentRollsWhenItsConfigMapChanges(t *testing.T) {
 	g.Eventually(func() string {
 		var d appsv1.Deployment
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &d)).To(Succeed())
-		return d.Annotations[controller.AppliedAnnotation]
+		return d.Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "nudge's baseline")
 
 	var cm corev1.ConfigMap
@@ -111,7 +112,7 @@ func TestDeploymentRollsWhenItsConfigMapChanges(t *testing.T) {
 		var list eventsv1.EventList
 		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 		return list.Items
-	}).Should(ContainElement(And(HaveField("Reason", controller.ReasonRolled), HaveField("Note", ContainSubstring("ConfigMap "+ns+"/app")))))
+	}).Should(ContainElement(And(HaveField("Reason", record.ReasonRolled), HaveField("Note", ContainSubstring("ConfigMap "+ns+"/app")))))
 }
 
 func TestStatefulSetAndDaemonSetRoll(t *testing.T) {
@@ -132,8 +133,8 @@ func TestStatefulSetAndDaemonSetRoll(t *testing.T) {
 	sts.Namespace, sts.Name = ns, "store"
 	ds := &appsv1.DaemonSet{}
 	ds.Namespace, ds.Name = ns, "agent"
-	g.Eventually(revision(sts, func() string { return sts.Annotations[controller.AppliedAnnotation] })).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
-	g.Eventually(revision(ds, func() string { return ds.Annotations[controller.AppliedAnnotation] })).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
+	g.Eventually(revision(sts, func() string { return sts.Annotations[workload.AppliedAnnotation] })).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
+	g.Eventually(revision(ds, func() string { return ds.Annotations[workload.AppliedAnnotation] })).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
 	stsRev := revision(sts, func() string { return sts.Status.UpdateRevision })()
 	oldPods := append(pods(ctx, g, ns, "store")(), pods(ctx, g, ns, "agent")()...)
 
@@ -166,7 +167,7 @@ func TestRolloutUndoStays(t *testing.T) {
 		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &d)).To(Succeed())
 		return &d
 	}
-	g.Eventually(func() string { return get().Annotations[controller.AppliedAnnotation] }).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
+	g.Eventually(func() string { return get().Annotations[workload.AppliedAnnotation] }).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
 	var cm corev1.ConfigMap
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &cm)).To(Succeed())
 	cm.Data["k"] = "2"
@@ -178,7 +179,7 @@ func TestRolloutUndoStays(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred(), "kubectl rollout undo: %s", out)
 	g.Eventually(func() string { return get().Annotations["deployment.kubernetes.io/revision"] }).WithTimeout(30 * time.Second).Should(Equal("3"))
 	g.Consistently(func() int64 { return get().Generation }).WithTimeout(4*time.Second).Should(Equal(get().Generation), "nudge not to roll again")
-	g.Expect(get().Spec.Template.Annotations).NotTo(HaveKey(controller.RestartedAtAnnotation))
+	g.Expect(get().Spec.Template.Annotations).NotTo(HaveKey(workload.RestartedAtAnnotation))
 }
 
 // A CronJob's job template rolls; with --cronjob-start-job a Job from the new
@@ -197,7 +198,7 @@ func TestCronJobStartsAJobThatRuns(t *testing.T) {
 	g.Expect(k8s.Create(ctx, cj)).To(Succeed())
 	g.Eventually(func() string {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(cj), cj)).To(Succeed())
-		return cj.Annotations[controller.AppliedAnnotation]
+		return cj.Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(20 * time.Second).ShouldNot(BeEmpty())
 
 	var s corev1.Secret
@@ -210,7 +211,7 @@ func TestCronJobStartsAJobThatRuns(t *testing.T) {
 		g.Expect(k8s.List(ctx, &l, client.InNamespace(ns))).To(Succeed())
 		return l.Items
 	}).WithTimeout(60*time.Second).Should(ConsistOf(And(
-		HaveField("Spec.Template.Annotations", HaveKey(controller.RestartedAtAnnotation)),
+		HaveField("Spec.Template.Annotations", HaveKey(workload.RestartedAtAnnotation)),
 		HaveField("Status.Succeeded", BeNumerically("==", 1)),
 	)), "one Job from the new template, run to completion")
 }

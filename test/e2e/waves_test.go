@@ -23,15 +23,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"nudge.dev/nudge/internal/alert"
-	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/fleet"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/workload"
 )
 
-// fleet watches the Deployments of one namespace: how many are incomplete
+// fleetWatch watches the Deployments of one namespace: how many are incomplete
 // at each event (the most ever, the rule of --max-concurrent-rollouts) and
 // how many times each one's pod template changed.
-type fleet struct {
+type fleetWatch struct {
 	mu         sync.Mutex
 	last       map[string]*appsv1.Deployment
 	incomplete map[string]bool
@@ -47,7 +49,7 @@ func complete(d *appsv1.Deployment) bool {
 		s.ReadyReplicas == want && s.AvailableReplicas == want
 }
 
-func watchFleet(t *testing.T, ns string) *fleet {
+func watchFleet(t *testing.T, ns string) *fleetWatch {
 	t.Helper()
 	c, err := client.NewWithWatch(plane.Config(), client.Options{Scheme: k8s.Scheme()})
 	if err != nil {
@@ -58,7 +60,7 @@ func watchFleet(t *testing.T, ns string) *fleet {
 		t.Fatalf("watching Deployments: %v", err)
 	}
 	t.Cleanup(w.Stop)
-	f := &fleet{last: map[string]*appsv1.Deployment{}, incomplete: map[string]bool{}, rollouts: map[string]int{}}
+	f := &fleetWatch{last: map[string]*appsv1.Deployment{}, incomplete: map[string]bool{}, rollouts: map[string]int{}}
 	go func() {
 		for ev := range w.ResultChan() {
 			d, ok := ev.Object.(*appsv1.Deployment)
@@ -86,7 +88,7 @@ func watchFleet(t *testing.T, ns string) *fleet {
 
 // settled returns how many watched Deployments are complete and rolled
 // rollouts times.
-func (f *fleet) settled(rollouts int) func() int {
+func (f *fleetWatch) settled(rollouts int) func() int {
 	return func() int {
 		f.mu.Lock()
 		defer f.mu.Unlock()
@@ -100,7 +102,7 @@ func (f *fleet) settled(rollouts int) func() int {
 	}
 }
 
-func (f *fleet) counts() (most int, rollouts map[string]int) {
+func (f *fleetWatch) counts() (most int, rollouts map[string]int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	rollouts = map[string]int{}
@@ -134,7 +136,7 @@ func ready(ctx context.Context, g *WithT, ns string, n int) {
 		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 		ok := 0
 		for i := range list.Items {
-			if d := &list.Items[i]; complete(d) && d.Annotations[controller.AppliedAnnotation] != "" {
+			if d := &list.Items[i]; complete(d) && d.Annotations[workload.AppliedAnnotation] != "" {
 				ok++
 			}
 		}
@@ -238,7 +240,7 @@ func TestFirstWaveFailureHalts(t *testing.T) {
 	hook := newAlertHook(t)
 
 	g.Expect(k8s.Create(ctx, nt.ConfigMap(ns, "app", map[string]string{"a": "1"}))).To(Succeed())
-	createFleet(ctx, g, ns, "canary", canaries, map[string]string{controller.PriorityAnnotation: "10"}, func(d *appsv1.Deployment) {
+	createFleet(ctx, g, ns, "canary", canaries, map[string]string{fleet.PriorityAnnotation: "10"}, func(d *appsv1.Deployment) {
 		d.Spec.Template.Spec.NodeSelector = map[string]string{label: "ok"}
 		d.Spec.ProgressDeadlineSeconds = ptr.To[int32](3)
 	})
@@ -260,14 +262,14 @@ func TestFirstWaveFailureHalts(t *testing.T) {
 	for i := range others {
 		name := fmt.Sprintf("web-%d", i)
 		g.Eventually(func() map[string]string { return deployment(name).Annotations }).WithTimeout(60*time.Second).Should(
-			HaveKeyWithValue(controller.HaltedAnnotation, MatchRegexp(`^ConfigMap/`+ns+`/app=\S+ Deployment/`+ns+`/canary-[01]$`)),
+			HaveKeyWithValue(fleet.HaltedAnnotation, MatchRegexp(`^ConfigMap/`+ns+`/app=\S+ Deployment/`+ns+`/canary-[01]$`)),
 			"%s held once a canary failed", name)
 	}
 	g.Eventually(func() []eventsv1.Event {
 		var list eventsv1.EventList
 		g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 		return list.Items
-	}).WithTimeout(20*time.Second).Should(ContainElement(And(HaveField("Reason", controller.ReasonRolloutHalted),
+	}).WithTimeout(20*time.Second).Should(ContainElement(And(HaveField("Reason", record.ReasonRolloutHalted),
 		HaveField("Regarding.Name", "web-0"), HaveField("Note", ContainSubstring("Deployment "+ns+"/canary-")))), "RolloutHalted naming the failed canary")
 	g.Eventually(hook.received).WithTimeout(20*time.Second).Should(ContainElement(And(ContainSubstring(`"halted"`), ContainSubstring(`"name":"web-0"`))), "an alert of the halt")
 	g.Expect(gauge("nudge_halted_workloads")).To(BeEquivalentTo(others), "nudge_halted_workloads")
@@ -275,7 +277,7 @@ func TestFirstWaveFailureHalts(t *testing.T) {
 		Equal(each("canary", canaries, 1)), "only the canaries rolled")
 
 	// Removing the hold of one resumes it alone (it is schedulable).
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+controller.HaltedAnnotation+`":null}}}`))
+	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+fleet.HaltedAnnotation+`":null}}}`))
 	g.Expect(k8s.Patch(ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-0"}}, patch)).To(Succeed())
 	g.Eventually(func() map[string]int { _, r := f.counts(); return r }).WithTimeout(30*time.Second).Should(
 		HaveKeyWithValue("web-0", 1), "web-0 resumed")
@@ -294,7 +296,7 @@ func TestFirstWaveFailureHalts(t *testing.T) {
 		Equal(want), "every Deployment rolled to the fix, the held ones once")
 	for i := range others {
 		g.Eventually(func() map[string]string { return deployment(fmt.Sprintf("web-%d", i)).Annotations }).WithTimeout(30*time.Second).ShouldNot(
-			HaveKey(controller.HaltedAnnotation), "the hold removed")
+			HaveKey(fleet.HaltedAnnotation), "the hold removed")
 	}
 	g.Eventually(func() float64 { return gauge("nudge_halted_workloads") }).WithTimeout(20 * time.Second).Should(BeZero())
 }

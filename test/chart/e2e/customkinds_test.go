@@ -7,8 +7,8 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/workload"
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
@@ -32,7 +32,7 @@ func TestCustomKindsInstall(t *testing.T) {
 	g.Expect(k8s.Create(t.Context(), svc)).To(Succeed())
 	g.Eventually(func() string {
 		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(svc), svc)).To(Succeed())
-		return svc.GetAnnotations()[controller.AppliedAnnotation]
+		return svc.GetAnnotations()[workload.AppliedAnnotation]
 	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge's baseline of the Knative Service")
 	changeConfigMap(t, ns, "web")
 	g.Eventually(func() int64 {

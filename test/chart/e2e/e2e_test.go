@@ -23,8 +23,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/testbed"
+	"nudge.dev/nudge/internal/workload"
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
@@ -92,9 +92,9 @@ func TestNamespacedInstall(t *testing.T) {
 	g.Consistently(replicaSets(t, other, "web")).WithTimeout(5*time.Second).Should(Equal(1), "no rollout outside it")
 	var d appsv1.Deployment
 	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: other, Name: "web"}, &d)).To(Succeed())
-	g.Expect(d.Annotations).NotTo(HaveKey(controller.AppliedAnnotation), "never seen outside it")
+	g.Expect(d.Annotations).NotTo(HaveKey(workload.AppliedAnnotation), "never seen outside it")
 	g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(outside), outside)).To(Succeed())
-	g.Expect(outside.GetAnnotations()).NotTo(HaveKey(controller.AppliedAnnotation), "no Rollout seen outside it")
+	g.Expect(outside.GetAnnotations()).NotTo(HaveKey(workload.AppliedAnnotation), "no Rollout seen outside it")
 	g.Expect(outside.GetGeneration()).To(Equal(int64(1)), "no Rollout rolled outside it")
 
 	n.stop(t)

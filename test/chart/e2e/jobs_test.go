@@ -12,8 +12,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/workload"
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
@@ -35,7 +35,7 @@ func TestRecreateJobsInstall(t *testing.T) {
 	g.Expect(k8s.Create(t.Context(), job)).To(Succeed())
 	g.Eventually(func() string {
 		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(job), job)).To(Succeed())
-		return job.Annotations[controller.AppliedAnnotation]
+		return job.Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge's baseline of the Job")
 	old := job.UID
 

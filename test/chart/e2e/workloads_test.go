@@ -16,7 +16,6 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -55,7 +54,7 @@ func baselined(t *testing.T, ns, name string) {
 	g.Eventually(func() string {
 		var d appsv1.Deployment
 		g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &d)).To(Succeed())
-		return d.Annotations[controller.AppliedAnnotation]
+		return d.Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge's baseline of %s/%s", ns, name)
 }
 
@@ -125,7 +124,7 @@ func rolloutBaselined(t *testing.T, rollout *unstructured.Unstructured) {
 	g := NewWithT(t)
 	g.Eventually(func() string {
 		g.Expect(k8s.Get(t.Context(), client.ObjectKeyFromObject(rollout), rollout)).To(Succeed())
-		return rollout.GetAnnotations()[controller.AppliedAnnotation]
+		return rollout.GetAnnotations()[workload.AppliedAnnotation]
 	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge's baseline of the Rollout %s/%s", rollout.GetNamespace(), rollout.GetName())
 }
 

@@ -1,4 +1,4 @@
-package controller
+package sources
 
 import (
 	"testing"
@@ -35,7 +35,7 @@ func podStatus(class string, mounted bool, objects ...[2]string) *unstructured.U
 func TestTrimPodStatus(t *testing.T) {
 	g := NewWithT(t)
 	u := podStatus("vault-db", true, [2]string{"db/password", "1"}, [2]string{"db/user", "7"})
-	_, err := TrimWorkload(u) // the cache's default transform hands it on
+	_, err := TrimPodStatus(u)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(u.Object).To(Equal(map[string]any{
 		"apiVersion": "secrets-store.csi.x-k8s.io/v1", "kind": "SecretProviderClassPodStatus",
@@ -43,7 +43,7 @@ func TestTrimPodStatus(t *testing.T) {
 		"status": map[string]any{"secretProviderClassName": "vault-db", "mounted": true, "objects": []any{
 			map[string]any{"id": "db/password", "version": "1"}, map[string]any{"id": "db/user", "version": "7"}}},
 	}), "of the status only the class, mounted and the objects' ids and versions")
-	s, ok := podStatusOf(u)
+	s, ok := PodStatusOf(u)
 	g.Expect(ok).To(BeTrue())
 	g.Expect(s).To(Equal(PodStatus{Class: "vault-db", Mounted: true,
 		Objects: []fingerprint.ObjectVersion{{ID: "db/password", Version: "1"}, {ID: "db/user", Version: "7"}}}))
@@ -83,13 +83,13 @@ func TestPodStatusChanged(t *testing.T) {
 			g := NewWithT(t)
 			n := base.DeepCopy()
 			tc.mutate(n)
-			g.Expect(podStatusChanged().Update(event.UpdateEvent{ObjectOld: base, ObjectNew: n})).To(Equal(tc.want))
+			g.Expect(PodStatusChanged().Update(event.UpdateEvent{ObjectOld: base, ObjectNew: n})).To(Equal(tc.want))
 		})
 	}
 	g := NewWithT(t)
-	g.Expect(podStatusChanged().Create(event.CreateEvent{Object: base, IsInInitialList: true})).To(BeFalse(), "the initial list brings no news")
-	g.Expect(podStatusChanged().Create(event.CreateEvent{Object: base})).To(BeTrue(), "a new pod's mount")
-	g.Expect(podStatusChanged().Delete(event.DeleteEvent{Object: base})).To(BeTrue(), "a pod gone")
+	g.Expect(PodStatusChanged().Create(event.CreateEvent{Object: base, IsInInitialList: true})).To(BeFalse(), "the initial list brings no news")
+	g.Expect(PodStatusChanged().Create(event.CreateEvent{Object: base})).To(BeTrue(), "a new pod's mount")
+	g.Expect(PodStatusChanged().Delete(event.DeleteEvent{Object: base})).To(BeTrue(), "a pod gone")
 }
 
 func TestSourceOf(t *testing.T) {
@@ -112,29 +112,10 @@ func TestSourceOf(t *testing.T) {
 	for desc, tc := range tests {
 		t.Run(desc, func(t *testing.T) {
 			g := NewWithT(t)
-			got, ok := sourceOf(tc.obj)
+			got, ok := SourceOf(tc.obj)
 			g.Expect(ok).To(Equal(tc.ok))
 			g.Expect(got).To(Equal(tc.want))
 		})
 	}
 }
 
-// TestTrimWorkloadKeepsSecretProviderClasses: a Secrets Store CSI volume
-// survives the cache's trim as a csi volume naming its class only.
-func TestTrimWorkloadKeepsSecretProviderClasses(t *testing.T) {
-	g := NewWithT(t)
-	spec := corev1.PodSpec{
-		Containers: []corev1.Container{{Name: "app", Image: "a", VolumeMounts: []corev1.VolumeMount{{Name: "vault", MountPath: "/mnt"}}}},
-		Volumes: []corev1.Volume{{Name: "vault", VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
-			Driver: refs.CSIDriver, VolumeAttributes: map[string]string{refs.SecretProviderClassAttribute: "vault-db", "other": "x"},
-			NodePublishSecretRef: &corev1.LocalObjectReference{Name: "creds"}}}}},
-	}
-	whole := spec.DeepCopy()
-	trimPodSpec(&spec)
-	g.Expect(refs.FromPodSpec("shop", &spec)).To(Equal(refs.FromPodSpec("shop", whole)))
-	g.Expect(refs.FromPodSpec("shop", &spec)).To(Equal([]refs.Reference{{Source: refs.Source{Kind: refs.SecretProviderClass, Namespace: "shop", Name: "vault-db"}}}))
-	g.Expect(spec.Containers).To(BeEmpty())
-	g.Expect(spec.Volumes).To(HaveLen(1))
-	g.Expect(spec.Volumes[0].CSI.VolumeAttributes).To(Equal(map[string]string{refs.SecretProviderClassAttribute: "vault-db"}))
-	g.Expect(spec.Volumes[0].CSI.NodePublishSecretRef).To(BeNil())
-}

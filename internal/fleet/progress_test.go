@@ -1,4 +1,4 @@
-package controller
+package fleet
 
 import (
 	"testing"
@@ -18,7 +18,7 @@ import (
 
 func TestProgressOf(t *testing.T) {
 	t0 := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
-	rolled := metav1.ObjectMeta{Generation: 3, Annotations: map[string]string{LastRolloutAnnotation: t0.Format(time.RFC3339Nano)}}
+	rolled := metav1.ObjectMeta{Generation: 3, Annotations: map[string]string{workload.LastRolloutAnnotation: t0.Format(time.RFC3339Nano)}}
 	deployment := func(s appsv1.DeploymentStatus) *appsv1.Deployment {
 		return &appsv1.Deployment{ObjectMeta: rolled, Spec: appsv1.DeploymentSpec{Replicas: ptr.To[int32](2)}, Status: s}
 	}
@@ -103,40 +103,3 @@ func TestProgressOf(t *testing.T) {
 	}
 }
 
-// TestKeepProgressKeepsWhatProgressOfReads: the cache's copy, trimmed, still
-// tells a complete rollout from one in flight or failed, holds nothing else of
-// the status, and trimming it again changes nothing.
-func TestKeepProgressKeepsWhatProgressOfReads(t *testing.T) {
-	g := NewWithT(t)
-	trim := KeepProgress(TrimWorkloads(workload.Rollout))
-	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Generation: 3, Annotations: map[string]string{LastRolloutAnnotation: time.Now().Format(time.RFC3339Nano)}},
-		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), MinReadySeconds: 5},
-		Status: appsv1.DeploymentStatus{ObservedGeneration: 3, Replicas: 3, UpdatedReplicas: 1, CollisionCount: ptr.To[int32](1),
-			Conditions: []appsv1.DeploymentCondition{
-				{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue, Message: "long text"},
-				{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded", Message: "long text"},
-			}},
-	}
-	out, err := trim(d)
-	g.Expect(err).NotTo(HaveOccurred())
-	got := out.(*appsv1.Deployment)
-	g.Expect(got.Spec.MinReadySeconds).To(BeZero(), "the rest of the spec trimmed")
-	g.Expect(got.Status.CollisionCount).To(BeNil(), "the rest of the status trimmed")
-	g.Expect(got.Status.Conditions).To(Equal([]appsv1.DeploymentCondition{
-		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}))
-	p, _, _ := ProgressOf(got, time.Now(), 0)
-	g.Expect(p).To(Equal(Failed))
-	again, _ := trim(got.DeepCopy())
-	g.Expect(again).To(Equal(got), "idempotent")
-
-	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(2)},
-		"status": map[string]any{"phase": "Healthy", "observedGeneration": "3", "message": "long"}}}
-	u.SetGroupVersionKind(workload.RolloutGVK)
-	out, err = trim(u)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(out.(*unstructured.Unstructured).Object["status"]).To(Equal(map[string]any{"phase": "Healthy", "observedGeneration": "3"}))
-
-	plain, _ := TrimWorkloads()(&appsv1.Deployment{Status: d.Status})
-	g.Expect(plain.(*appsv1.Deployment).Status).To(BeZero(), "without waves the status is not kept at all")
-}

@@ -1,4 +1,4 @@
-package controller
+package fleet
 
 import (
 	"maps"
@@ -14,7 +14,7 @@ import (
 // given sources, each with its content digest now; none when a user removed
 // the hold nudge wrote on key (unheld: its version is not the one nudge
 // wrote the hold over).
-func (w *Waves) haltFor(key waveKey, version string, changed map[refs.Source]string) (refs.Source, halt, bool) {
+func (w *Waves) haltFor(key Key, version string, changed map[refs.Source]string) (refs.Source, halt, bool) {
 	if w == nil {
 		return refs.Source{}, halt{}, false
 	}
@@ -33,7 +33,7 @@ func (w *Waves) haltFor(key waveKey, version string, changed map[refs.Source]str
 
 // hold records whether key is held now; wroteHold, that nudge wrote the hold
 // on it over version over.
-func (w *Waves) hold(key waveKey, held bool) {
+func (w *Waves) hold(key Key, held bool) {
 	if w == nil {
 		return
 	}
@@ -47,7 +47,7 @@ func (w *Waves) hold(key waveKey, held bool) {
 	w.gauge()
 }
 
-func (w *Waves) wroteHold(key waveKey, over string) {
+func (w *Waves) wroteHold(key Key, over string) {
 	if w == nil {
 		return
 	}
@@ -57,7 +57,7 @@ func (w *Waves) wroteHold(key waveKey, over string) {
 }
 
 // unmark forgets that nudge wrote a hold on key (it removed it).
-func (w *Waves) unmark(key waveKey) {
+func (w *Waves) unmark(key Key) {
 	if w == nil {
 		return
 	}

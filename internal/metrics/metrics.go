@@ -1,8 +1,11 @@
-package controller
+// Package metrics holds nudge's Prometheus metrics and, beside them,
+// Reloader's. Their names are API; nudge's labels never name an object.
+package metrics
 
 import (
 	"errors"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -16,14 +19,15 @@ type Metrics struct {
 	rollouts  *prometheus.CounterVec
 	decisions *prometheus.CounterVec
 	warnings  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
 
 	// reloads is Reloader's reloader_reload_executed_total{success}, and
 	// reloadsByNamespace its reloader_reload_executed_total_by_namespace
-	// {success,namespace}, nil unless counted by namespace (see NewMetrics).
+	// {success,namespace}, nil unless counted by namespace (see New).
 	reloads, reloadsByNamespace *prometheus.CounterVec
 }
 
-// NewMetrics creates nudge's metrics and Reloader's and registers them with
+// New creates nudge's metrics and Reloader's and registers them with
 // reg, reusing those already registered there (nudge may run more than once
 // in a process, as in tests). It returns any other registration error.
 //
@@ -37,7 +41,7 @@ type Metrics struct {
 // same per workload namespace; otherwise it is not registered at all, as in
 // Reloader. A change sent to --webhook-url instead of rolled counts in
 // neither, as in Reloader.
-func NewMetrics(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
+func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 	m := &Metrics{
 		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nudge_rollouts_total",
@@ -51,6 +55,14 @@ func NewMetrics(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 			Name: "nudge_warnings_total",
 			Help: "Warning Events nudge recorded, by reason.",
 		}, []string{"reason"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "nudge_rollout_latency_seconds",
+			Help: "Seconds from nudge seeing a change of a source to its rollout of a workload that uses it, the rollout window's wait included, by workload kind.",
+			// 5 ms to about 10 minutes: a lone change rolls in milliseconds, one
+			// inside the window waits for its end (5 s by default), one waiting
+			// for a rollout slot as long as a wave takes.
+			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 14),
+		}, []string{"kind"}),
 		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "reloader",
 			Name:      "reload_executed_total",
@@ -58,6 +70,10 @@ func NewMetrics(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		}, []string{"success"}),
 	}
 	counters := []**prometheus.CounterVec{&m.rollouts, &m.decisions, &m.warnings, &m.reloads}
+	var err error
+	if m.latency, err = Register(reg, m.latency); err != nil {
+		return nil, err
+	}
 	if byNamespace {
 		m.reloadsByNamespace = prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: "reloader",
@@ -67,7 +83,6 @@ func NewMetrics(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		counters = append(counters, &m.reloadsByNamespace)
 	}
 	for _, c := range counters {
-		var err error
 		if *c, err = Register(reg, *c); err != nil {
 			return nil, err
 		}
@@ -77,16 +92,16 @@ func NewMetrics(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 	return m, nil
 }
 
-// rolled counts a rollout of a workload of kind in namespace.
-func (m *Metrics) rolled(kind, namespace string) {
+// Rolled counts a rollout of a workload of kind in namespace.
+func (m *Metrics) Rolled(kind, namespace string) {
 	if m != nil {
 		m.rollouts.WithLabelValues(kind).Inc()
 		m.reloaded(true, namespace)
 	}
 }
 
-// rollFailed counts a rollout write that failed, in Reloader's counters.
-func (m *Metrics) rollFailed(namespace string) {
+// RollFailed counts a rollout write that failed, in Reloader's counters.
+func (m *Metrics) RollFailed(namespace string) {
 	if m != nil {
 		m.reloaded(false, namespace)
 	}
@@ -100,15 +115,25 @@ func (m *Metrics) reloaded(success bool, namespace string) {
 	}
 }
 
-func (m *Metrics) decided(kind string, a rollout.Action) {
+// Decided counts a reconcile's decision for a workload of kind.
+func (m *Metrics) Decided(kind string, a rollout.Action) {
 	if m != nil {
 		m.decisions.WithLabelValues(kind, a.String()).Inc()
 	}
 }
 
-func (m *Metrics) warned(reason string) {
+// Warned counts a Warning Event of reason.
+func (m *Metrics) Warned(reason string) {
 	if m != nil {
 		m.warnings.WithLabelValues(reason).Inc()
+	}
+}
+
+// Waited records the time from nudge seeing a source change to the rollout
+// of a workload of kind it caused.
+func (m *Metrics) Waited(kind string, d time.Duration) {
+	if m != nil {
+		m.latency.WithLabelValues(kind).Observe(d.Seconds())
 	}
 }
 

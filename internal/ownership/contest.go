@@ -1,4 +1,4 @@
-package controller
+package ownership
 
 import (
 	"fmt"
@@ -8,28 +8,24 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/rollout"
 )
-
-// ReasonStateContested: another nudge, with another fingerprint key, keeps
-// replacing the state this one writes on a workload; this one stops writing
-// it for a while (see takeovers).
-const ReasonStateContested = "StateContested"
 
 // contestWindow is how long after taking a workload's state over from
 // another key nudge reads that key's return as a contest rather than a
 // handover, and how long it then leaves the workload alone.
 const contestWindow = 5 * time.Minute
 
-// takeovers remembers when nudge last replaced, on a workload, a state
+// Takeovers remembers when nudge last replaced, on a workload, a state
 // written with another fingerprint key (a first sight: rule 3).
 //
 // Two nudges with different keys that both handle a workload (two releases
 // whose --namespace-selector values both match its namespace) would
 // otherwise replace each other's state for ever, each write being the
 // other's first sight: many writes a second and never a rollout. With
-// takeovers, the one that finds its takeover undone within contestWindow
-// leaves the state to the other, says so (ReasonStateContested), and looks
+// Takeovers, the one that finds its takeover undone within contestWindow
+// leaves the state to the other, says so (record.ReasonStateContested), and looks
 // again after the window: a few writes per window instead, and the changes
 // rolled by whichever holds the state. A namespace handed from one shard to
 // another (relabelled) is taken over once, as before.
@@ -37,7 +33,7 @@ const contestWindow = 5 * time.Minute
 // The zero value is ready to use; it is safe for concurrent use. It holds
 // one entry per workload taken over in the last contestWindow (older ones
 // are dropped as it grows).
-type takeovers struct {
+type Takeovers struct {
 	mu    sync.Mutex
 	at    map[types.NamespacedName]time.Time
 	prune int // len(at) at which expired entries are dropped next
@@ -56,9 +52,9 @@ func foreignKey(in rollout.Input, own string) string {
 	return s.KeyID
 }
 
-// took records that a baseline nudge wrote on key, with inputs in, replaced
+// Took records that a baseline nudge wrote on key, with inputs in, replaced
 // a state of another key than own.
-func (t *takeovers) took(key types.NamespacedName, in rollout.Input, own string) {
+func (t *Takeovers) Took(key types.NamespacedName, in rollout.Input, own string) {
 	if foreignKey(in, own) == "" {
 		return
 	}
@@ -78,32 +74,32 @@ func (t *takeovers) took(key types.NamespacedName, in rollout.Input, own string)
 	}
 }
 
-// contested returns, when decision d would take key's state over from
+// Contested returns, when decision d would take key's state over from
 // another key than own within contestWindow of nudge's own takeover, how
 // long to leave it alone and the Warning to give; else 0.
-func (t *takeovers) contested(key types.NamespacedName, in rollout.Input, d rollout.Decision, own string) (time.Duration, cause) {
+func (t *Takeovers) Contested(key types.NamespacedName, in rollout.Input, d rollout.Decision, own string) (time.Duration, record.Cause) {
 	if d.Action != rollout.Baseline {
-		return 0, cause{}
+		return 0, record.Cause{}
 	}
 	other := foreignKey(in, own)
 	if other == "" {
-		return 0, cause{}
+		return 0, record.Cause{}
 	}
 	t.mu.Lock()
 	at, ok := t.at[key]
 	t.mu.Unlock()
 	left := contestWindow - in.Now.Sub(at)
 	if !ok || left <= 0 {
-		return 0, cause{}
+		return 0, record.Cause{}
 	}
-	return left, cause{reason: ReasonStateContested, note: fmt.Sprintf(
+	return left, record.Cause{Reason: record.ReasonStateContested, Note: fmt.Sprintf(
 		"Another nudge, with key %s, replaced the state this nudge (key %s) wrote: do two nudge releases select namespace %s? "+
 			"Give them disjoint --namespace-selector values, or one key Secret (docs/scaling.md). Not writing this workload's state for %s",
 		other, own, key.Namespace, contestWindow)}
 }
 
-// forget drops what is known of key (deleted).
-func (t *takeovers) forget(key types.NamespacedName) {
+// Forget drops what is known of key (deleted).
+func (t *Takeovers) Forget(key types.NamespacedName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	delete(t.at, key)

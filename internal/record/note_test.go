@@ -1,4 +1,4 @@
-package controller
+package record
 
 import (
 	"strings"
@@ -23,7 +23,7 @@ func TestEventNote(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			got := eventNote(tc.note)
+			got := Note(tc.note)
 			g.Expect(got).To(HaveLen(tc.wantLen))
 			g.Expect(utf8.ValidString(got)).To(BeTrue())
 			if tc.cut {

@@ -1,4 +1,4 @@
-package controller
+package ownership
 
 import (
 	"encoding/json"
@@ -6,25 +6,20 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-)
 
-// FieldManager is the field manager of every write nudge makes to a
-// workload: the API server records, in the workload's managedFields, that
-// nudge owns the applied state and the seal it wrote (see WrittenBackBy).
-// It is also the user agent nudge's API client sends (app.RESTConfig), the
-// manager older versions were recorded under.
-const FieldManager = "nudge"
+	"nudge.dev/nudge/internal/workload"
+)
 
 // appliedFields is the FieldsV1 of the applied annotation alone: what
 // TrimWorkload keeps of the managedFields entry of a manager that wrote a
 // state back.
-const appliedFields = `{"f:metadata":{"f:annotations":{"f:` + AppliedAnnotation + `":{}}}}`
+const appliedFields = `{"f:metadata":{"f:annotations":{"f:` + workload.AppliedAnnotation + `":{}}}}`
 
 // WrittenBackBy returns the manager that wrote a state of nudge's back onto
 // a workload whose managedFields are entries, or "" when none did.
 //
 // nudge writes the applied annotation and the seal label together, under
-// FieldManager. A GitOps tool that applies a manifest exported from the live
+// workload.FieldManager. A GitOps tool that applies a manifest exported from the live
 // object (`kubectl get -o yaml`, nudge's keys included) after nudge wrote a
 // newer state changes both values, and the API server moves the ownership
 // of both to that tool's manager: by an update (kubectl replace, client-side
@@ -46,7 +41,7 @@ func WrittenBackBy(entries []metav1.ManagedFieldsEntry) string {
 	by, ours := "", false
 	for _, e := range entries {
 		applied, seal := owns(e)
-		if e.Manager == FieldManager && e.Subresource == "" {
+		if e.Manager == workload.FieldManager && e.Subresource == "" {
 			ours = ours || applied || seal
 		} else if applied && by == "" {
 			by = e.Manager
@@ -63,7 +58,7 @@ func WrittenBackBy(entries []metav1.ManagedFieldsEntry) string {
 // whole spec's owner costs a search, not a decoding) owns neither.
 func owns(e metav1.ManagedFieldsEntry) (applied, seal bool) {
 	raw := e.FieldsV1.GetRawString()
-	if !strings.Contains(raw, `"f:`+AppliedAnnotation+`"`) && !strings.Contains(raw, `"f:`+SealLabel+`"`) {
+	if !strings.Contains(raw, `"f:`+workload.AppliedAnnotation+`"`) && !strings.Contains(raw, `"f:`+workload.SealLabel+`"`) {
 		return false, false
 	}
 	var f struct {
@@ -75,22 +70,22 @@ func owns(e metav1.ManagedFieldsEntry) (applied, seal bool) {
 	if json.Unmarshal([]byte(raw), &f) != nil {
 		return false, false
 	}
-	_, applied = f.Metadata.Annotations["f:"+AppliedAnnotation]
-	_, seal = f.Metadata.Labels["f:"+SealLabel]
+	_, applied = f.Metadata.Annotations["f:"+workload.AppliedAnnotation]
+	_, seal = f.Metadata.Labels["f:"+workload.SealLabel]
 	return applied, seal
 }
 
-// trimManagedFields keeps of o's managedFields what WrittenBackBy reads:
+// TrimManagedFields keeps of o's managedFields what WrittenBackBy reads:
 // nothing, unless a state was written back, then one entry of the manager
 // that wrote it, owning the applied annotation alone. The answer of
 // WrittenBackBy is unchanged, and the common case costs no memory.
-func trimManagedFields(o client.Object) {
+func TrimManagedFields(o client.Object) {
 	entries := o.GetManagedFields()
 	if len(entries) == 0 {
 		return
 	}
 	by := ""
-	if _, ok := o.GetAnnotations()[AppliedAnnotation]; ok {
+	if _, ok := o.GetAnnotations()[workload.AppliedAnnotation]; ok {
 		by = WrittenBackBy(entries)
 	}
 	if by == "" {

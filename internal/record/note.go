@@ -1,4 +1,4 @@
-package controller
+package record
 
 import "unicode/utf8"
 
@@ -8,14 +8,14 @@ import "unicode/utf8"
 // https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/event-v1/).
 const noteLimit = 1024
 
-// noteCut ends a note eventNote had to cut.
+// noteCut ends a note Note had to cut.
 const noteCut = " …"
 
-// eventNote returns note unchanged when the API server accepts it in an
+// Note returns note unchanged when the API server accepts it in an
 // Event, else cut at a rune boundary to noteLimit bytes, noteCut included. A
 // Warning about a 200 KiB annotation, or a rollout for 500 sources, is then
 // recorded instead of refused.
-func eventNote(note string) string {
+func Note(note string) string {
 	if len(note) <= noteLimit {
 		return note
 	}

@@ -1,4 +1,4 @@
-package controller
+package fleet
 
 import (
 	"strconv"
@@ -53,7 +53,7 @@ const deadlineExceeded = "ProgressDeadlineExceeded"
 // Rollout's phase is Healthy. CronJobs, Jobs and custom kinds are complete
 // at once. The cache keeps these fields (KeepProgress).
 func ProgressOf(obj client.Object, now time.Time, timeout time.Duration) (p Progress, reason string, left time.Duration) {
-	at, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[LastRolloutAnnotation])
+	at, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[workload.LastRolloutAnnotation])
 	if err != nil {
 		return Settled, "", 0
 	}
@@ -153,10 +153,10 @@ func KeepProgress(trim toolscache.TransformFunc) toolscache.TransformFunc {
 	}
 }
 
-// progressChanged passes the updates of a workload that change whether its
+// ProgressChanged passes the updates of a workload that change whether its
 // rollout is complete or past its progress deadline: with waves on, a slot
 // frees (or a failure halts a change) when they do.
-func progressChanged() predicate.Predicate {
+func ProgressChanged() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			c0, x0 := progress(e.ObjectOld)

@@ -1,4 +1,4 @@
-package controller
+package ownership
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 )
@@ -59,14 +60,14 @@ func TestTakeovers(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			var tk takeovers
-			tk.took(key, rollout.Input{Applied: tc.took, Namespace: "shop", Now: start}, own)
-			wait, c := tk.contested(key, rollout.Input{Applied: tc.applied, Namespace: "shop", Now: start.Add(tc.after)}, tc.decision, own)
+			var tk Takeovers
+			tk.Took(key, rollout.Input{Applied: tc.took, Namespace: "shop", Now: start}, own)
+			wait, c := tk.Contested(key, rollout.Input{Applied: tc.applied, Namespace: "shop", Now: start.Add(tc.after)}, tc.decision, own)
 			g.Expect(wait).To(Equal(tc.wantWait))
 			if tc.wantWait > 0 {
-				g.Expect(c.reason).To(Equal(ReasonStateContested))
-				g.Expect(c.note).To(ContainSubstring("key " + other))
-				g.Expect(c.note).To(ContainSubstring("namespace shop"))
+				g.Expect(c.Reason).To(Equal(record.ReasonStateContested))
+				g.Expect(c.Note).To(ContainSubstring("key " + other))
+				g.Expect(c.Note).To(ContainSubstring("namespace shop"))
 			}
 		})
 	}
@@ -76,12 +77,12 @@ func TestTakeovers(t *testing.T) {
 // the memory grows, so it holds the recent takeovers alone.
 func TestTakeoversForgetExpired(t *testing.T) {
 	g := NewWithT(t)
-	var tk takeovers
+	var tk Takeovers
 	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	foreign := fingerprint.State{KeyID: "0b0b0b0b", Entries: map[refs.Source]fingerprint.Entry{}}.Format("shop")
 	for i := range 1000 {
 		key := types.NamespacedName{Namespace: "shop", Name: fmt.Sprintf("web-%d", i)}
-		tk.took(key, rollout.Input{Applied: foreign, Namespace: "shop", Now: start.Add(time.Duration(i) * time.Second)}, "0a0a0a0a")
+		tk.Took(key, rollout.Input{Applied: foreign, Namespace: "shop", Now: start.Add(time.Duration(i) * time.Second)}, "0a0a0a0a")
 	}
 	g.Expect(len(tk.at)).To(BeNumerically("<=", 2*int(contestWindow/time.Second)),
 		"at most about the takeovers of the last window (one a second here)")

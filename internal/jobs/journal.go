@@ -1,4 +1,4 @@
-package controller
+package jobs
 
 import (
 	"context"
@@ -22,18 +22,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/workload"
 )
 
-// JobJournalMaxBytes bounds the journal's data, in bytes, below the API
+// JournalMaxBytes bounds the journal's data, in bytes, below the API
 // server's limit on a Secret (1 MiB): a Job that would take it past is not
-// deleted (ErrJobJournalFull) until others are created again.
-const JobJournalMaxBytes = 768 << 10
+// deleted (ErrJournalFull) until others are created again.
+const JournalMaxBytes = 768 << 10
 
-// ErrJobJournalFull is returned when a Job's entry would take the journal
-// past JobJournalMaxBytes.
-var ErrJobJournalFull = errors.New("too many Jobs wait to be created again")
+// ErrJournalFull is returned when a Job's entry would take the journal
+// past JournalMaxBytes.
+var ErrJournalFull = errors.New("too many Jobs wait to be created again")
 
-// JobJournal is the record of the Jobs nudge deleted to re-create and has not
+// Journal is the record of the Jobs nudge deleted to re-create and has not
 // created yet, in one Secret of nudge's own namespace: an entry is written
 // before the delete and removed after the create, and the Job controller
 // reads the Secret once when it starts (one GET, no LIST). A nudge stopped
@@ -45,7 +46,7 @@ var ErrJobJournalFull = errors.New("too many Jobs wait to be created again")
 // sources that changed. It lives in a Secret because a Job's spec may hold
 // literal values as sensitive as the ones its sources do. Data key:
 // "namespace.name" (a namespace holds no dot); value: JSON.
-type JobJournal struct {
+type Journal struct {
 	// Client writes the Secret; Reader reads it from the API server (the
 	// cache keeps Secrets' digests only).
 	Client client.Client
@@ -66,9 +67,9 @@ type journalEntry struct {
 // journalKey returns the data key of the Job key.
 func journalKey(key types.NamespacedName) string { return key.Namespace + "." + key.Name }
 
-// record writes p as the entry of key. It returns ErrJobJournalFull, or the
+// record writes p as the entry of key. It returns ErrJournalFull, or the
 // API server's error; nil on a nil journal.
-func (j *JobJournal) record(ctx context.Context, key types.NamespacedName, p pendingJob) error {
+func (j *Journal) record(ctx context.Context, key types.NamespacedName, p pendingJob) error {
 	if j == nil {
 		return nil
 	}
@@ -84,8 +85,8 @@ func (j *JobJournal) record(ctx context.Context, key types.NamespacedName, p pen
 				size += len(other) + len(old)
 			}
 		}
-		if size > JobJournalMaxBytes {
-			return false, ErrJobJournalFull
+		if size > JournalMaxBytes {
+			return false, ErrJournalFull
 		}
 		data[k] = v
 		return true, nil
@@ -93,7 +94,7 @@ func (j *JobJournal) record(ctx context.Context, key types.NamespacedName, p pen
 }
 
 // clear removes the entry of key; nil on a nil journal or when there is none.
-func (j *JobJournal) clear(ctx context.Context, key types.NamespacedName) error {
+func (j *Journal) clear(ctx context.Context, key types.NamespacedName) error {
 	if j == nil {
 		return nil
 	}
@@ -107,7 +108,7 @@ func (j *JobJournal) clear(ctx context.Context, key types.NamespacedName) error 
 
 // change applies edit to the Secret's data and writes it when edit reports a
 // change, creating the Secret when there is none, and retrying on conflict.
-func (j *JobJournal) change(ctx context.Context, edit func(map[string][]byte) (bool, error)) error {
+func (j *Journal) change(ctx context.Context, edit func(map[string][]byte) (bool, error)) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
@@ -129,14 +130,14 @@ func (j *JobJournal) change(ctx context.Context, edit func(map[string][]byte) (b
 				"app.kubernetes.io/name": "nudge", "app.kubernetes.io/component": "job-journal",
 			}}
 			s.Type = corev1.SecretTypeOpaque
-			err = j.Client.Create(ctx, &s, client.FieldOwner(FieldManager))
+			err = j.Client.Create(ctx, &s, client.FieldOwner(workload.FieldManager))
 			if apierrors.IsAlreadyExists(err) {
 				// Another replica created it: a conflict, read it again.
 				return apierrors.NewConflict(corev1.Resource("secrets"), j.Name, err)
 			}
 			return err
 		}
-		return j.Client.Update(ctx, &s, client.FieldOwner(FieldManager))
+		return j.Client.Update(ctx, &s, client.FieldOwner(workload.FieldManager))
 	})
 	if err != nil {
 		return fmt.Errorf("writing the Job journal, Secret %s/%s: %w", j.Namespace, j.Name, err)
@@ -146,7 +147,7 @@ func (j *JobJournal) change(ctx context.Context, edit func(map[string][]byte) (b
 
 // load returns the journal's entries; none when the Secret does not exist.
 // An entry that does not decode is logged and skipped.
-func (j *JobJournal) load(ctx context.Context) (map[types.NamespacedName]pendingJob, error) {
+func (j *Journal) load(ctx context.Context) (map[types.NamespacedName]pendingJob, error) {
 	var s corev1.Secret
 	err := j.Reader.Get(ctx, client.ObjectKey{Namespace: j.Namespace, Name: j.Name}, &s)
 	if apierrors.IsNotFound(err) {
@@ -172,14 +173,20 @@ func (j *JobJournal) load(ctx context.Context) (map[types.NamespacedName]pending
 	return out, nil
 }
 
-// resumeJobs is the start of a source (source.Func) that reads the journal
-// into r.jobs and queues each of its Jobs in a namespace nudge watches (two
+// Resume returns the start of a source (source.Func) that reads the
+// journal into r's memory and queues each of its Jobs in a namespace nudge watches (watched) (two
 // releases with the same system namespace and key Secret share a journal). The Job controller starts its
 // workers once its sources have started, so it waits for the read (up to
 // journalReadWait, trying every 2 s): no reconcile of a journaled Job runs
 // before its entry is known. When the API server does not answer by then,
 // it goes on trying in the background.
-func (r *Reconciler) resumeJobs(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+func (r *Recreator) Resume(watched func(ctx context.Context, namespace string) bool) func(context.Context, workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	return func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+		return r.resume(ctx, q, watched)
+	}
+}
+
+func (r *Recreator) resume(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request], watched func(ctx context.Context, namespace string) bool) error {
 	read := func(ctx context.Context) (bool, error) {
 		pending, err := r.Journal.load(ctx)
 		if err != nil {
@@ -187,10 +194,10 @@ func (r *Reconciler) resumeJobs(ctx context.Context, q workqueue.TypedRateLimiti
 			return false, nil
 		}
 		for key, p := range pending {
-			if !r.watched(ctx, key.Namespace) {
+			if !watched(ctx, key.Namespace) {
 				continue // another release's, sharing the journal (see docs/scaling.md)
 			}
-			ctrl.LoggerFrom(ctx).Info("Resuming the re-creation of Job", "job", key, "sources", names(p.changed))
+			ctrl.LoggerFrom(ctx).Info("Resuming the re-creation of Job", "job", key, "sources", refs.Names(p.changed))
 			r.jobs.put(key, p)
 			q.Add(reconcile.Request{NamespacedName: key})
 		}

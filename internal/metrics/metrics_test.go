@@ -1,4 +1,4 @@
-package controller
+package metrics
 
 import (
 	"strconv"
@@ -28,9 +28,9 @@ func TestReloaderCounters(t *testing.T) {
 		},
 		"rollouts and failures, without the by-namespace counter": {
 			record: func(m *Metrics) {
-				m.rolled("Deployment", "shop")
-				m.rolled("StatefulSet", "shop")
-				m.rollFailed("shop")
+				m.Rolled("Deployment", "shop")
+				m.Rolled("StatefulSet", "shop")
+				m.RollFailed("shop")
 			},
 			want: []string{
 				`reloader_reload_executed_total{success="false"} 1`,
@@ -39,7 +39,7 @@ func TestReloaderCounters(t *testing.T) {
 		},
 		"rollouts and failures, by namespace": {
 			byNamespace: true,
-			record:      func(m *Metrics) { m.rolled("Deployment", "shop"); m.rolled("Deployment", "blog"); m.rollFailed("shop") },
+			record:      func(m *Metrics) { m.Rolled("Deployment", "shop"); m.Rolled("Deployment", "blog"); m.RollFailed("shop") },
 			want: []string{
 				`reloader_reload_executed_total{success="false"} 1`,
 				`reloader_reload_executed_total{success="true"} 2`,
@@ -53,7 +53,7 @@ func TestReloaderCounters(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			reg := prometheus.NewRegistry()
-			m, err := NewMetrics(reg, tc.byNamespace)
+			m, err := New(reg, tc.byNamespace)
 			g.Expect(err).NotTo(HaveOccurred())
 			tc.record(m)
 			families, err := reg.Gather()

@@ -1,4 +1,4 @@
-package controller
+package ownership
 
 import (
 	"testing"
@@ -6,6 +6,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"nudge.dev/nudge/internal/workload"
 )
 
 // entry is a managedFields entry of manager, owning the fields of the JSON
@@ -29,23 +31,23 @@ func TestWrittenBackBy(t *testing.T) {
 	}{
 		"no managedFields: nothing is known": {},
 		"nudge owns its state": {
-			entries: []metav1.ManagedFieldsEntry{entry("kubectl", "", specFields), entry(FieldManager, "", stateFields)},
+			entries: []metav1.ManagedFieldsEntry{entry("kubectl", "", specFields), entry(workload.FieldManager, "", stateFields)},
 		},
 		"another manager owns the state: written back": {
 			entries: []metav1.ManagedFieldsEntry{entry("argocd-controller", "", stateFields), entry("kube-controller-manager", "status", `{"f:status":{}}`)},
 			want:    "argocd-controller",
 		},
 		"shared with nudge (an apply of the same value): nudge's": {
-			entries: []metav1.ManagedFieldsEntry{entry("kustomize-controller", "", stateFields), entry(FieldManager, "", stateFields)},
+			entries: []metav1.ManagedFieldsEntry{entry("kustomize-controller", "", stateFields), entry(workload.FieldManager, "", stateFields)},
 		},
 		"nudge owns only the seal (a baseline that kept the value): nudge's": {
-			entries: []metav1.ManagedFieldsEntry{entry("kubectl-rollout", "", trimmedFields), entry(FieldManager, "", sealFields)},
+			entries: []metav1.ManagedFieldsEntry{entry("kubectl-rollout", "", trimmedFields), entry(workload.FieldManager, "", sealFields)},
 		},
 		"nobody owns the applied annotation: nothing is known": {
 			entries: []metav1.ManagedFieldsEntry{entry("kubectl", "", specFields), entry("helm", "", sealFields)},
 		},
 		"nudge's manager on a subresource is not nudge's write": {
-			entries: []metav1.ManagedFieldsEntry{entry("flux", "", stateFields), entry(FieldManager, "status", stateFields)},
+			entries: []metav1.ManagedFieldsEntry{entry("flux", "", stateFields), entry(workload.FieldManager, "status", stateFields)},
 			want:    "flux",
 		},
 		"unreadable fields own nothing": {
@@ -65,11 +67,10 @@ func TestWrittenBackBy(t *testing.T) {
 			g.Expect(WrittenBackBy(tc.entries)).To(Equal(tc.want))
 
 			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{
-				Annotations:   map[string]string{AppliedAnnotation: "v1.x"},
+				Annotations:   map[string]string{workload.AppliedAnnotation: "v1.x"},
 				ManagedFields: tc.entries,
 			}}
-			_, err := TrimWorkload(d)
-			g.Expect(err).NotTo(HaveOccurred())
+			TrimManagedFields(d)
 			g.Expect(WrittenBackBy(d.ManagedFields)).To(Equal(tc.want), "the trimmed object tells the same")
 			if tc.want == "" {
 				g.Expect(d.ManagedFields).To(BeNil(), "nothing kept when nothing was written back")
@@ -77,7 +78,7 @@ func TestWrittenBackBy(t *testing.T) {
 				g.Expect(d.ManagedFields).To(HaveLen(1), "one entry kept")
 			}
 			again := d.DeepCopy()
-			_, _ = TrimWorkload(again)
+			TrimManagedFields(again)
 			g.Expect(again).To(Equal(d), "idempotent")
 		})
 	}
@@ -87,6 +88,6 @@ func TestWrittenBackBy(t *testing.T) {
 // what.
 func TestTrimWithoutStateKeepsNoManagedFields(t *testing.T) {
 	d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{ManagedFields: []metav1.ManagedFieldsEntry{entry("flux", "", stateFields)}}}
-	_, _ = TrimWorkload(d)
+	TrimManagedFields(d)
 	NewWithT(t).Expect(d.ManagedFields).To(BeNil())
 }

@@ -1,4 +1,4 @@
-package controller
+package jobs
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,7 +31,7 @@ type pendingJob struct {
 	job     *batchv1.Job // to create
 	oldUID  types.UID    // of the deleted Job
 	changed []refs.Source
-	// journaled: read from the JobJournal at start, so the delete may not
+	// journaled: read from the Journal at start, so the delete may not
 	// have happened (nudge stopped between the record and the delete).
 	journaled bool
 }
@@ -40,8 +39,8 @@ type pendingJob struct {
 // pendingJobs holds the Jobs nudge deleted and has not created again, so that
 // a create that fails after the delete (the API server unavailable, a quota
 // not yet released, an admission that changed since the dry run, see
-// recreateJob) is retried by the next reconcile of that name instead of
-// losing the Job. The JobJournal keeps the same entries across a stop of
+// Recreate) is retried by the next reconcile of that name instead of
+// losing the Job. The Journal keeps the same entries across a stop of
 // nudge; this is their copy in memory, read at every reconcile. A create the
 // API server refuses is found out by a dry run before the delete, and the
 // Job, kept, still holds its applied state, so a restarted nudge takes the
@@ -94,7 +93,31 @@ func (p *pendingJobs) drop(key types.NamespacedName) {
 	delete(p.jobs, key)
 }
 
-// recreateJob deletes a Job and creates it again with the same spec (its
+// Reporter is told what becomes of the Jobs a Recreator re-creates.
+type Reporter interface {
+	// Rolled: job was created again for the changed sources.
+	Rolled(ctx context.Context, job client.Object, changed []refs.Source)
+	// NotRecreated: job could not be re-created now, a failed rollout;
+	// warning, when not "", is a Warning (JobNotRecreated) to record: a
+	// cause not recorded before.
+	NotRecreated(ctx context.Context, job client.Object, warning string)
+}
+
+// Recreator re-creates Jobs (--recreate-jobs), so that a Job whose sources
+// changed runs again with them: Reloader's handling of Jobs. The zero
+// value, with Client set, keeps the Jobs deleted and not created yet in
+// memory only. It is safe for concurrent use.
+type Recreator struct {
+	// Client reads from the cache and writes to the API.
+	Client client.Client
+	// Journal, when not nil, keeps the Jobs deleted and not created yet
+	// across a stop of nudge.
+	Journal *Journal
+
+	jobs pendingJobs
+}
+
+// Recreate deletes a Job and creates it again with the same spec (its
 // pod template cannot change), carrying c's state and the trigger: Reloader's
 // handling of Jobs, opt-in because it re-runs the Job.
 //
@@ -112,16 +135,16 @@ func (p *pendingJobs) drop(key types.NamespacedName) {
 // Between the delete and the create the new Job lives in r.Journal, so that
 // a stop of nudge in between loses nothing (see JobJournal); a Job the
 // journal cannot take is kept, as a refused one is.
-func (r *Reconciler) recreateJob(ctx context.Context, old *batchv1.Job, c workload.Change, stamp string, changed []refs.Source) error {
+func (r *Recreator) Recreate(ctx context.Context, rep Reporter, old *batchv1.Job, c workload.Change, stamp string, changed []refs.Source) error {
 	job := newJob(old, c, stamp, changed)
 	key := client.ObjectKeyFromObject(job)
 	if err := r.admitted(ctx, job); err != nil {
-		return r.keptJob(ctx, old, err, "Kept Job %s: the API server refuses to create it again with the new content of %s, so nudge did not delete it (retrying): %v",
-			key.Name, names(changed), err)
+		return r.keptJob(ctx, rep, old, err, "Kept Job %s: the API server refuses to create it again with the new content of %s, so nudge did not delete it (retrying): %v",
+			key.Name, refs.Names(changed), err)
 	}
 	p := pendingJob{job: job, oldUID: old.UID, changed: changed}
 	if err := r.Journal.record(ctx, key, p); err != nil {
-		return r.keptJob(ctx, old, err, "Kept Job %s: nudge could not record it in its Job journal before deleting it (retrying): %v",
+		return r.keptJob(ctx, rep, old, err, "Kept Job %s: nudge could not record it in its Job journal before deleting it (retrying): %v",
 			key.Name, err)
 	}
 	r.jobs.refusal(key, "")
@@ -135,15 +158,15 @@ func (r *Reconciler) recreateJob(ctx context.Context, old *batchv1.Job, c worklo
 		return fmt.Errorf("deleting Job to re-create it: %w", err)
 	}
 	r.jobs.put(key, p)
-	return r.createPendingJob(ctx, key)
+	return r.createPendingJob(ctx, rep, key)
 }
 
 // forgetPendingJob drops the pending Job of key from the journal, then from
 // memory. When the journal cannot be written it keeps the Job in memory and
-// returns the error: the next reconcile of key (see pendingJobFirst) clears
+// returns the error: the next reconcile of key (see Pending) clears
 // it then, so that no stale entry outlives nudge to re-create a Job someone
 // deleted since.
-func (r *Reconciler) forgetPendingJob(ctx context.Context, key types.NamespacedName) error {
+func (r *Recreator) forgetPendingJob(ctx context.Context, key types.NamespacedName) error {
 	if err := r.Journal.clear(ctx, key); err != nil {
 		return err
 	}
@@ -151,23 +174,27 @@ func (r *Reconciler) forgetPendingJob(ctx context.Context, key types.NamespacedN
 	return nil
 }
 
-// keptJob records that old is kept instead of re-created, for err: a
-// Warning (once per note, see pendingJobs.refusal) with the note format
-// makes of args, and a failed rollout; it returns err wrapped, to retry.
-func (r *Reconciler) keptJob(ctx context.Context, old *batchv1.Job, err error, format string, args ...any) error {
-	r.Metrics.rollFailed(old.Namespace)
-	if note := fmt.Sprintf(format, args...); r.jobs.refusal(client.ObjectKeyFromObject(old), note) {
-		r.Recorder.Eventf(old, nil, corev1.EventTypeWarning, ReasonJobNotRecreated, "Check", "%s", eventNote(note))
-		ctrl.LoggerFrom(ctx).Info("Warned about Job", "reason", ReasonJobNotRecreated, "message", note)
-		r.Metrics.warned(ReasonJobNotRecreated)
-	}
+// keptJob tells rep that old is kept instead of re-created, for err, with
+// the note format makes of args (see failed); it returns err wrapped, to
+// retry.
+func (r *Recreator) keptJob(ctx context.Context, rep Reporter, old *batchv1.Job, err error, format string, args ...any) error {
+	r.failed(ctx, rep, old, fmt.Sprintf(format, args...))
 	return fmt.Errorf("re-creating Job: %w", err)
+}
+
+// failed tells rep that job was not re-created, with note as its Warning
+// unless that was the last one told of job (see pendingJobs.refusal).
+func (r *Recreator) failed(ctx context.Context, rep Reporter, job *batchv1.Job, note string) {
+	if !r.jobs.refusal(client.ObjectKeyFromObject(job), note) {
+		note = ""
+	}
+	rep.NotRecreated(ctx, job, note)
 }
 
 // admitted returns nil when the API server would create job, as far as a
 // dry run can tell, and its refusal otherwise (see recreateJob).
-func (r *Reconciler) admitted(ctx context.Context, job *batchv1.Job) error {
-	err := r.Client.Create(ctx, job.DeepCopy(), client.DryRunAll, client.FieldOwner(FieldManager))
+func (r *Recreator) admitted(ctx context.Context, job *batchv1.Job) error {
+	err := r.Client.Create(ctx, job.DeepCopy(), client.DryRunAll, client.FieldOwner(workload.FieldManager))
 	switch {
 	case err == nil, apierrors.IsAlreadyExists(err):
 		return nil
@@ -209,8 +236,8 @@ func newJob(old *batchv1.Job, c workload.Change, stamp string, changed []refs.So
 	if job.Spec.Template.Annotations == nil {
 		job.Spec.Template.Annotations = map[string]string{}
 	}
-	job.Spec.Template.Annotations[RestartedAtAnnotation] = stamp
-	job.Spec.Template.Annotations[RestartedForAnnotation] = names(changed)
+	job.Spec.Template.Annotations[workload.RestartedAtAnnotation] = stamp
+	job.Spec.Template.Annotations[workload.RestartedForAnnotation] = refs.Names(changed)
 	return job
 }
 
@@ -218,7 +245,7 @@ func newJob(old *batchv1.Job, c workload.Change, stamp string, changed []refs.So
 // the deleted one lingers, and records the rollout once it exists. On
 // failure the Job stays pending, a Warning says so, and the error sends the
 // name back to the workqueue.
-func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedName) error {
+func (r *Recreator) createPendingJob(ctx context.Context, rep Reporter, key types.NamespacedName) error {
 	p, ok := r.jobs.get(key)
 	if !ok {
 		return nil
@@ -227,7 +254,7 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 	err := wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 8},
 		func(ctx context.Context) (bool, error) {
 			j := p.job.DeepCopy()
-			err := r.Client.Create(ctx, j, client.FieldOwner(FieldManager))
+			err := r.Client.Create(ctx, j, client.FieldOwner(workload.FieldManager))
 			switch {
 			case err == nil:
 				created = j
@@ -239,17 +266,17 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 			}
 		})
 	if err != nil {
-		r.Metrics.rollFailed(key.Namespace)
-		r.warn(ctx, p.job, []cause{{reason: ReasonJobNotRecreated, note: fmt.Sprintf(
+		r.failed(ctx, rep, p.job, fmt.Sprintf(
 			"Deleted Job %s to re-create it with the new content of %s, but could not create it yet (retrying): %v",
-			key.Name, names(p.changed), err)}})
+			key.Name, refs.Names(p.changed), err))
 		return fmt.Errorf("re-creating Job: %w", err)
 	}
-	r.rolled(ctx, created, p.changed)
+	r.jobs.refusal(key, "")
+	rep.Rolled(ctx, created, p.changed)
 	return r.forgetPendingJob(ctx, key)
 }
 
-// pendingJobFirst handles a reconcile of a name whose Job nudge deleted and
+// Pending handles a reconcile of a name whose Job nudge deleted and
 // has not created again: when no Job of that name exists, it creates it;
 // while the deleted one lingers, it looks again shortly. It reports whether
 // it handled the request; once another Job of that name exists (nudge's, or
@@ -257,7 +284,10 @@ func (r *Reconciler) createPendingJob(ctx context.Context, key types.NamespacedN
 // reconcile goes on as usual. So does a Job read from the journal whose old
 // Job stands undeleted: nudge stopped before the delete, and the reconcile
 // decides afresh. A name without a Job forgets its refusal.
-func (r *Reconciler) pendingJobFirst(ctx context.Context, key types.NamespacedName, obj client.Object, getErr error) (bool, ctrl.Result, error) {
+func (r *Recreator) Pending(ctx context.Context, rep Reporter, key types.NamespacedName, obj client.Object, getErr error) (bool, ctrl.Result, error) {
+	if r == nil {
+		return false, ctrl.Result{}, nil
+	}
 	p, ok := r.jobs.get(key)
 	switch {
 	case !ok:
@@ -266,7 +296,7 @@ func (r *Reconciler) pendingJobFirst(ctx context.Context, key types.NamespacedNa
 		}
 		return false, ctrl.Result{}, nil
 	case apierrors.IsNotFound(getErr):
-		return true, ctrl.Result{}, r.createPendingJob(ctx, key)
+		return true, ctrl.Result{}, r.createPendingJob(ctx, rep, key)
 	case getErr == nil && obj.GetUID() == p.oldUID && !(p.journaled && obj.GetDeletionTimestamp() == nil):
 		return true, ctrl.Result{RequeueAfter: 250 * time.Millisecond}, nil
 	case getErr == nil:
@@ -277,9 +307,10 @@ func (r *Reconciler) pendingJobFirst(ctx context.Context, key types.NamespacedNa
 	return false, ctrl.Result{}, nil
 }
 
-// startJob starts a Job from the CronJob's (just updated) job template at
-// once, as `kubectl create job --from=cronjob/...` does.
-func (r *Reconciler) startJob(ctx context.Context, cj *batchv1.CronJob) error {
+// StartFromCronJob starts a Job from the CronJob's (just updated) job
+// template at once, as `kubectl create job --from=cronjob/...` does
+// (Reloader's --cronjob-start-job). It returns the API server's error.
+func StartFromCronJob(ctx context.Context, c client.Client, cj *batchv1.CronJob) error {
 	annotations := maps.Clone(cj.Spec.JobTemplate.Annotations)
 	if annotations == nil {
 		annotations = map[string]string{}
@@ -298,7 +329,7 @@ func (r *Reconciler) startJob(ctx context.Context, cj *batchv1.CronJob) error {
 		},
 		Spec: *cj.Spec.JobTemplate.Spec.DeepCopy(),
 	}
-	if err := r.Client.Create(ctx, job); err != nil {
+	if err := c.Create(ctx, job); err != nil {
 		return fmt.Errorf("starting a Job from CronJob %s: %w", cj.Name, err)
 	}
 	ctrl.LoggerFrom(ctx).Info("Started Job from CronJob", "job", job.Name)

@@ -1,0 +1,44 @@
+package record
+
+// Reasons of the Events nudge records. They are API: alerts and dashboards
+// match on them, and nudge_warnings_total counts Warnings by them.
+const (
+	// ReasonRolled (Normal): nudge rolled a workload.
+	ReasonRolled = "Rolled"
+	// ReasonSourceMissing: a source the workload references does not exist.
+	ReasonSourceMissing = "SourceMissing"
+	// ReasonMalformedAnnotation: an annotation of a dialect could not be read.
+	ReasonMalformedAnnotation = "MalformedAnnotation"
+	// ReasonNamespaceNotWatched: a source is in a namespace nudge does not
+	// watch.
+	ReasonNamespaceNotWatched = "NamespaceNotWatched"
+	// ReasonRolloutHeld: a change waits for a missing required source.
+	ReasonRolloutHeld = "RolloutHeld"
+	// ReasonJobNotStarted: a CronJob's Job could not be started
+	// (--cronjob-start-job).
+	ReasonJobNotStarted = "JobNotStarted"
+	// ReasonJobNotRecreated: a Job nudge re-creates cannot be created: the
+	// API server refuses it, and nudge keeps the Job, or the create failed
+	// after the delete; nudge keeps trying (see jobs.Recreator).
+	ReasonJobNotRecreated = "JobNotRecreated"
+	// ReasonStateRestored: someone wrote back a state nudge had replaced
+	// (see ownership.WrittenBackBy); nudge does not act on it.
+	ReasonStateRestored = "StateRestored"
+	// ReasonStateContested: another nudge, with another fingerprint key,
+	// keeps replacing the state this one writes on a workload; this one
+	// stops writing it for a while (see ownership.Takeovers).
+	ReasonStateContested = "StateContested"
+	// ReasonRolloutHalted: a workload is held because the rollout of the
+	// same change failed on another workload (see fleet.Waves).
+	ReasonRolloutHalted = "RolloutHalted"
+	// ReasonRolloutFailed: a rollout nudge started failed; the rest of its
+	// change is halted.
+	ReasonRolloutFailed = "RolloutFailed"
+)
+
+// Cause is one reason a workload deserves a Warning: an Event's reason and
+// its note.
+type Cause struct {
+	Reason string
+	Note   string
+}
