@@ -33,8 +33,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"nudge.dev/nudge/api/v1alpha1"
-	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/record"
 )
 
 // FieldManager is the field manager of nudge's applies.

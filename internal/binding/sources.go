@@ -10,8 +10,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/sources"
 )
 
 // sourceChanged passes creates, deletes, and the updates of a Secret or

@@ -102,4 +102,3 @@ func TestProgressOf(t *testing.T) {
 		})
 	}
 }
-

@@ -123,12 +123,12 @@ func TestFlags(t *testing.T) {
 	}
 }
 
-// TestREADMEFlagDefaults: the README's flag table gives every flag's default
-// as nudge registers it (it once said 500 requests per second while nudge
+// TestReferenceFlagDefaults: the flag table of docs/reference.md gives
+// every flag's default as nudge registers it (it once said 500 requests per second while nudge
 // used 200).
-func TestREADMEFlagDefaults(t *testing.T) {
+func TestReferenceFlagDefaults(t *testing.T) {
 	g := NewWithT(t)
-	readme, err := os.ReadFile("../../README.md")
+	ref, err := os.ReadFile("../../docs/reference.md")
 	g.Expect(err).NotTo(HaveOccurred())
 	o := options.Default()
 	fs := pflag.NewFlagSet("nudge", pflag.ContinueOnError)
@@ -137,7 +137,7 @@ func TestREADMEFlagDefaults(t *testing.T) {
 	row := regexp.MustCompile("^\\| (`--[^|]+) \\| ([^|]+) \\|")
 	name := regexp.MustCompile("`--([a-zA-Z-]+)`")
 	rows := 0
-	for line := range strings.Lines(string(readme)) {
+	for line := range strings.Lines(string(ref)) {
 		m := row.FindStringSubmatch(line)
 		if m == nil {
 			continue
@@ -147,19 +147,19 @@ func TestREADMEFlagDefaults(t *testing.T) {
 		values := strings.Split(strings.TrimSpace(m[2]), ", ")
 		for i, f := range flags {
 			flag := fs.Lookup(f[1])
-			g.Expect(flag).NotTo(BeNil(), "README names --%s, which nudge does not have", f[1])
+			g.Expect(flag).NotTo(BeNil(), "docs/reference.md names --%s, which nudge does not have", f[1])
 			want := readmeDefault(values[min(i, len(values)-1)])
 			got := flag.DefValue
 			if got == "[]" {
 				got = ""
 			}
-			g.Expect(got).To(Equal(want), "--%s: the README says %q", f[1], m[2])
+			g.Expect(got).To(Equal(want), "--%s: docs/reference.md says %q", f[1], m[2])
 		}
 	}
-	g.Expect(rows).To(BeNumerically(">", 20), "the README's flag table")
+	g.Expect(rows).To(BeNumerically(">", 20), "the flag table of docs/reference.md")
 }
 
-// readmeDefault reads a default as the README writes it: "`5s`", "`0` (off)",
+// readmeDefault reads a default as docs/reference.md writes it: "`5s`", "`0` (off)",
 // "`$X` or `y`" (the last is the flag's own), or words for an empty value.
 func readmeDefault(s string) string {
 	s, _, _ = strings.Cut(s, " (")

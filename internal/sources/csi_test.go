@@ -118,4 +118,3 @@ func TestSourceOf(t *testing.T) {
 		})
 	}
 }
-

@@ -137,7 +137,6 @@ func ContentChanged(old, new client.Object) bool {
 	return true
 }
 
-
 // ContentDigest returns "<key-id>.<digest>", the keyed digest
 // (fingerprint.Key.Source) of the whole content of src, a ConfigMap or
 // Secret read digested (see DigestSource), or "absent" when obj is nil (it
