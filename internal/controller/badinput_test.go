@@ -46,7 +46,7 @@ func TestBadInput(t *testing.T) {
 			},
 			annotations: auto, pod: []nt.PodOption{nt.Volume("Secret", "big")},
 			change: func(e *env) {
-				e.updateSecret("big", func(s *corev1.Secret) { s.Data["big"][1<<19] = 'y' })
+				e.UpdateSecret("big", func(s *corev1.Secret) { s.Data["big"][1<<19] = 'y' })
 			},
 			rollouts: 1, rolledFor: "Secret",
 		},
@@ -60,7 +60,7 @@ func TestBadInput(t *testing.T) {
 			},
 			annotations: auto, pod: []nt.PodOption{nt.Volume("ConfigMap", "many")},
 			change: func(e *env) {
-				e.updateConfigMap("many", func(c *corev1.ConfigMap) { c.Data["k-05000"] = "w" })
+				e.UpdateConfigMap("many", func(c *corev1.ConfigMap) { c.Data["k-05000"] = "w" })
 			},
 			rollouts: 1, rolledFor: "ConfigMap",
 		},
@@ -74,7 +74,7 @@ func TestBadInput(t *testing.T) {
 			},
 			annotations: auto, pod: []nt.PodOption{nt.Volume("ConfigMap", "many")},
 			change: func(e *env) {
-				e.updateConfigMap("many", func(c *corev1.ConfigMap) { c.Labels = map[string]string{"touched": "yes"} })
+				e.UpdateConfigMap("many", func(c *corev1.ConfigMap) { c.Labels = map[string]string{"touched": "yes"} })
 			},
 		},
 		"binary data in a Secret, every byte value, rolls once when a byte changes": {
@@ -87,7 +87,7 @@ func TestBadInput(t *testing.T) {
 			},
 			annotations: auto, pod: []nt.PodOption{nt.EnvFrom("Secret", "bin")},
 			change: func(e *env) {
-				e.updateSecret("bin", func(s *corev1.Secret) { s.Data["bin"][0] = 0xff })
+				e.UpdateSecret("bin", func(s *corev1.Secret) { s.Data["bin"][0] = 0xff })
 			},
 			rollouts: 1, rolledFor: "Secret",
 		},
@@ -100,7 +100,7 @@ func TestBadInput(t *testing.T) {
 			},
 			annotations: auto, pod: []nt.PodOption{nt.Volume("ConfigMap", "raw")},
 			change: func(e *env) {
-				e.updateConfigMap("raw", func(c *corev1.ConfigMap) { c.BinaryData["raw"] = []byte{0xc0, 0xaf} })
+				e.UpdateConfigMap("raw", func(c *corev1.ConfigMap) { c.BinaryData["raw"] = []byte{0xc0, 0xaf} })
 			},
 			rollouts: 1, rolledFor: "ConfigMap",
 		},
@@ -112,7 +112,7 @@ func TestBadInput(t *testing.T) {
 			annotations: map[string]string{"nudge.dev/configmaps": longName},
 			pod:         []nt.PodOption{nt.EnvKey("ConfigMap", longName, longKey, false)},
 			change: func(e *env) {
-				e.updateConfigMap(longName, func(c *corev1.ConfigMap) { c.Data[longKey] = "2" })
+				e.UpdateConfigMap(longName, func(c *corev1.ConfigMap) { c.Data[longKey] = "2" })
 			},
 			rollouts: 1, rolledFor: longName,
 		},
@@ -124,7 +124,7 @@ func TestBadInput(t *testing.T) {
 			pod:         []nt.PodOption{nt.EnvFrom("ConfigMap", "app")},
 			warning:     record.ReasonMalformedAnnotation,
 			change: func(e *env) {
-				e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+				e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 			},
 			rollouts: 1, rolledFor: "ConfigMap",
 		},
@@ -138,7 +138,7 @@ func TestBadInput(t *testing.T) {
 			pod:         []nt.PodOption{nt.EnvFrom("ConfigMap", "app")},
 			warning:     record.ReasonMalformedAnnotation,
 			change: func(e *env) {
-				e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+				e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 			},
 			rollouts: 1, rolledFor: "ConfigMap",
 		},
@@ -161,7 +161,7 @@ func TestBadInput(t *testing.T) {
 			whileDown: true,
 			change: func(e *env) {
 				for i := range 500 {
-					e.updateConfigMap(fmt.Sprintf("cfg-%03d", i), func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+					e.UpdateConfigMap(fmt.Sprintf("cfg-%03d", i), func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 				}
 			},
 			rollouts: 1, rolledFor: "ConfigMap",
@@ -174,29 +174,29 @@ func TestBadInput(t *testing.T) {
 			if workload == "" {
 				workload = "web"
 			}
-			e.create(tc.sources(e.ns)...)
-			e.create(nt.Deployment(e.ns, workload, 1, tc.annotations, tc.pod...))
-			e.baselined(workload)
-			e.g.Expect(e.rollouts(workload)()).To(BeZero(), "no rollout at first sight")
+			e.Create(tc.sources(e.NS)...)
+			e.Create(nt.Deployment(e.NS, workload, 1, tc.annotations, tc.pod...))
+			e.Baselined(workload)
+			e.G.Expect(e.Rollouts(workload)()).To(BeZero(), "no rollout at first sight")
 			if tc.warning != "" {
-				e.g.Eventually(e.events(workload, tc.warning)).WithTimeout(20*time.Second).
+				e.G.Eventually(e.Events(workload, tc.warning)).WithTimeout(20*time.Second).
 					ShouldNot(BeEmpty(), "a %s Warning on %s", tc.warning, workload)
 			}
 			if tc.whileDown {
-				e.nudge.Stop(t)
+				e.Nudge.Stop(t)
 			}
 			tc.change(e)
 			if tc.whileDown {
-				e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.RolloutWindow = 0 })
+				e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
 			}
-			e.rolledTo(workload, tc.rollouts)
+			e.RolledTo(workload, tc.rollouts)
 			if tc.rollouts > 0 {
-				e.g.Eventually(e.events(workload, record.ReasonRolled)).WithTimeout(20*time.Second).
+				e.G.Eventually(e.Events(workload, record.ReasonRolled)).WithTimeout(20*time.Second).
 					Should(ContainElement(HaveField("Note", ContainSubstring(tc.rolledFor))), "a Rolled Event naming %s", tc.rolledFor)
 			}
 			for _, reason := range []string{record.ReasonRolled, tc.warning} {
-				for _, ev := range e.events(workload, reason)() {
-					e.g.Expect(len(ev.Note)).To(BeNumerically("<=", eventNoteLimit), "the API server's limit on a note")
+				for _, ev := range e.Events(workload, reason)() {
+					e.G.Expect(len(ev.Note)).To(BeNumerically("<=", eventNoteLimit), "the API server's limit on a note")
 				}
 			}
 		})

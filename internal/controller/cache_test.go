@@ -19,25 +19,25 @@ import (
 func TestWholeClusterCacheIndex(t *testing.T) {
 	e := setup(t, false, nil)
 	var ns corev1.Namespace
-	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Name: e.ns}, &ns)).To(Succeed())
-	ns.Labels = map[string]string{"nudge.dev/test": e.ns}
-	e.g.Expect(k8s.Update(e.ctx, &ns)).To(Succeed())
+	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Name: e.NS}, &ns)).To(Succeed())
+	ns.Labels = map[string]string{"nudge.dev/test": e.NS}
+	e.G.Expect(k8s.Update(e.Ctx, &ns)).To(Succeed())
 
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.ConfigMap(e.ns, "ext-1", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")),
-		nt.Deployment(e.ns, "named", 1, map[string]string{"configmap.reloader.stakater.com/reload": "ext-.*"}))
-	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) {
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.ConfigMap(e.NS, "ext-1", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")),
+		nt.Deployment(e.NS, "named", 1, map[string]string{"configmap.reloader.stakater.com/reload": "ext-.*"}))
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) {
 		// Every namespace is cached; only this test's is reconciled.
 		o.Namespaces = nil
-		o.NamespaceSelector = "nudge.dev/test=" + e.ns
+		o.NamespaceSelector = "nudge.dev/test=" + e.NS
 	})
-	e.baselined("web")
-	e.baselined("named")
+	e.Baselined("web")
+	e.Baselined("named")
 
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
-	e.updateConfigMap("ext-1", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("named", 1)
-	e.g.Expect(e.rollouts("web")()).To(BeEquivalentTo(1), "Deployment web rolled for a source it does not use")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
+	e.UpdateConfigMap("ext-1", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("named", 1)
+	e.G.Expect(e.Rollouts("web")()).To(BeEquivalentTo(1), "Deployment web rolled for a source it does not use")
 }

@@ -76,19 +76,19 @@ type customEnv struct {
 func setupCustom(t *testing.T, tc customCase) *customEnv {
 	e := &customEnv{env: setup(t, false, nil), tc: tc}
 	nt.InstallCRD(t, k8s, tc.crd(t))
-	e.specs = watchSpecs(t, tc.kind, e.ns)
-	e.obj = tc.object(e.ns)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Secret(e.ns, "db", map[string]string{"password": e.secretValue(1), "other": "o"}), e.obj)
+	e.specs = watchSpecs(t, tc.kind, e.NS)
+	e.obj = tc.object(e.NS)
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Secret(e.NS, "db", map[string]string{"password": e.secretValue(1), "other": "o"}), e.obj)
 	e.kindsF = nt.CustomKindsFile(t, tc.kind)
 	return e
 }
 
 // secretValue is the test's n-th value of Secret db's key password.
-func (e *customEnv) secretValue(n int) string { return fmt.Sprintf("s3cr3t-%s-%d", e.ns, n) }
+func (e *customEnv) secretValue(n int) string { return fmt.Sprintf("s3cr3t-%s-%d", e.NS, n) }
 
 func (e *customEnv) start() {
-	e.nudge = nt.Start(e.t, plane.Config(), e.ns, func(o *options.Options) {
+	e.Nudge = nt.Start(e.T, plane.Config(), e.NS, func(o *options.Options) {
 		o.RolloutWindow = 0
 		o.CustomKindsFile = e.kindsF
 	})
@@ -97,10 +97,10 @@ func (e *customEnv) start() {
 // rolledTo waits until the object's spec has been written n times, then
 // checks for 3 s that no further write follows.
 func (e *customEnv) rolledTo(n int64) {
-	e.t.Helper()
+	e.T.Helper()
 	count := func() int64 { return e.specs.count(e.obj.GetName()) }
-	e.g.Eventually(count).WithTimeout(20*time.Second).Should(BeNumerically(">=", n), "%s to be rolled %d time(s)", e.tc.kind.Kind, n)
-	e.g.Consistently(count).WithTimeout(3*time.Second).Should(Equal(n), "%s to stay at %d rollout(s)", e.tc.kind.Kind, n)
+	e.G.Eventually(count).WithTimeout(20*time.Second).Should(BeNumerically(">=", n), "%s to be rolled %d time(s)", e.tc.kind.Kind, n)
+	e.G.Consistently(count).WithTimeout(3*time.Second).Should(Equal(n), "%s to stay at %d rollout(s)", e.tc.kind.Kind, n)
 }
 
 // TestCustomKindRules: each custom kind, as a Deployment, rolls nothing at
@@ -116,7 +116,7 @@ func TestCustomKindRules(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := setupCustom(t, tc)
 			e.start()
-			e.baselinedObj(e.obj)
+			e.BaselinedObj(e.obj)
 			e.rolledTo(0) // rule 3
 
 			e.changeMeta("ConfigMap/app")
@@ -125,22 +125,22 @@ func TestCustomKindRules(t *testing.T) {
 
 			e.changeData("ConfigMap/app")
 			e.rolledTo(1) // rule 1
-			e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(e.obj), e.obj)).To(Succeed())
+			e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(e.obj), e.obj)).To(Succeed())
 			path := tc.kind.Adapter("").TriggerPath()
 			trigger, _, _ := unstructured.NestedStringMap(e.obj.Object, path...)
-			e.g.Expect(trigger).To(HaveKeyWithValue(workload.RestartedForAnnotation, "ConfigMap "+e.ns+"/app"),
+			e.G.Expect(trigger).To(HaveKeyWithValue(workload.RestartedForAnnotation, "ConfigMap "+e.NS+"/app"),
 				"the trigger at %s", strings.Join(path, "."))
 
 			if tc.keysOnly {
-				e.updateSecret("db", func(s *corev1.Secret) { s.Data["other"] = []byte("changed") })
+				e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["other"] = []byte("changed") })
 				e.rolledTo(1) // rule 8
 			}
 			e.changeData("Secret/db")
 			e.rolledTo(2)
 
-			e.nudge.Stop(t)
+			e.Nudge.Stop(t)
 			e.changeData("ConfigMap/app")
-			e.g.Consistently(func() int64 { return e.specs.count("w") }).WithTimeout(time.Second).Should(Equal(int64(2)), "no rollout while nudge is down")
+			e.G.Consistently(func() int64 { return e.specs.count("w") }).WithTimeout(time.Second).Should(Equal(int64(2)), "no rollout while nudge is down")
 			e.start()
 			e.rolledTo(3) // rule 4
 
@@ -148,12 +148,12 @@ func TestCustomKindRules(t *testing.T) {
 				"annotations": map[string]any{workload.AppliedAnnotation: nil, workload.LastRolloutAnnotation: nil},
 				"labels":      map[string]any{workload.SealLabel: nil},
 			}}
-			e.g.Expect(unstructured.SetNestedField(strip, map[string]any{
+			e.G.Expect(unstructured.SetNestedField(strip, map[string]any{
 				workload.RestartedAtAnnotation: nil, workload.RestartedForAnnotation: nil}, path...)).To(Succeed())
 			body, err := json.Marshal(strip)
-			e.g.Expect(err).NotTo(HaveOccurred())
-			e.g.Expect(k8s.Patch(e.ctx, e.obj, client.RawPatch(types.MergePatchType, body))).To(Succeed())
-			e.baselinedObj(e.obj)
+			e.G.Expect(err).NotTo(HaveOccurred())
+			e.G.Expect(k8s.Patch(e.Ctx, e.obj, client.RawPatch(types.MergePatchType, body))).To(Succeed())
+			e.BaselinedObj(e.obj)
 			e.rolledTo(4) // rule 6: the tool's write, none of nudge's
 		})
 	}
@@ -170,30 +170,30 @@ func TestCustomKindDeletedSource(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := setupCustom(t, tc)
 			e.start()
-			e.baselinedObj(e.obj)
+			e.BaselinedObj(e.obj)
 
-			e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-			e.g.Eventually(e.events("w", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
-				Should(ContainElement(HaveField("Note", ContainSubstring("Secret "+e.ns+"/db"))), "a Warning naming the missing Secret")
+			e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+			e.G.Eventually(e.Events("w", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
+				Should(ContainElement(HaveField("Note", ContainSubstring("Secret "+e.NS+"/db"))), "a Warning naming the missing Secret")
 			e.rolledTo(0)
 
-			e.create(nt.Secret(e.ns, "db", map[string]string{"password": e.secretValue(1), "other": "o"}))
+			e.Create(nt.Secret(e.NS, "db", map[string]string{"password": e.secretValue(1), "other": "o"}))
 			e.rolledTo(0)
-			e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-			e.create(nt.Secret(e.ns, "db", map[string]string{"password": e.secretValue(2), "other": "o"}))
+			e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+			e.Create(nt.Secret(e.NS, "db", map[string]string{"password": e.secretValue(2), "other": "o"}))
 			e.rolledTo(1)
 
 			var events eventsv1.EventList
-			e.g.Expect(k8s.List(e.ctx, &events, client.InNamespace(e.ns))).To(Succeed())
-			e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(e.obj), e.obj)).To(Succeed())
+			e.G.Expect(k8s.List(e.Ctx, &events, client.InNamespace(e.NS))).To(Succeed())
+			e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(e.obj), e.obj)).To(Succeed())
 			written, err := json.Marshal([]any{e.obj, events.Items})
-			e.g.Expect(err).NotTo(HaveOccurred())
-			haystack := string(written) + e.nudge.Logs()
+			e.G.Expect(err).NotTo(HaveOccurred())
+			haystack := string(written) + e.Nudge.Logs()
 			for _, v := range []string{e.secretValue(1), e.secretValue(2)} {
 				sum := sha256.Sum256([]byte(v))
 				for _, form := range []string{v, base64.StdEncoding.EncodeToString([]byte(v)), hex.EncodeToString(sum[:]),
 					base64.StdEncoding.EncodeToString(sum[:]), base64.RawURLEncoding.EncodeToString(sum[:])} {
-					e.g.Expect(strings.Contains(haystack, form)).To(BeFalse(), "found %q (a form of the Secret's value)", form)
+					e.G.Expect(strings.Contains(haystack, form)).To(BeFalse(), "found %q (a form of the Secret's value)", form)
 				}
 			}
 		})
@@ -206,27 +206,27 @@ func TestCustomKindDeletedSource(t *testing.T) {
 func TestCustomKindServedAfterStart(t *testing.T) {
 	e := setup(t, false, nil)
 	crd := nt.KnativeServiceCRD(t)
-	crd.Spec.Group = e.ns + ".serving.test"
+	crd.Spec.Group = e.NS + ".serving.test"
 	crd.Name = crd.Spec.Names.Plural + "." + crd.Spec.Group
 	kind := nt.KnativeServiceKind
 	kind.APIVersion = crd.Spec.Group + "/v1"
 	file := nt.CustomKindsFile(t, kind)
-	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.RolloutWindow = 0; o.CustomKindsFile = file })
-	e.g.Eventually(e.nudge.Logs).WithTimeout(20*time.Second).Should(ContainSubstring(kind.APIVersion+", Kind=Service"),
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0; o.CustomKindsFile = file })
+	e.G.Eventually(e.Nudge.Logs).WithTimeout(20*time.Second).Should(ContainSubstring(kind.APIVersion+", Kind=Service"),
 		"nudge to log that it waits for the kind")
 
 	nt.InstallCRD(t, k8s, crd)
 	t.Cleanup(func() {
-		e.nudge.Stop(t)
+		e.Nudge.Stop(t)
 		_ = k8s.Delete(context.Background(), crd)
 	})
-	obj := nt.KnativeService(e.ns, "w", auto, nt.EnvFrom("ConfigMap", "app"))
+	obj := nt.KnativeService(e.NS, "w", auto, nt.EnvFrom("ConfigMap", "app"))
 	obj.SetAPIVersion(kind.APIVersion)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), obj)
-	e.baselinedObj(obj)
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), obj)
+	e.BaselinedObj(obj)
 	e.changeData("ConfigMap/app")
-	e.g.Eventually(e.generation(obj)).WithTimeout(20*time.Second).Should(Equal(int64(2)), "one rollout for a data change")
-	e.g.Consistently(e.generation(obj)).WithTimeout(3*time.Second).Should(Equal(int64(2)), "exactly one")
+	e.G.Eventually(e.Generation(obj)).WithTimeout(20*time.Second).Should(Equal(int64(2)), "one rollout for a data change")
+	e.G.Consistently(e.Generation(obj)).WithTimeout(3*time.Second).Should(Equal(int64(2)), "exactly one")
 }
 
 // A custom kinds file nudge cannot use stops its start with an error that

@@ -125,32 +125,32 @@ func TestEveryDialectForm(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := setup(t, true, nil)
-			app := nt.ConfigMap(e.ns, "app", map[string]string{"a": "1", "b": "2"})
+			app := nt.ConfigMap(e.NS, "app", map[string]string{"a": "1", "b": "2"})
 			if tc.matchOnApp {
 				app.Annotations = map[string]string{"reloader.stakater.com/match": "true"}
 			}
-			d := nt.Deployment(e.ns, "web", 1, tc.annotations, tc.pod...)
+			d := nt.Deployment(e.NS, "web", 1, tc.annotations, tc.pod...)
 			if tc.onTemplate {
 				d.Annotations, d.Spec.Template.Annotations = nil, tc.annotations
 			}
-			e.create(app,
-				nt.ConfigMap(e.ns, "extra", map[string]string{"x": "1"}),
-				nt.Secret(e.ns, "db", map[string]string{"user": "admin", "password": "hunter2"}),
+			e.Create(app,
+				nt.ConfigMap(e.NS, "extra", map[string]string{"x": "1"}),
+				nt.Secret(e.NS, "db", map[string]string{"user": "admin", "password": "hunter2"}),
 				d)
-			e.baselined("web")
+			e.Baselined("web")
 
 			e.changeData(tc.change)
 			var want int64
 			if tc.wantRoll {
 				want = 1
-				e.g.Eventually(e.events("web", "Rolled")).WithTimeout(10*time.Second).Should(
-					ContainElement(HaveField("Note", ContainSubstring(strings.Replace(tc.change, "/", " "+e.ns+"/", 1)))),
+				e.G.Eventually(e.Events("web", "Rolled")).WithTimeout(10*time.Second).Should(
+					ContainElement(HaveField("Note", ContainSubstring(strings.Replace(tc.change, "/", " "+e.NS+"/", 1)))),
 					"a Rolled Event naming the source")
 			}
-			e.rolledTo("web", want)
+			e.RolledTo("web", want)
 
 			e.changeMeta(tc.change)
-			e.g.Consistently(e.rollouts("web")).WithTimeout(3*time.Second).Should(Equal(want),
+			e.G.Consistently(e.Rollouts("web")).WithTimeout(3*time.Second).Should(Equal(want),
 				"a label and annotation change to leave Deployment web alone")
 		})
 	}
@@ -158,19 +158,19 @@ func TestEveryDialectForm(t *testing.T) {
 
 // changeData changes the data of "ConfigMap/name" or "Secret/name".
 func (e *env) changeData(source string) {
-	e.t.Helper()
+	e.T.Helper()
 	kind, name, _ := strings.Cut(source, "/")
 	stamp := time.Now().Format(time.RFC3339Nano)
 	if kind == "Secret" {
-		e.updateSecret(name, func(s *corev1.Secret) { s.Data["password"] = []byte(stamp) })
+		e.UpdateSecret(name, func(s *corev1.Secret) { s.Data["password"] = []byte(stamp) })
 		return
 	}
-	e.updateConfigMap(name, func(c *corev1.ConfigMap) { c.Data["changed"] = stamp })
+	e.UpdateConfigMap(name, func(c *corev1.ConfigMap) { c.Data["changed"] = stamp })
 }
 
 // changeMeta changes only the labels and annotations of a source.
 func (e *env) changeMeta(source string) {
-	e.t.Helper()
+	e.T.Helper()
 	kind, name, _ := strings.Cut(source, "/")
 	stamp := time.Now().Format("150405.000000")
 	touch := func(l, a map[string]string) (map[string]string, map[string]string) {
@@ -184,8 +184,8 @@ func (e *env) changeMeta(source string) {
 		return l, a
 	}
 	if kind == "Secret" {
-		e.updateSecret(name, func(s *corev1.Secret) { s.Labels, s.Annotations = touch(s.Labels, s.Annotations) })
+		e.UpdateSecret(name, func(s *corev1.Secret) { s.Labels, s.Annotations = touch(s.Labels, s.Annotations) })
 		return
 	}
-	e.updateConfigMap(name, func(c *corev1.ConfigMap) { c.Labels, c.Annotations = touch(c.Labels, c.Annotations) })
+	e.UpdateConfigMap(name, func(c *corev1.ConfigMap) { c.Labels, c.Annotations = touch(c.Labels, c.Annotations) })
 }

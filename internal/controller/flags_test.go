@@ -112,34 +112,34 @@ func TestReloaderFlags(t *testing.T) {
 			e := setup(t, false, nil)
 			if tc.nsLabels != nil {
 				var ns corev1.Namespace
-				e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Name: e.ns}, &ns)).To(Succeed())
+				e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Name: e.NS}, &ns)).To(Succeed())
 				ns.Labels = tc.nsLabels
-				e.g.Expect(k8s.Update(e.ctx, &ns)).To(Succeed())
+				e.G.Expect(k8s.Update(e.Ctx, &ns)).To(Succeed())
 			}
-			app := nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"})
+			app := nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"})
 			app.Labels = tc.appLabels
-			e.create(app, nt.Secret(e.ns, "db", map[string]string{"password": "p"}),
-				nt.Deployment(e.ns, "web", 1, tc.annotations, tc.pod...))
-			e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) {
+			e.Create(app, nt.Secret(e.NS, "db", map[string]string{"password": "p"}),
+				nt.Deployment(e.NS, "web", 1, tc.annotations, tc.pod...))
+			e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) {
 				o.RolloutWindow = 0
 				if tc.opts != nil {
-					tc.opts(o, e.ns)
+					tc.opts(o, e.NS)
 				}
 			})
 			// A baseline proves nudge looked at the workload; when it must
 			// not even look, waiting for one would fail.
 			if tc.wantRoll {
-				e.baselined("web")
+				e.Baselined("web")
 			} else {
-				e.g.Consistently(e.rollouts("web")).WithTimeout(time.Second).Should(BeZero())
+				e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero())
 			}
 			switch tc.change {
 			case "delete ConfigMap/app":
-				e.g.Expect(k8s.Delete(e.ctx, nt.ConfigMap(e.ns, "app", nil))).To(Succeed())
+				e.G.Expect(k8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "app", nil))).To(Succeed())
 			case "recreate ConfigMap/app":
-				e.g.Expect(k8s.Delete(e.ctx, nt.ConfigMap(e.ns, "app", nil))).To(Succeed())
-				e.g.Consistently(e.rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout for the deletion")
-				e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}))
+				e.G.Expect(k8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "app", nil))).To(Succeed())
+				e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout for the deletion")
+				e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}))
 			default:
 				e.changeData(tc.change)
 			}
@@ -147,7 +147,7 @@ func TestReloaderFlags(t *testing.T) {
 			if tc.wantRoll {
 				want = 1
 			}
-			e.rolledTo("web", want)
+			e.RolledTo("web", want)
 		})
 	}
 }
@@ -156,48 +156,48 @@ func TestReloaderFlags(t *testing.T) {
 // uses the source, holding a keyed digest; idempotent.
 func TestEnvVarsStrategy(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.ReloadStrategy = "env-vars"; o.RolloutWindow = 0 })
-	d := nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("Secret", "db"))
+	d := nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("Secret", "db"))
 	d.Spec.Template.Spec.Containers = append([]corev1.Container{{Name: "sidecar", Image: "registry.example/side:1"}}, d.Spec.Template.Spec.Containers...)
-	e.create(nt.Secret(e.ns, "db-creds", map[string]string{"password": "p"}), nt.Secret(e.ns, "db", map[string]string{"password": "p1"}), d)
-	e.baselined("web")
-	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
-	e.rolledTo("web", 1)
-	got := e.deployment("web")
-	e.g.Expect(got.Spec.Template.Spec.Containers[0].Env).To(BeEmpty(), "the sidecar does not use the Secret")
-	e.g.Expect(got.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example/side:1"), "the rest of the containers kept")
-	e.g.Expect(got.Spec.Template.Spec.Containers[1].Env).To(ConsistOf(And(
-		HaveField("Name", workload.EnvVarName(secretSource(e.ns, "db"))),
+	e.Create(nt.Secret(e.NS, "db-creds", map[string]string{"password": "p"}), nt.Secret(e.NS, "db", map[string]string{"password": "p1"}), d)
+	e.Baselined("web")
+	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	e.RolledTo("web", 1)
+	got := e.Deployment("web")
+	e.G.Expect(got.Spec.Template.Spec.Containers[0].Env).To(BeEmpty(), "the sidecar does not use the Secret")
+	e.G.Expect(got.Spec.Template.Spec.Containers[0].Image).To(Equal("registry.example/side:1"), "the rest of the containers kept")
+	e.G.Expect(got.Spec.Template.Spec.Containers[1].Env).To(ConsistOf(And(
+		HaveField("Name", workload.EnvVarName(secretSource(e.NS, "db"))),
 		HaveField("Value", MatchRegexp(`^[A-Za-z0-9_-]{16}$`)),
 	)))
-	e.g.Expect(got.Spec.Template.Annotations).NotTo(HaveKey(workload.RestartedAtAnnotation))
+	e.G.Expect(got.Spec.Template.Annotations).NotTo(HaveKey(workload.RestartedAtAnnotation))
 	first := got.Spec.Template.Spec.Containers[1].Env[0].Value
-	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p3") })
-	e.rolledTo("web", 2)
-	e.g.Expect(e.deployment("web").Spec.Template.Spec.Containers[1].Env).To(ConsistOf(HaveField("Value", Not(Equal(first)))))
+	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p3") })
+	e.RolledTo("web", 2)
+	e.G.Expect(e.Deployment("web").Spec.Template.Spec.Containers[1].Env).To(ConsistOf(HaveField("Value", Not(Equal(first)))))
 }
 
 // Reloader's pause period: the Deployment is paused with the trigger and
 // resumed when the period ends, also across a restart of nudge.
 func TestPausePeriod(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, map[string]string{"nudge.dev/auto": "true", controller.PausePeriodAnnotation: "3s"},
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true", controller.PausePeriodAnnotation: "3s"},
 			nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.g.Eventually(func() bool { return e.deployment("web").Spec.Paused }).WithTimeout(10*time.Second).Should(BeTrue(), "paused with the trigger")
-	e.g.Expect(e.deployment("web").Annotations).To(HaveKey(controller.PausedAtAnnotation))
-	e.nudge.Stop(t)
-	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.RolloutWindow = 0 })
-	e.g.Eventually(func() bool { return e.deployment("web").Spec.Paused }).WithTimeout(15*time.Second).Should(BeFalse(), "resumed after the period")
-	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(controller.PausedAtAnnotation))
-	e.g.Expect(e.rollouts("web")()).To(Equal(int64(1)))
+	e.Baselined("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.G.Eventually(func() bool { return e.Deployment("web").Spec.Paused }).WithTimeout(10*time.Second).Should(BeTrue(), "paused with the trigger")
+	e.G.Expect(e.Deployment("web").Annotations).To(HaveKey(controller.PausedAtAnnotation))
+	e.Nudge.Stop(t)
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
+	e.G.Eventually(func() bool { return e.Deployment("web").Spec.Paused }).WithTimeout(15*time.Second).Should(BeFalse(), "resumed after the period")
+	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey(controller.PausedAtAnnotation))
+	e.G.Expect(e.Rollouts("web")()).To(Equal(int64(1)))
 }
 
 // A workload another tool rolled before is adopted with no rollout.
 func TestTakeOverFromOtherTools(t *testing.T) {
 	e := setup(t, false, nil)
-	d := nt.Deployment(e.ns, "web", 1, map[string]string{"reloader.stakater.com/auto": "true", "wave.pusher.com/update-on-config-change": "true",
+	d := nt.Deployment(e.NS, "web", 1, map[string]string{"reloader.stakater.com/auto": "true", "wave.pusher.com/update-on-config-change": "true",
 		"pod-reloader.cs.sap.com/configmaps": "app"}, nt.EnvFrom("ConfigMap", "app"))
 	d.Spec.Template.Annotations = map[string]string{
 		"reloader.stakater.com/last-reloaded-from": `{"type":"CONFIGMAP","name":"app"}`,
@@ -205,25 +205,25 @@ func TestTakeOverFromOtherTools(t *testing.T) {
 		"pod-reloader.cs.sap.com/config-hash":      "fedcba9876543210",
 	}
 	d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_APP_CONFIGMAP", Value: "9ff99bd578c45053d076640b122ec309c61d3b7e"}}
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), d)
-	e.nudge = nt.Start(t, plane.Config(), e.ns, nil)
-	e.baselined("web")
-	e.rolledTo("web", 0)
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), d)
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, nil)
+	e.Baselined("web")
+	e.RolledTo("web", 0)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
 }
 
 // Wave's cross-namespace names: a namespace nudge does not watch gets a
 // Warning, not a crash nor a rollout.
 func TestCrossNamespaceOutsideScopeWarns(t *testing.T) {
 	e := setup(t, true, nil)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, map[string]string{"wave.pusher.com/extra-configmaps": "elsewhere/ca, app"}))
-	e.baselined("web")
-	e.g.Eventually(e.events("web", record.ReasonNamespaceNotWatched)).WithTimeout(10 * time.Second).
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, map[string]string{"wave.pusher.com/extra-configmaps": "elsewhere/ca, app"}))
+	e.Baselined("web")
+	e.G.Eventually(e.Events("web", record.ReasonNamespaceNotWatched)).WithTimeout(10 * time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring(`namespace "elsewhere"`))))
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
 }
 
 func secretSource(ns, name string) refs.Source {
@@ -234,31 +234,31 @@ func secretSource(ns, name string) refs.Source {
 // without waiting for its workloads to change.
 func TestNamespaceSelectorFollowsLabels(t *testing.T) {
 	e := setup(t, false, nil)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.NamespaceSelector = "team=blue"; o.RolloutWindow = 0 })
-	e.g.Consistently(func() string { return e.deployment("web").Annotations[workload.AppliedAnnotation] }).
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.NamespaceSelector = "team=blue"; o.RolloutWindow = 0 })
+	e.G.Consistently(func() string { return e.Deployment("web").Annotations[workload.AppliedAnnotation] }).
 		WithTimeout(2*time.Second).Should(BeEmpty(), "an unselected namespace left alone")
 
 	var ns corev1.Namespace
-	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Name: e.ns}, &ns)).To(Succeed())
+	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Name: e.NS}, &ns)).To(Succeed())
 	ns.Labels = map[string]string{"team": "blue"}
-	e.g.Expect(k8s.Update(e.ctx, &ns)).To(Succeed())
-	e.baselined("web")
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
+	e.G.Expect(k8s.Update(e.Ctx, &ns)).To(Succeed())
+	e.Baselined("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
 }
 
 // A Deployment its owner paused stays paused: nudge ends only its own pause.
 func TestPausePeriodLeavesAnOwnersPause(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-	d := nt.Deployment(e.ns, "web", 1, map[string]string{"nudge.dev/auto": "true", controller.PausePeriodAnnotation: "1s"},
+	d := nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true", controller.PausePeriodAnnotation: "1s"},
 		nt.EnvFrom("ConfigMap", "app"))
 	d.Spec.Paused = true
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), d)
-	e.baselined("web")
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
-	e.g.Consistently(func() bool { return e.deployment("web").Spec.Paused }).WithTimeout(2*time.Second).Should(BeTrue(), "still paused")
-	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(controller.PausedAtAnnotation))
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), d)
+	e.Baselined("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
+	e.G.Consistently(func() bool { return e.Deployment("web").Spec.Paused }).WithTimeout(2*time.Second).Should(BeTrue(), "still paused")
+	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey(controller.PausedAtAnnotation))
 }

@@ -51,24 +51,24 @@ func TestTriggerInMetadataAnnotations(t *testing.T) {
 		TriggerPath: "metadata.annotations", TriggerAnnotation: requestedAt}
 	hr := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"interval": "10m"}}}
 	hr.SetGroupVersionKind(kind.GroupVersionKind())
-	hr.SetNamespace(e.ns)
+	hr.SetNamespace(e.NS)
 	hr.SetName("podinfo")
 	hr.SetAnnotations(map[string]string{"configmap.reloader.stakater.com/reload": "values"})
-	e.create(nt.ConfigMap(e.ns, "values", map[string]string{"replicaCount": "1"}), hr)
+	e.Create(nt.ConfigMap(e.NS, "values", map[string]string{"replicaCount": "1"}), hr)
 	file := nt.CustomKindsFile(t, kind)
-	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.RolloutWindow = 0; o.CustomKindsFile = file })
-	e.baselinedObj(hr)
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0; o.CustomKindsFile = file })
+	e.BaselinedObj(hr)
 	requested := func() string {
-		e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(hr), hr)).To(Succeed())
+		e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(hr), hr)).To(Succeed())
 		return hr.GetAnnotations()[requestedAt]
 	}
-	e.g.Consistently(requested).WithTimeout(3*time.Second).Should(BeEmpty(), "no reconcile requested at first sight")
+	e.G.Consistently(requested).WithTimeout(3*time.Second).Should(BeEmpty(), "no reconcile requested at first sight")
 
 	e.changeData("ConfigMap/values")
-	e.g.Eventually(requested).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a reconcile requested")
+	e.G.Eventually(requested).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a reconcile requested")
 	first := requested()
-	e.g.Consistently(requested).WithTimeout(3*time.Second).Should(Equal(first), "requested once")
+	e.G.Consistently(requested).WithTimeout(3*time.Second).Should(Equal(first), "requested once")
 	e.changeData("ConfigMap/values")
-	e.g.Eventually(requested).WithTimeout(20*time.Second).ShouldNot(Equal(first), "a second change, a second request")
-	e.g.Expect(hr.GetGeneration()).To(Equal(int64(1)), "nothing of the spec written")
+	e.G.Eventually(requested).WithTimeout(20*time.Second).ShouldNot(Equal(first), "a second change, a second request")
+	e.G.Expect(hr.GetGeneration()).To(Equal(int64(1)), "nothing of the spec written")
 }

@@ -22,16 +22,16 @@ import (
 func TestLeaderElectionEveryReplicaReady(t *testing.T) {
 	e := setup(t, false, nil)
 	ports, err := testbed.FreePorts(2)
-	e.g.Expect(err).NotTo(HaveOccurred())
+	e.G.Expect(err).NotTo(HaveOccurred())
 	for _, port := range ports {
-		nt.Start(t, plane.Config(), e.ns, func(o *options.Options) {
+		nt.Start(t, plane.Config(), e.NS, func(o *options.Options) {
 			o.LeaderElect = true
 			o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", port)
 			o.RolloutWindow = 0
 		})
 	}
 	for _, port := range ports {
-		e.g.Eventually(func() int {
+		e.G.Eventually(func() int {
 			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
 			if err != nil {
 				return 0
@@ -40,17 +40,17 @@ func TestLeaderElectionEveryReplicaReady(t *testing.T) {
 			return resp.StatusCode
 		}).WithTimeout(20*time.Second).Should(Equal(http.StatusOK), "replica on port %d ready", port)
 	}
-	e.g.Eventually(func() string {
+	e.G.Eventually(func() string {
 		var l coordinationv1.Lease
-		if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: options.Default().LeaderElectionID}, &l); err != nil || l.Spec.HolderIdentity == nil {
+		if err := k8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: options.Default().LeaderElectionID}, &l); err != nil || l.Spec.HolderIdentity == nil {
 			return ""
 		}
 		return *l.Spec.HolderIdentity
 	}).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a leader")
 
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
 }

@@ -33,15 +33,15 @@ func TestEveryKind(t *testing.T) {
 			if name == "Rollout" {
 				nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
 			}
-			e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.RolloutWindow = 0 })
-			obj := build(e.ns)
-			e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), obj)
-			e.baselinedObj(obj)
+			e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
+			obj := build(e.NS)
+			e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), obj)
+			e.BaselinedObj(obj)
 			e.changeMeta("ConfigMap/app")
-			e.g.Consistently(e.generation(obj)).WithTimeout(3*time.Second).Should(Equal(int64(1)), "no rollout for a label change")
+			e.G.Consistently(e.Generation(obj)).WithTimeout(3*time.Second).Should(Equal(int64(1)), "no rollout for a label change")
 			e.changeData("ConfigMap/app")
-			e.g.Eventually(e.generation(obj)).WithTimeout(10*time.Second).Should(Equal(int64(2)), "one rollout for a data change")
-			e.g.Consistently(e.generation(obj)).WithTimeout(3*time.Second).Should(Equal(int64(2)), "exactly one")
+			e.G.Eventually(e.Generation(obj)).WithTimeout(10*time.Second).Should(Equal(int64(2)), "one rollout for a data change")
+			e.G.Consistently(e.Generation(obj)).WithTimeout(3*time.Second).Should(Equal(int64(2)), "exactly one")
 		})
 	}
 }
@@ -49,19 +49,19 @@ func TestEveryKind(t *testing.T) {
 // Losing the fingerprint key re-baselines every workload without a rollout.
 func TestLostKeyNeverRolls(t *testing.T) {
 	e := setup(t, true, nil)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	before := e.deployment("web").Annotations["nudge.dev/applied-fingerprint"]
-	e.nudge.Stop(t)
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
+	before := e.Deployment("web").Annotations["nudge.dev/applied-fingerprint"]
+	e.Nudge.Stop(t)
 
 	var key corev1.Secret
-	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: options.Default().KeySecret}, &key)).To(Succeed())
-	e.g.Expect(k8s.Delete(e.ctx, &key)).To(Succeed())
-	e.nudge = nt.Start(t, plane.Config(), e.ns, nil)
-	e.g.Eventually(func() string { return e.deployment("web").Annotations["nudge.dev/applied-fingerprint"] }).
+	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: options.Default().KeySecret}, &key)).To(Succeed())
+	e.G.Expect(k8s.Delete(e.Ctx, &key)).To(Succeed())
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, nil)
+	e.G.Eventually(func() string { return e.Deployment("web").Annotations["nudge.dev/applied-fingerprint"] }).
 		WithTimeout(20*time.Second).ShouldNot(Equal(before), "a baseline under the new key")
-	e.rolledTo("web", 0)
-	_, err := app.LoadKey(e.ctx, k8s, e.ns, options.Default().KeySecret)
-	e.g.Expect(err).NotTo(HaveOccurred(), "a new key was created")
+	e.RolledTo("web", 0)
+	_, err := app.LoadKey(e.Ctx, k8s, e.NS, options.Default().KeySecret)
+	e.G.Expect(err).NotTo(HaveOccurred(), "a new key was created")
 }

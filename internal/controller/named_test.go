@@ -67,25 +67,25 @@ func TestDeletedNamedRequiredSource(t *testing.T) {
 			e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
 			source := func(value string) client.Object {
 				if tc.kind == "Secret" {
-					return nt.Secret(e.ns, "cfg", map[string]string{"k": value})
+					return nt.Secret(e.NS, "cfg", map[string]string{"k": value})
 				}
-				return nt.ConfigMap(e.ns, "cfg", map[string]string{"k": value})
+				return nt.ConfigMap(e.NS, "cfg", map[string]string{"k": value})
 			}
-			e.create(source("1"), nt.Deployment(e.ns, "web", 1, tc.annotations, tc.pod))
-			e.baselined("web")
+			e.Create(source("1"), nt.Deployment(e.NS, "web", 1, tc.annotations, tc.pod))
+			e.Baselined("web")
 
-			e.g.Expect(k8s.Delete(e.ctx, source(""))).To(Succeed())
-			e.g.Eventually(e.events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
-				Should(ContainElement(HaveField("Note", ContainSubstring("Required "+tc.kind+" "+e.ns+"/cfg does not exist"))),
+			e.G.Expect(k8s.Delete(e.Ctx, source(""))).To(Succeed())
+			e.G.Eventually(e.Events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
+				Should(ContainElement(HaveField("Note", ContainSubstring("Required "+tc.kind+" "+e.NS+"/cfg does not exist"))),
 					"a Warning that the required %s is missing", tc.kind)
-			e.rolledTo("web", 0)
+			e.RolledTo("web", 0)
 
-			e.create(source("1"))
-			e.rolledTo("web", 0)
-			e.g.Expect(k8s.Delete(e.ctx, source(""))).To(Succeed())
-			e.g.Consistently(e.rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout after the second deletion")
-			e.create(source("2"))
-			e.rolledTo("web", 1)
+			e.Create(source("1"))
+			e.RolledTo("web", 0)
+			e.G.Expect(k8s.Delete(e.Ctx, source(""))).To(Succeed())
+			e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout after the second deletion")
+			e.Create(source("2"))
+			e.RolledTo("web", 1)
 		})
 	}
 }

@@ -69,28 +69,28 @@ func TestRenamedReloaderAnnotations(t *testing.T) {
 		for k, v := range tc.annotations {
 			annotations[k] = strings.ReplaceAll(v, "APP", app(i))
 		}
-		cm := nt.ConfigMap(e.ns, app(i), map[string]string{"a": "1"})
+		cm := nt.ConfigMap(e.NS, app(i), map[string]string{"a": "1"})
 		cm.Annotations = tc.source
-		e.create(cm, nt.Deployment(e.ns, web(i), 1, annotations, nt.EnvFrom("ConfigMap", app(i))))
+		e.Create(cm, nt.Deployment(e.NS, web(i), 1, annotations, nt.EnvFrom("ConfigMap", app(i))))
 	}
 	for i, tc := range tests {
 		if tc.optedIn {
-			e.baselined(web(i))
+			e.Baselined(web(i))
 		}
 	}
 	for i := range tests {
-		e.updateConfigMap(app(i), func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+		e.UpdateConfigMap(app(i), func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	}
 	for i, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			g := NewWithT(t)
 			if tc.wantRoll {
-				g.Eventually(e.rollouts(web(i))).WithTimeout(20*time.Second).Should(Equal(int64(1)), "Deployment %s to roll once", web(i))
+				g.Eventually(e.Rollouts(web(i))).WithTimeout(20*time.Second).Should(Equal(int64(1)), "Deployment %s to roll once", web(i))
 				return
 			}
-			g.Consistently(e.rollouts(web(i))).WithTimeout(3*time.Second).Should(BeZero(), "Deployment %s not to roll", web(i))
+			g.Consistently(e.Rollouts(web(i))).WithTimeout(3*time.Second).Should(BeZero(), "Deployment %s not to roll", web(i))
 			if !tc.optedIn {
-				g.Expect(e.deployment(web(i)).Annotations).NotTo(HaveKey(HavePrefix("nudge.dev/")), "nudge to leave Deployment %s alone", web(i))
+				g.Expect(e.Deployment(web(i)).Annotations).NotTo(HaveKey(HavePrefix("nudge.dev/")), "nudge to leave Deployment %s alone", web(i))
 			}
 		})
 	}
@@ -100,15 +100,15 @@ func TestRenamedReloaderAnnotations(t *testing.T) {
 // --pause-deployment-time-annotation rename the pause nudge reads and writes.
 func TestRenamedPauseAnnotations(t *testing.T) {
 	e := setup(t, true, renamed)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, map[string]string{"acme.io/auto": "true", "acme.io/pause-period": "2s"},
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, map[string]string{"acme.io/auto": "true", "acme.io/pause-period": "2s"},
 			nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.g.Eventually(func() bool { return e.deployment("web").Spec.Paused }).WithTimeout(10*time.Second).Should(BeTrue(), "paused with the trigger")
-	e.g.Expect(e.deployment("web").Annotations).To(And(HaveKey("acme.io/paused-at"), Not(HaveKey(dialect.ReloaderPausedAt))))
-	e.g.Eventually(func() bool { return e.deployment("web").Spec.Paused }).WithTimeout(15*time.Second).Should(BeFalse(), "resumed after the period")
-	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey("acme.io/paused-at"))
+	e.Baselined("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.G.Eventually(func() bool { return e.Deployment("web").Spec.Paused }).WithTimeout(10*time.Second).Should(BeTrue(), "paused with the trigger")
+	e.G.Expect(e.Deployment("web").Annotations).To(And(HaveKey("acme.io/paused-at"), Not(HaveKey(dialect.ReloaderPausedAt))))
+	e.G.Eventually(func() bool { return e.Deployment("web").Spec.Paused }).WithTimeout(15*time.Second).Should(BeFalse(), "resumed after the period")
+	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey("acme.io/paused-at"))
 }
 
 // TestReloaderMetrics: /metrics serves Reloader's counters beside nudge's,
@@ -125,40 +125,40 @@ func TestReloaderMetrics(t *testing.T) {
 	}
 	byNS := func(success string) func() float64 {
 		// The text format sorts labels by name.
-		return series("reloader_reload_executed_total_by_namespace", `namespace="`+e.ns+`"`, `success="`+success+`"`)
+		return series("reloader_reload_executed_total_by_namespace", `namespace="`+e.NS+`"`, `success="`+success+`"`)
 	}
-	e.g.Eventually(func() map[string]float64 { return scrape(t, addr) }).WithTimeout(20*time.Second).Should(
+	e.G.Eventually(func() map[string]float64 { return scrape(t, addr) }).WithTimeout(20*time.Second).Should(
 		And(HaveKey(`reloader_reload_executed_total{success="true"}`), HaveKey(`reloader_reload_executed_total{success="false"}`)),
 		"both of Reloader's series, present from the start")
 
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	e.g.Expect(byNS("true")()).To(BeZero(), "a baseline is no reload")
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
+	e.G.Expect(byNS("true")()).To(BeZero(), "a baseline is no reload")
 	allow := e.refuseRollouts()
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.g.Eventually(byNS("false")).WithTimeout(20*time.Second).Should(BeNumerically(">=", 1), "a refused rollout counted as failed")
-	e.g.Expect(byNS("true")()).To(BeZero())
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.G.Eventually(byNS("false")).WithTimeout(20*time.Second).Should(BeNumerically(">=", 1), "a refused rollout counted as failed")
+	e.G.Expect(byNS("true")()).To(BeZero())
 	allow()
-	e.rolledTo("web", 1)
-	e.g.Eventually(byNS("true")).WithTimeout(20*time.Second).Should(Equal(1.0), "one successful reload in the namespace")
-	e.g.Expect(series("reloader_reload_executed_total", `success="true"`)()).To(BeNumerically(">=", 1))
-	e.g.Expect(series("nudge_rollouts_total", `kind="Deployment"`)()).To(BeNumerically(">=", 1), "nudge's own counter beside")
+	e.RolledTo("web", 1)
+	e.G.Eventually(byNS("true")).WithTimeout(20*time.Second).Should(Equal(1.0), "one successful reload in the namespace")
+	e.G.Expect(series("reloader_reload_executed_total", `success="true"`)()).To(BeNumerically(">=", 1))
+	e.G.Expect(series("nudge_rollouts_total", `kind="Deployment"`)()).To(BeNumerically(">=", 1), "nudge's own counter beside")
 }
 
 // refuseRollouts makes the API server refuse writes of nudge's trigger on
 // the Deployments of e's namespace; the func it returns lifts the refusal
 // once it is lifted.
 func (e *env) refuseRollouts() (allow func()) {
-	e.t.Helper()
-	return e.refuse("refuse-rollouts-"+e.ns, admissionregistrationv1.RuleWithOperations{
+	e.T.Helper()
+	return e.Refuse("refuse-rollouts-"+e.NS, admissionregistrationv1.RuleWithOperations{
 		Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create, admissionregistrationv1.Update},
 		Rule:       admissionregistrationv1.Rule{APIGroups: []string{"apps"}, APIVersions: []string{"v1"}, Resources: []string{"deployments"}},
 	}, `!has(object.spec.template.metadata.annotations) || !('nudge.dev/restarted-at' in object.spec.template.metadata.annotations)`,
 		"no rollout here (test)", func() error {
-			d := nt.Deployment(e.ns, "admission-probe", 1, nil)
+			d := nt.Deployment(e.NS, "admission-probe", 1, nil)
 			d.Spec.Template.Annotations = map[string]string{"nudge.dev/restarted-at": "probe"}
-			return k8s.Create(e.ctx, d, client.DryRunAll)
+			return k8s.Create(e.Ctx, d, client.DryRunAll)
 		})
 }
 

@@ -26,30 +26,30 @@ var auto = map[string]string{"nudge.dev/auto": "true"}
 // Rule 8: only what the workload reads counts.
 func TestOnlyReadKeysCount(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1", "b": "2"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvKey("ConfigMap", "app", "a", false)))
-	e.baselined("web")
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1", "b": "2"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvKey("ConfigMap", "app", "a", false)))
+	e.Baselined("web")
 
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["b"] = "changed" })
-	e.rolledTo("web", 0)
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "changed" })
-	e.rolledTo("web", 1)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["b"] = "changed" })
+	e.RolledTo("web", 0)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "changed" })
+	e.RolledTo("web", 1)
 }
 
 // Rule 3: installing nudge over annotated workloads rolls nothing.
 func TestFirstSightNeverRolls(t *testing.T) {
 	e := setup(t, false, nil)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Secret(e.ns, "db", map[string]string{"password": "p"}))
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Secret(e.NS, "db", map[string]string{"password": "p"}))
 	for _, name := range []string{"one", "two", "three"} {
-		e.create(nt.Deployment(e.ns, name, 1, auto, nt.EnvFrom("ConfigMap", "app"), nt.Volume("Secret", "db")))
+		e.Create(nt.Deployment(e.NS, name, 1, auto, nt.EnvFrom("ConfigMap", "app"), nt.Volume("Secret", "db")))
 	}
-	e.nudge = nt.Start(t, plane.Config(), e.ns, nil)
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, nil)
 	for _, name := range []string{"one", "two", "three"} {
-		e.baselined(name)
+		e.Baselined(name)
 	}
 	for _, name := range []string{"one", "two", "three"} {
-		e.rolledTo(name, 0)
+		e.RolledTo(name, 0)
 	}
 }
 
@@ -57,99 +57,99 @@ func TestFirstSightNeverRolls(t *testing.T) {
 // made while it was out is baselined, not rolled.
 func TestOptingInAgainNeverRolls(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
 
-	e.annotate("web", `{"nudge.dev/auto":null}`)
-	e.g.Eventually(func() map[string]string { return e.deployment("web").Labels }).WithTimeout(10*time.Second).
+	e.Annotate("web", `{"nudge.dev/auto":null}`)
+	e.G.Eventually(func() map[string]string { return e.Deployment("web").Labels }).WithTimeout(10*time.Second).
 		ShouldNot(HaveKey(workload.SealLabel), "nudge to drop its state from the Deployment that opted out")
-	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(workload.AppliedAnnotation))
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 0)
+	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey(workload.AppliedAnnotation))
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 0)
 
-	e.annotate("web", `{"nudge.dev/auto":"true"}`)
-	e.baselined("web")
-	e.rolledTo("web", 0)
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
-	e.rolledTo("web", 1)
+	e.Annotate("web", `{"nudge.dev/auto":"true"}`)
+	e.Baselined("web")
+	e.RolledTo("web", 0)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
+	e.RolledTo("web", 1)
 }
 
 // A mistyped opt-in is not an opt-out: nudge keeps its state, so a change
 // made before the annotation is mended still rolls once it is.
 func TestMistypedOptInKeepsState(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
 
-	e.annotate("web", `{"nudge.dev/auto":"yes"}`)
-	e.g.Eventually(e.events("web", record.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 0)
-	e.g.Expect(e.deployment("web").Labels).To(HaveKey(workload.SealLabel), "the state kept")
+	e.Annotate("web", `{"nudge.dev/auto":"yes"}`)
+	e.G.Eventually(e.Events("web", record.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 0)
+	e.G.Expect(e.Deployment("web").Labels).To(HaveKey(workload.SealLabel), "the state kept")
 
-	e.annotate("web", `{"nudge.dev/auto":"true"}`)
-	e.rolledTo("web", 1)
+	e.Annotate("web", `{"nudge.dev/auto":"true"}`)
+	e.RolledTo("web", 1)
 }
 
 // Rule 4: a change made while nudge was down is rolled once when it starts.
 func TestChangeWhileDownIsRolledAtStart(t *testing.T) {
 	e := setup(t, true, nil)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	e.nudge.Stop(t)
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
+	e.Nudge.Stop(t)
 
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.g.Consistently(e.rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout while nudge is down")
-	e.nudge = nt.Start(t, plane.Config(), e.ns, nil)
-	e.rolledTo("web", 1)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout while nudge is down")
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, nil)
+	e.RolledTo("web", 1)
 }
 
 // Rule 5: a deleted required source rolls nothing and says so; its return
 // with the same content rolls nothing, with other content once.
 func TestDeletedRequiredSource(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.Volume("Secret", "db")))
-	e.baselined("web")
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.Volume("Secret", "db")))
+	e.Baselined("web")
 
-	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-	e.g.Eventually(e.events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
-		Should(ContainElement(HaveField("Note", ContainSubstring("Secret "+e.ns+"/db"))), "a Warning naming the missing Secret")
-	e.rolledTo("web", 0)
+	e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+	e.G.Eventually(e.Events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
+		Should(ContainElement(HaveField("Note", ContainSubstring("Secret "+e.NS+"/db"))), "a Warning naming the missing Secret")
+	e.RolledTo("web", 0)
 
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}))
-	e.rolledTo("web", 0)
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}))
+	e.RolledTo("web", 0)
 
-	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-	e.g.Consistently(e.rollouts("web")).WithTimeout(time.Second).Should(BeZero())
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p2"}))
-	e.rolledTo("web", 1)
+	e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+	e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero())
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p2"}))
+	e.RolledTo("web", 1)
 
 	var seen int32
-	for _, ev := range e.events("web", record.ReasonSourceMissing)() {
-		e.g.Expect(ev.Type).To(Equal(corev1.EventTypeWarning))
+	for _, ev := range e.Events("web", record.ReasonSourceMissing)() {
+		e.G.Expect(ev.Type).To(Equal(corev1.EventTypeWarning))
 		seen++
 		if ev.Series != nil {
 			seen += ev.Series.Count - 1
 		}
 	}
-	e.g.Expect(seen).To(Equal(int32(2)), "one Warning per disappearance")
+	e.G.Expect(seen).To(Equal(int32(2)), "one Warning per disappearance")
 }
 
 // Rule 5: an optional source that appears or disappears is a change.
 func TestOptionalSourceAppearsAndDisappears(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-	e.create(nt.Deployment(e.ns, "web", 1, auto, nt.EnvKey("ConfigMap", "flags", "beta", true)))
-	e.baselined("web")
+	e.Create(nt.Deployment(e.NS, "web", 1, auto, nt.EnvKey("ConfigMap", "flags", "beta", true)))
+	e.Baselined("web")
 
-	e.create(nt.ConfigMap(e.ns, "flags", map[string]string{"beta": "on"}))
-	e.rolledTo("web", 1)
-	e.g.Expect(k8s.Delete(e.ctx, nt.ConfigMap(e.ns, "flags", nil))).To(Succeed())
-	e.rolledTo("web", 2)
-	e.g.Expect(e.events("web", record.ReasonSourceMissing)()).To(BeEmpty(), "no Warning for an optional source")
+	e.Create(nt.ConfigMap(e.NS, "flags", map[string]string{"beta": "on"}))
+	e.RolledTo("web", 1)
+	e.G.Expect(k8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "flags", nil))).To(Succeed())
+	e.RolledTo("web", 2)
+	e.G.Expect(e.Events("web", record.ReasonSourceMissing)()).To(BeEmpty(), "no Warning for an optional source")
 }
 
 // Rule 5 for a source an annotation names and the pod spec does not read: its
@@ -157,90 +157,90 @@ func TestOptionalSourceAppearsAndDisappears(t *testing.T) {
 // nothing and says so; its return with other content rolls once.
 func TestDeletedNamedSource(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}),
-		nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, map[string]string{
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}),
+		nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, map[string]string{
 			"secret.reloader.stakater.com/reload": "db", "reloader.stakater.com/auto": "true",
 		}, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
+	e.Baselined("web")
 
-	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-	e.g.Eventually(e.events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
-		Should(ContainElement(HaveField("Note", ContainSubstring("Named Secret "+e.ns+"/db"))), "a Warning naming the missing Secret")
-	e.rolledTo("web", 0)
+	e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+	e.G.Eventually(e.Events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
+		Should(ContainElement(HaveField("Note", ContainSubstring("Named Secret "+e.NS+"/db"))), "a Warning naming the missing Secret")
+	e.RolledTo("web", 0)
 
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}))
-	e.rolledTo("web", 1)
-	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p2"}))
-	e.rolledTo("web", 2)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}))
+	e.RolledTo("web", 1)
+	e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p2"}))
+	e.RolledTo("web", 2)
 }
 
 // Rule 1: a burst of changes gives at most two rollouts, the last after the
 // last change.
 func TestBurstGivesAtMostTwoRollouts(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 2 * time.Second })
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"n": "0"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"n": "0"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
 
 	var last time.Time
 	for i := range 10 {
-		e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = string(rune('a' + i)) })
+		e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = string(rune('a' + i)) })
 		last = time.Now()
 		time.Sleep(50 * time.Millisecond) // the spacing of the burst under test, not a wait
 	}
-	e.g.Eventually(e.rollouts("web")).WithTimeout(20*time.Second).Should(BeNumerically(">=", 1), "a first rollout")
+	e.G.Eventually(e.Rollouts("web")).WithTimeout(20*time.Second).Should(BeNumerically(">=", 1), "a first rollout")
 	// The trailing rollout comes at the end of the window after the first.
-	e.g.Eventually(func() time.Time {
-		t, _ := time.Parse(time.RFC3339Nano, e.deployment("web").Spec.Template.Annotations[workload.RestartedAtAnnotation])
+	e.G.Eventually(func() time.Time {
+		t, _ := time.Parse(time.RFC3339Nano, e.Deployment("web").Spec.Template.Annotations[workload.RestartedAtAnnotation])
 		return t
 	}).WithTimeout(10*time.Second).Should(BeTemporally(">=", last.Add(-time.Second)), "a rollout after the last change")
-	e.g.Consistently(e.rollouts("web")).WithTimeout(4*time.Second).Should(BeNumerically("<=", 2), "at most two rollouts")
-	e.g.Expect(e.rollouts("web")()).To(BeNumerically(">=", 1))
+	e.G.Consistently(e.Rollouts("web")).WithTimeout(4*time.Second).Should(BeNumerically("<=", 2), "at most two rollouts")
+	e.G.Expect(e.Rollouts("web")()).To(BeNumerically(">=", 1))
 }
 
 // The window is also an annotation, overriding the flag.
 func TestWindowAnnotationOverridesFlag(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = time.Hour })
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"n": "0"}),
-		nt.Deployment(e.ns, "web", 1, map[string]string{"nudge.dev/auto": "true", "nudge.dev/rollout-window": "0s"},
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"n": "0"}),
+		nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true", "nudge.dev/rollout-window": "0s"},
 			nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = "1" })
-	e.rolledTo("web", 1)
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = "2" })
-	e.rolledTo("web", 2)
+	e.Baselined("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = "1" })
+	e.RolledTo("web", 1)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = "2" })
+	e.RolledTo("web", 2)
 }
 
 // Rule 9: no Secret value, nor an unkeyed digest of one, in nudge's logs,
 // Events, or anything nudge wrote.
 func TestSecretValuesNeverLeak(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.LogLevel = "trace" })
-	value := "s3cr3t-" + e.ns
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": value}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.Volume("Secret", "db")))
-	e.baselined("web")
-	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte(value + "-2") })
-	e.rolledTo("web", 1)
-	e.g.Expect(k8s.Delete(e.ctx, nt.Secret(e.ns, "db", nil))).To(Succeed())
-	e.g.Eventually(e.events("web", record.ReasonSourceMissing)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
+	value := "s3cr3t-" + e.NS
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": value}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.Volume("Secret", "db")))
+	e.Baselined("web")
+	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte(value + "-2") })
+	e.RolledTo("web", 1)
+	e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+	e.G.Eventually(e.Events("web", record.ReasonSourceMissing)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
 
 	var events eventsv1.EventList
-	e.g.Expect(k8s.List(e.ctx, &events, client.InNamespace(e.ns))).To(Succeed())
-	written, err := json.Marshal([]any{e.deployment("web"), events.Items})
-	e.g.Expect(err).NotTo(HaveOccurred())
-	haystack := string(written) + e.nudge.Logs()
-	e.g.Expect(e.nudge.Logs()).To(ContainSubstring("Changes detected in 'db' of type 'SECRET' in namespace '" + e.ns + "'"))
+	e.G.Expect(k8s.List(e.Ctx, &events, client.InNamespace(e.NS))).To(Succeed())
+	written, err := json.Marshal([]any{e.Deployment("web"), events.Items})
+	e.G.Expect(err).NotTo(HaveOccurred())
+	haystack := string(written) + e.Nudge.Logs()
+	e.G.Expect(e.Nudge.Logs()).To(ContainSubstring("Changes detected in 'db' of type 'SECRET' in namespace '" + e.NS + "'"))
 	for _, v := range []string{value, value + "-2"} {
 		sum := sha256.Sum256([]byte(v))
 		for _, form := range []string{
 			v, base64.StdEncoding.EncodeToString([]byte(v)), hex.EncodeToString(sum[:]),
 			base64.StdEncoding.EncodeToString(sum[:]), base64.RawURLEncoding.EncodeToString(sum[:]),
 		} {
-			e.g.Expect(strings.Contains(haystack, form)).To(BeFalse(), "found %q (a form of the Secret's value)", form)
+			e.G.Expect(strings.Contains(haystack, form)).To(BeFalse(), "found %q (a form of the Secret's value)", form)
 		}
 	}
 }
@@ -248,22 +248,22 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 // Bad input gets one Warning per cause, not one per reconcile.
 func TestMalformedAnnotationWarnsOnce(t *testing.T) {
 	e := setup(t, true, nil)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, map[string]string{"reloader.stakater.com/auto": "yes", "nudge.dev/configmaps": "app"},
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, map[string]string{"reloader.stakater.com/auto": "yes", "nudge.dev/configmaps": "app"},
 			nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	e.g.Eventually(e.events("web", record.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).
+	e.Baselined("web")
+	e.G.Eventually(e.Events("web", record.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("reloader.stakater.com/auto"))))
 	for i := range 3 { // three more reconciles of the same workload
-		d := e.deployment("web")
+		d := e.Deployment("web")
 		d.Annotations["touch"] = string(rune('a' + i))
-		e.g.Expect(k8s.Update(e.ctx, d)).To(Succeed())
+		e.G.Expect(k8s.Update(e.Ctx, d)).To(Succeed())
 	}
-	e.g.Consistently(func() []eventsv1.Event { return e.events("web", record.ReasonMalformedAnnotation)() }).
+	e.G.Consistently(func() []eventsv1.Event { return e.Events("web", record.ReasonMalformedAnnotation)() }).
 		WithTimeout(3*time.Second).Should(ConsistOf(HaveField("Series", BeNil())), "a single Warning, never repeated")
 	// The well-formed annotation still works.
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
 }
 
 // Every rollout counts in nudge_rollouts_total{kind}.
@@ -271,7 +271,7 @@ func TestRolloutsAreCounted(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
 	count := func() float64 {
 		families, err := metrics.Registry.Gather()
-		e.g.Expect(err).NotTo(HaveOccurred())
+		e.G.Expect(err).NotTo(HaveOccurred())
 		for _, f := range families {
 			if f.GetName() != "nudge_rollouts_total" {
 				continue
@@ -287,9 +287,9 @@ func TestRolloutsAreCounted(t *testing.T) {
 		return 0
 	}
 	before := count() // other tests running in parallel may add to it too
-	sts := nt.StatefulSet(e.ns, "db", 1, auto, nt.EnvFrom("ConfigMap", "app"))
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}), sts)
-	e.baselinedObj(sts)
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.g.Eventually(count).WithTimeout(10*time.Second).Should(BeNumerically(">=", before+1), "nudge_rollouts_total{kind=StatefulSet} up")
+	sts := nt.StatefulSet(e.NS, "db", 1, auto, nt.EnvFrom("ConfigMap", "app"))
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), sts)
+	e.BaselinedObj(sts)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.G.Eventually(count).WithTimeout(10*time.Second).Should(BeNumerically(">=", before+1), "nudge_rollouts_total{kind=StatefulSet} up")
 }

@@ -1,4 +1,4 @@
-package controller_test
+package ownership_test
 
 import (
 	"testing"
@@ -32,7 +32,7 @@ func TestWriteBackIsToldByTheFieldOwner(t *testing.T) {
 		"an update with the exported manifest and its managedFields (kubectl replace of get -o yaml --show-managed-fields)": {
 			write: func(e *env, exported, current *appsv1.Deployment) error {
 				current.Labels, current.Annotations, current.ManagedFields = exported.Labels, exported.Annotations, exported.ManagedFields
-				return k8s.Update(e.ctx, current)
+				return k8s.Update(e.Ctx, current)
 			},
 			restored: true,
 		},
@@ -51,7 +51,7 @@ func TestWriteBackIsToldByTheFieldOwner(t *testing.T) {
 			write: func(e *env, _, current *appsv1.Deployment) error {
 				current.Annotations["team"] = "blue"
 				current.Labels = map[string]string{"app": "web", workload.SealLabel: current.Labels[workload.SealLabel]}
-				return k8s.Update(e.ctx, current)
+				return k8s.Update(e.Ctx, current)
 			},
 		},
 		"a server-side apply without nudge's keys leaves it": {
@@ -65,27 +65,27 @@ func TestWriteBackIsToldByTheFieldOwner(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-			e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-				nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-			e.baselined("web")
-			exported := e.deployment("web")
-			e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-			e.rolledTo("web", 1)
+			e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+				nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+			e.Baselined("web")
+			exported := e.Deployment("web")
+			e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+			e.RolledTo("web", 1)
 
-			e.g.Expect(tc.write(e, exported, e.deployment("web"))).To(Succeed())
+			e.G.Expect(tc.write(e, exported, e.Deployment("web"))).To(Succeed())
 			if tc.restored {
-				e.g.Eventually(e.events("web", record.ReasonStateRestored)).WithTimeout(20*time.Second).ShouldNot(BeEmpty(),
+				e.G.Eventually(e.Events("web", record.ReasonStateRestored)).WithTimeout(20*time.Second).ShouldNot(BeEmpty(),
 					"a Warning that the state was set back")
 			}
-			e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
+			e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
 			if tc.restored {
-				e.rolledTo("web", 1)
-				e.g.Expect(e.deployment("web").Annotations).To(HaveKeyWithValue(workload.AppliedAnnotation, exported.Annotations[workload.AppliedAnnotation]),
+				e.RolledTo("web", 1)
+				e.G.Expect(e.Deployment("web").Annotations).To(HaveKeyWithValue(workload.AppliedAnnotation, exported.Annotations[workload.AppliedAnnotation]),
 					"nothing written over the restored state")
 				return
 			}
-			e.rolledTo("web", 2)
-			e.g.Expect(e.events("web", record.ReasonStateRestored)()).To(BeEmpty(), "no Warning")
+			e.RolledTo("web", 2)
+			e.G.Expect(e.Events("web", record.ReasonStateRestored)()).To(BeEmpty(), "no Warning")
 		})
 	}
 }
@@ -98,26 +98,26 @@ func TestWriteBackIsToldByTheFieldOwner(t *testing.T) {
 func TestUndoToTheCurrentStateIsNudges(t *testing.T) {
 	window := func(o *options.Options) { o.RolloutWindow = 0 }
 	e := setup(t, true, window)
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	first := e.deployment("web")
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-	e.rolledTo("web", 1)
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
+	first := e.Deployment("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
 
-	e.nudge.Stop(t)
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "1" })
-	undone := e.deployment("web")
+	e.Nudge.Stop(t)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "1" })
+	undone := e.Deployment("web")
 	undone.Spec.Template, undone.Annotations = first.Spec.Template, first.Annotations
-	e.g.Expect(k8s.Update(e.ctx, undone)).To(Succeed(), "restoring the first revision")
-	e.nudge = nt.Start(t, plane.Config(), e.ns, window)
-	e.g.Eventually(func() string { return e.deployment("web").Labels[workload.SealLabel] }).WithTimeout(20*time.Second).
+	e.G.Expect(k8s.Update(e.Ctx, undone)).To(Succeed(), "restoring the first revision")
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, window)
+	e.G.Eventually(func() string { return e.Deployment("web").Labels[workload.SealLabel] }).WithTimeout(20*time.Second).
 		Should(Equal(first.Labels[workload.SealLabel]), "nudge to seal the undone state again")
-	e.rolledTo("web", 2) // the undo
+	e.RolledTo("web", 2) // the undo
 
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
-	e.rolledTo("web", 3)
-	e.g.Expect(e.events("web", record.ReasonStateRestored)()).To(BeEmpty(), "no Warning")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
+	e.RolledTo("web", 3)
+	e.G.Expect(e.Events("web", record.ReasonStateRestored)()).To(BeEmpty(), "no Warning")
 }
 
 // apply applies d's name, labels and annotations, nothing else, by
@@ -134,5 +134,5 @@ func apply(e *env, d *appsv1.Deployment, manager string, force bool) error {
 	if force {
 		opts = append(opts, client.ForceOwnership)
 	}
-	return k8s.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
+	return k8s.Apply(e.Ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
 }

@@ -1,4 +1,4 @@
-package controller_test
+package jobs_test
 
 import (
 	"slices"
@@ -31,26 +31,26 @@ import (
 func TestRefusedJobIsKeptAcrossARestart(t *testing.T) {
 	recreate := func(o *options.Options) { o.RecreateJobs = true }
 	e := setup(t, true, recreate)
-	job := migrateJob(e.ns)
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}), job)
-	e.baselinedObj(job)
+	job := migrateJob(e.NS)
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}), job)
+	e.BaselinedObj(job)
 	uids := e.jobUIDs("migrate")
 
 	allow := e.refuseJobs()
-	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
-	e.g.Eventually(e.events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	e.G.Eventually(e.Events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("did not delete it"))), "a Warning that the Job is kept")
-	e.nudge.Stop(t)
+	e.Nudge.Stop(t)
 	var kept batchv1.Job
-	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &kept)).To(Succeed(), "the Job kept")
-	e.g.Expect(kept.UID).To(Equal(job.UID))
-	e.g.Expect(kept.DeletionTimestamp).To(BeNil())
+	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &kept)).To(Succeed(), "the Job kept")
+	e.G.Expect(kept.UID).To(Equal(job.UID))
+	e.G.Expect(kept.DeletionTimestamp).To(BeNil())
 
-	e.nudge = nt.Start(t, plane.Config(), e.ns, recreate)
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, recreate)
 	allow()
 	recreated := e.recreated(job)
-	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
-	e.g.Expect(e.events("migrate", record.ReasonRolled)()).To(HaveLen(1), "one rollout")
+	e.G.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
+	e.G.Expect(e.Events("migrate", record.ReasonRolled)()).To(HaveLen(1), "one rollout")
 }
 
 // A create that fails after nudge deleted the Job (here a policy that
@@ -58,20 +58,20 @@ func TestRefusedJobIsKeptAcrossARestart(t *testing.T) {
 // retried from memory: nudge warns, and creates the Job once it can.
 func TestRecreatedJobSurvivesARefusedCreate(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RecreateJobs = true })
-	job := migrateJob(e.ns)
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}), job)
-	e.baselinedObj(job)
+	job := migrateJob(e.NS)
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}), job)
+	e.BaselinedObj(job)
 	uids := e.jobUIDs("migrate")
 
 	allow := e.refuseJobsButDryRuns()
-	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
-	e.g.Eventually(e.events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	e.G.Eventually(e.Events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
-	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
+	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
 
 	allow()
 	recreated := e.recreated(job)
-	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
+	e.G.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
 }
 
 // refuseJobsButDryRuns makes the API server refuse every Job created in the
@@ -79,30 +79,30 @@ func TestRecreatedJobSurvivesARefusedCreate(t *testing.T) {
 // nudge's dry run and its create), and returns once it does. The func it
 // returns lifts the refusal and returns once Jobs are accepted.
 func (e *env) refuseJobsButDryRuns() (allow func()) {
-	e.t.Helper()
+	e.T.Helper()
 	const message = "no Job may be created here but by a dry run (test)"
-	return e.refuse("refuse-jobs-"+e.ns, jobCreates(), "has(request.dryRun) && request.dryRun", message, func() error {
-		probe := migrateJob(e.ns)
+	return e.Refuse("refuse-jobs-"+e.NS, jobCreates(), "has(request.dryRun) && request.dryRun", message, func() error {
+		probe := migrateJob(e.NS)
 		probe.Name = "admission-probe"
-		if err := k8s.Create(e.ctx, probe); err != nil {
+		if err := k8s.Create(e.Ctx, probe); err != nil {
 			return err
 		}
-		return k8s.Delete(e.ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		return k8s.Delete(e.Ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	})
 }
 
 // recreated waits for nudge to create job again, and checks that the new
 // Job carries the trigger and the applied state.
 func (e *env) recreated(job *batchv1.Job) *batchv1.Job {
-	e.t.Helper()
+	e.T.Helper()
 	var recreated batchv1.Job
-	e.g.Eventually(func() (types.UID, error) {
-		err := k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &recreated)
+	e.G.Eventually(func() (types.UID, error) {
+		err := k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &recreated)
 		return recreated.UID, err
 	}).WithTimeout(60*time.Second).ShouldNot(Equal(job.UID), "nudge to create the Job once admission allows it")
-	e.g.Expect(recreated.Spec.Template.Annotations).To(HaveKeyWithValue(workload.RestartedForAnnotation, "Secret "+e.ns+"/db"))
-	e.g.Expect(recreated.Annotations).To(HaveKey(workload.AppliedAnnotation))
-	e.g.Eventually(e.events("migrate", record.ReasonRolled)).WithTimeout(10*time.Second).
+	e.G.Expect(recreated.Spec.Template.Annotations).To(HaveKeyWithValue(workload.RestartedForAnnotation, "Secret "+e.NS+"/db"))
+	e.G.Expect(recreated.Annotations).To(HaveKey(workload.AppliedAnnotation))
+	e.G.Eventually(e.Events("migrate", record.ReasonRolled)).WithTimeout(10*time.Second).
 		Should(ContainElement(HaveField("Regarding.UID", recreated.UID)), "a Rolled Event about the new Job")
 	return &recreated
 }
@@ -110,10 +110,10 @@ func (e *env) recreated(job *batchv1.Job) *batchv1.Job {
 // jobUIDs returns the UIDs, in order, of the Jobs named name the
 // namespace has had since it was called.
 func (e *env) jobUIDs(name string) func() []types.UID {
-	e.t.Helper()
-	w, err := k8s.Watch(e.ctx, &batchv1.JobList{}, client.InNamespace(e.ns))
-	e.g.Expect(err).NotTo(HaveOccurred())
-	e.t.Cleanup(w.Stop)
+	e.T.Helper()
+	w, err := k8s.Watch(e.Ctx, &batchv1.JobList{}, client.InNamespace(e.NS))
+	e.G.Expect(err).NotTo(HaveOccurred())
+	e.T.Cleanup(w.Stop)
 	var mu sync.Mutex
 	var uids []types.UID
 	go func() {
@@ -147,11 +147,11 @@ func migrateJob(ns string) *batchv1.Job {
 // namespace, with a ValidatingAdmissionPolicy, and returns once it does. The
 // func it returns lifts the refusal and returns once Jobs are accepted.
 func (e *env) refuseJobs() (allow func()) {
-	e.t.Helper()
-	return e.refuse("refuse-jobs-"+e.ns, jobCreates(), "false", "no Job may be created here (test)", func() error {
-		probe := migrateJob(e.ns)
+	e.T.Helper()
+	return e.Refuse("refuse-jobs-"+e.NS, jobCreates(), "false", "no Job may be created here (test)", func() error {
+		probe := migrateJob(e.NS)
 		probe.Name = "admission-probe"
-		return k8s.Create(e.ctx, probe, client.DryRunAll)
+		return k8s.Create(e.Ctx, probe, client.DryRunAll)
 	})
 }
 
@@ -169,39 +169,39 @@ func jobCreates() admissionregistrationv1.RuleWithOperations {
 // test sets the quota's usage itself.)
 func TestJobQuotaDoesNotKeepTheJob(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RecreateJobs = true })
-	job := migrateJob(e.ns)
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}), job)
-	e.baselinedObj(job)
+	job := migrateJob(e.NS)
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}), job)
+	e.BaselinedObj(job)
 	uids := e.jobUIDs("migrate")
 
 	jobs := corev1.ResourceName("count/jobs.batch")
-	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: "jobs"},
+	quota := &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: "jobs"},
 		Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{jobs: resource.MustParse("1")}}}
-	e.create(quota)
+	e.Create(quota)
 	use := func(n string) {
-		e.t.Helper()
-		e.g.Eventually(func() error {
-			if err := k8s.Get(e.ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
+		e.T.Helper()
+		e.G.Eventually(func() error {
+			if err := k8s.Get(e.Ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
 				return err
 			}
 			quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{jobs: resource.MustParse(n)}}
-			return k8s.Status().Update(e.ctx, quota)
+			return k8s.Status().Update(e.Ctx, quota)
 		}).Should(Succeed(), "setting the quota's usage to %s", n)
 	}
 	use("1")
 	probe := func() error {
-		p := migrateJob(e.ns)
+		p := migrateJob(e.NS)
 		p.Name = "quota-probe"
-		return k8s.Create(e.ctx, p, client.DryRunAll)
+		return k8s.Create(e.Ctx, p, client.DryRunAll)
 	}
-	e.g.Eventually(probe).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring("exceeded quota")), "the quota to be enforced")
+	e.G.Eventually(probe).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring("exceeded quota")), "the quota to be enforced")
 
-	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
-	e.g.Eventually(e.events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	e.G.Eventually(e.Events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
-	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
+	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
 
 	use("0")
 	recreated := e.recreated(job)
-	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
+	e.G.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
 }

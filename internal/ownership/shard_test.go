@@ -1,4 +1,4 @@
-package controller_test
+package ownership_test
 
 import (
 	"context"
@@ -18,6 +18,7 @@ import (
 
 	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/nudgetest"
+	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/workload"
@@ -167,10 +168,10 @@ type shard struct {
 // "web" that reads it in auto mode.
 type shardNamespace struct {
 	name      string
-	templates *templateWrites
+	templates *nt.TemplateWrites
 }
 
-func (n *shardNamespace) rollouts() int64 { return n.templates.count("web") }
+func (n *shardNamespace) rollouts() int64 { return n.templates.Count("web") }
 
 func newShardedCluster(t *testing.T, sharedKey bool) *shardedCluster {
 	c := &shardedCluster{t: t, g: NewWithT(t), ctx: t.Context(), id: utilrand.String(6)}
@@ -224,7 +225,7 @@ func (c *shardedCluster) value(shard string) string { return c.id + "-" + shard 
 func (c *shardedCluster) namespace(shard string) *shardNamespace {
 	c.t.Helper()
 	n := &shardNamespace{name: c.newNamespace("shard-")}
-	n.templates = watchTemplates(c.t, n.name)
+	n.templates = nt.WatchTemplates(c.t, k8s, n.name)
 	c.relabel(n, shard)
 	for _, o := range []client.Object{
 		nudgetest.ConfigMap(n.name, "app", map[string]string{"v": "1"}),
@@ -331,5 +332,5 @@ func (c *shardedCluster) writes(n *shardNamespace) func() int64 {
 
 // events returns the Events about the Deployment of n with reason.
 func (c *shardedCluster) events(n *shardNamespace, reason string) func() []eventsv1.Event {
-	return (&env{t: c.t, g: c.g, ctx: c.ctx, ns: n.name}).events("web", reason)
+	return (&nt.Env{T: c.t, G: c.g, Ctx: c.ctx, NS: n.name, K8s: k8s}).Events("web", reason)
 }

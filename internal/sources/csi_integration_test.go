@@ -1,4 +1,4 @@
-package controller_test
+package sources_test
 
 import (
 	"strings"
@@ -25,9 +25,9 @@ func classEntry(class string) string { return " SecretProviderClass/" + class + 
 // counted waits until nudge counts the SecretProviderClass class for the
 // Deployment: its entry is in the applied fingerprint.
 func (e *env) counted(name, class string) {
-	e.t.Helper()
-	e.g.Eventually(func() string {
-		return e.deployment(name).Annotations[workload.AppliedAnnotation]
+	e.T.Helper()
+	e.G.Eventually(func() string {
+		return e.Deployment(name).Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(20*time.Second).Should(ContainSubstring(classEntry(class)),
 		"nudge to count SecretProviderClass %s for Deployment %s", class, name)
 }
@@ -35,14 +35,14 @@ func (e *env) counted(name, class string) {
 // updatePodStatus rewrites a SecretProviderClassPodStatus as mutate says, as
 // the driver does (the whole object: no status subresource).
 func (e *env) updatePodStatus(ps *unstructured.Unstructured, mutate func(*unstructured.Unstructured)) {
-	e.t.Helper()
-	e.g.Eventually(func() error {
+	e.T.Helper()
+	e.G.Eventually(func() error {
 		cur := ps.DeepCopy()
-		if err := k8s.Get(e.ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
+		if err := k8s.Get(e.Ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
 			return err
 		}
 		mutate(cur)
-		return k8s.Update(e.ctx, cur)
+		return k8s.Update(e.Ctx, cur)
 	}).WithTimeout(10*time.Second).Should(Succeed(), "updating SecretProviderClassPodStatus %s", ps.GetName())
 }
 
@@ -93,31 +93,31 @@ func TestSecretsStoreCSI(t *testing.T) {
 	for desc, tc := range tests {
 		t.Run(desc, func(t *testing.T) {
 			e := setup(t, true, tc.mutate)
-			ps := nt.PodStatus(e.ns, "web-5d8f7-x2k9q", "vault-db", v1...)
-			other := nt.PodStatus(e.ns, "api-7c9d-p4m2n", "azure-api", v1...)
-			e.create(ps, other,
-				nt.Deployment(e.ns, "web", 1, tc.annotations, nt.CSIVolume("vault-db")),
-				nt.Deployment(e.ns, "api", 1, map[string]string{dialect.ReloaderAuto: "true"}, nt.CSIVolume("azure-api")),
+			ps := nt.PodStatus(e.NS, "web-5d8f7-x2k9q", "vault-db", v1...)
+			other := nt.PodStatus(e.NS, "api-7c9d-p4m2n", "azure-api", v1...)
+			e.Create(ps, other,
+				nt.Deployment(e.NS, "web", 1, tc.annotations, nt.CSIVolume("vault-db")),
+				nt.Deployment(e.NS, "api", 1, map[string]string{dialect.ReloaderAuto: "true"}, nt.CSIVolume("azure-api")),
 			)
-			e.baselined("web")
-			e.baselined("api")
+			e.Baselined("web")
+			e.Baselined("api")
 			if tc.want > 0 {
 				e.counted("web", "vault-db")
 			}
-			e.rolledTo("web", 0)
+			e.RolledTo("web", 0)
 
 			// Not a change of versions: labels, another pod with the same versions.
 			e.updatePodStatus(ps, func(u *unstructured.Unstructured) {
 				u.SetLabels(map[string]string{"internal.secrets-store.csi.k8s.io/node-name": "node-2", "team": "shop"})
 			})
-			e.create(nt.PodStatus(e.ns, "web-5d8f7-h7v3c", "vault-db", v1...))
-			e.rolledTo("web", 0)
+			e.Create(nt.PodStatus(e.NS, "web-5d8f7-h7v3c", "vault-db", v1...))
+			e.RolledTo("web", 0)
 
 			e.updatePodStatus(ps, rotate)
-			e.rolledTo("web", tc.want)
-			e.g.Expect(e.rollouts("api")()).To(BeZero(), "a workload mounting another class does not roll")
+			e.RolledTo("web", tc.want)
+			e.G.Expect(e.Rollouts("api")()).To(BeZero(), "a workload mounting another class does not roll")
 			if tc.want == 0 {
-				e.g.Expect(e.deployment("web").Annotations[workload.AppliedAnnotation]).NotTo(ContainSubstring(classEntry("vault-db")))
+				e.G.Expect(e.Deployment("web").Annotations[workload.AppliedAnnotation]).NotTo(ContainSubstring(classEntry("vault-db")))
 			}
 		})
 	}
@@ -131,28 +131,28 @@ func TestSecretsStoreCSIOnlyMounted(t *testing.T) {
 	nt.InstallCRD(t, k8s, nt.PodStatusCRD(t))
 	e := setup(t, true, csiOn)
 	auto := map[string]string{dialect.ReloaderAuto: "true"}
-	e.create(
-		nt.Deployment(e.ns, "web", 1, auto, nt.CSIVolume("vault-db")),
-		nt.Deployment(e.ns, "plain", 1, auto, nt.EnvFrom("ConfigMap", "app")),
-		nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
+	e.Create(
+		nt.Deployment(e.NS, "web", 1, auto, nt.CSIVolume("vault-db")),
+		nt.Deployment(e.NS, "plain", 1, auto, nt.EnvFrom("ConfigMap", "app")),
+		nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
 	)
-	e.baselined("web")
-	e.baselined("plain")
-	e.g.Expect(e.deployment("web").Annotations[workload.AppliedAnnotation]).NotTo(ContainSubstring("SecretProviderClass"),
+	e.Baselined("web")
+	e.Baselined("plain")
+	e.G.Expect(e.Deployment("web").Annotations[workload.AppliedAnnotation]).NotTo(ContainSubstring("SecretProviderClass"),
 		"no pod has mounted the class yet")
 
-	ps := nt.PodStatus(e.ns, "web-5d8f7-x2k9q", "vault-db", [2]string{"secret/db", "1"})
-	e.create(ps)
+	ps := nt.PodStatus(e.NS, "web-5d8f7-x2k9q", "vault-db", [2]string{"secret/db", "1"})
+	e.Create(ps)
 	e.counted("web", "vault-db")
-	e.rolledTo("web", 0)
+	e.RolledTo("web", 0)
 
 	for i, v := range []string{"2", "3"} {
 		e.updatePodStatus(ps, func(u *unstructured.Unstructured) { nt.SetPodStatusObjects(u, [2]string{"secret/db", v}) })
-		e.rolledTo("web", int64(i+1))
+		e.RolledTo("web", int64(i+1))
 	}
-	e.g.Expect(e.rollouts("plain")()).To(BeZero(), "a workload not mounting the class does not roll")
-	applied := e.deployment("plain").Annotations[workload.AppliedAnnotation]
-	e.g.Expect(strings.Contains(applied, "SecretProviderClass")).To(BeFalse(), "applied %q", applied)
+	e.G.Expect(e.Rollouts("plain")()).To(BeZero(), "a workload not mounting the class does not roll")
+	applied := e.Deployment("plain").Annotations[workload.AppliedAnnotation]
+	e.G.Expect(strings.Contains(applied, "SecretProviderClass")).To(BeFalse(), "applied %q", applied)
 }
 
 // Rules 3 and 4 for SecretProviderClasses: a restart over unchanged versions
@@ -162,25 +162,25 @@ func TestSecretsStoreCSIOnlyMounted(t *testing.T) {
 func TestSecretsStoreCSIAcrossRestarts(t *testing.T) {
 	nt.InstallCRD(t, k8s, nt.PodStatusCRD(t))
 	e := setup(t, true, csiOn)
-	ps := nt.PodStatus(e.ns, "web-5d8f7-x2k9q", "vault-db", [2]string{"secret/db", "1"})
-	e.create(ps, nt.Deployment(e.ns, "web", 1, map[string]string{dialect.ReloaderAuto: "true"}, nt.CSIVolume("vault-db")))
+	ps := nt.PodStatus(e.NS, "web-5d8f7-x2k9q", "vault-db", [2]string{"secret/db", "1"})
+	e.Create(ps, nt.Deployment(e.NS, "web", 1, map[string]string{dialect.ReloaderAuto: "true"}, nt.CSIVolume("vault-db")))
 	e.counted("web", "vault-db")
-	e.nudge.Stop(t)
+	e.Nudge.Stop(t)
 
-	e.nudge = nt.Start(t, plane.Config(), e.ns, csiOn)
-	e.rolledTo("web", 0)
-	e.nudge.Stop(t)
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, csiOn)
+	e.RolledTo("web", 0)
+	e.Nudge.Stop(t)
 
 	e.updatePodStatus(ps, func(u *unstructured.Unstructured) { nt.SetPodStatusObjects(u, [2]string{"secret/db", "2"}) })
-	e.g.Consistently(e.rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout while nudge is down")
-	e.nudge = nt.Start(t, plane.Config(), e.ns, csiOn)
-	e.rolledTo("web", 1)
+	e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout while nudge is down")
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, csiOn)
+	e.RolledTo("web", 1)
 
-	e.g.Expect(k8s.Delete(e.ctx, ps)).To(Succeed())
-	e.g.Eventually(func() string {
-		return e.deployment("web").Annotations[workload.AppliedAnnotation]
+	e.G.Expect(k8s.Delete(e.Ctx, ps)).To(Succeed())
+	e.G.Eventually(func() string {
+		return e.Deployment("web").Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(20*time.Second).ShouldNot(ContainSubstring(classEntry("vault-db")), "the unmounted class to leave the fingerprint")
-	e.create(nt.PodStatus(e.ns, "web-5d8f7-n8b2w", "vault-db", [2]string{"secret/db", "3"}))
+	e.Create(nt.PodStatus(e.NS, "web-5d8f7-n8b2w", "vault-db", [2]string{"secret/db", "3"}))
 	e.counted("web", "vault-db")
-	e.rolledTo("web", 1)
+	e.RolledTo("web", 1)
 }

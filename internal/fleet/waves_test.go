@@ -1,4 +1,4 @@
-package controller_test
+package fleet_test
 
 import (
 	"maps"
@@ -35,16 +35,16 @@ func waves(t *testing.T, n int, mutate func(*options.Options), priorities map[st
 			mutate(o)
 		}
 	})
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}))
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}))
 	for _, name := range slices.Sorted(maps.Keys(priorities)) {
 		a := map[string]string{"nudge.dev/auto": "true"}
 		if p := priorities[name]; p != 0 {
 			a[fleet.PriorityAnnotation] = strconv.Itoa(p)
 		}
-		e.create(nt.Deployment(e.ns, name, 1, a, nt.EnvFrom("ConfigMap", "app")))
+		e.Create(nt.Deployment(e.NS, name, 1, a, nt.EnvFrom("ConfigMap", "app")))
 	}
 	for name := range priorities {
-		e.baselined(name)
+		e.Baselined(name)
 	}
 	return e
 }
@@ -54,7 +54,7 @@ func (e *env) rolled(names ...string) func() []string {
 	return func() []string {
 		var out []string
 		for _, n := range names {
-			if e.templates.count(n) > 0 {
+			if e.Templates.Count(n) > 0 {
 				out = append(out, n)
 			}
 		}
@@ -65,7 +65,7 @@ func (e *env) rolled(names ...string) func() []string {
 // complete writes the status the Deployment controller writes once a
 // rollout of the Deployment is complete.
 func (e *env) complete(name string) {
-	e.t.Helper()
+	e.T.Helper()
 	e.setStatus(name, func(d *appsv1.Deployment) {
 		r := ptr.Deref(d.Spec.Replicas, 1)
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: r, UpdatedReplicas: r, ReadyReplicas: r, AvailableReplicas: r}
@@ -75,7 +75,7 @@ func (e *env) complete(name string) {
 // exceedDeadline writes the status of a Deployment whose rollout made no
 // progress within its progressDeadlineSeconds.
 func (e *env) exceedDeadline(name string) {
-	e.t.Helper()
+	e.T.Helper()
 	e.setStatus(name, func(d *appsv1.Deployment) {
 		d.Status = appsv1.DeploymentStatus{ObservedGeneration: d.Generation, Replicas: 2, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
 			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}}
@@ -83,17 +83,17 @@ func (e *env) exceedDeadline(name string) {
 }
 
 func (e *env) setStatus(name string, set func(*appsv1.Deployment)) {
-	e.t.Helper()
-	e.g.Eventually(func() error {
-		d := e.deployment(name)
+	e.T.Helper()
+	e.G.Eventually(func() error {
+		d := e.Deployment(name)
 		set(d)
-		return k8s.Status().Update(e.ctx, d)
+		return k8s.Status().Update(e.Ctx, d)
 	}).WithTimeout(10*time.Second).Should(Succeed(), "writing the status of Deployment %s", name)
 }
 
 func (e *env) change(value string) {
-	e.t.Helper()
-	e.updateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = value })
+	e.T.Helper()
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = value })
 }
 
 // Waves: never more rollouts in flight than --max-concurrent-rollouts; the
@@ -103,18 +103,18 @@ func TestWavesBoundRolloutsInFlight(t *testing.T) {
 	e := waves(t, 2, nil, map[string]int{"a": 0, "b": 0, "c": 5, "d": 10, "e": 10})
 	all := []string{"a", "b", "c", "d", "e"}
 	e.change("2")
-	e.g.Eventually(e.rolled(all...)).WithTimeout(20*time.Second).Should(ConsistOf("d", "e"), "the two of highest priority to roll first")
-	e.g.Consistently(e.rolled(all...)).WithTimeout(3*time.Second).Should(HaveLen(2), "no third rollout while two are in flight")
+	e.G.Eventually(e.rolled(all...)).WithTimeout(20*time.Second).Should(ConsistOf("d", "e"), "the two of highest priority to roll first")
+	e.G.Consistently(e.rolled(all...)).WithTimeout(3*time.Second).Should(HaveLen(2), "no third rollout while two are in flight")
 
 	e.complete("d")
-	e.g.Eventually(e.rolled(all...)).WithTimeout(20*time.Second).Should(ConsistOf("c", "d", "e"), "the next in priority to take the freed slot")
-	e.g.Consistently(e.rolled(all...)).WithTimeout(3*time.Second).Should(HaveLen(3), "one slot freed, one rollout")
+	e.G.Eventually(e.rolled(all...)).WithTimeout(20*time.Second).Should(ConsistOf("c", "d", "e"), "the next in priority to take the freed slot")
+	e.G.Consistently(e.rolled(all...)).WithTimeout(3*time.Second).Should(HaveLen(3), "one slot freed, one rollout")
 
 	for _, n := range []string{"e", "c"} {
 		e.complete(n)
 	}
-	e.g.Eventually(e.rolled(all...)).WithTimeout(20*time.Second).Should(HaveLen(5), "the last two to roll as slots free")
-	e.g.Consistently(e.completeRolled(all...)).WithTimeout(3*time.Second).Should(
+	e.G.Eventually(e.rolled(all...)).WithTimeout(20*time.Second).Should(HaveLen(5), "the last two to roll as slots free")
+	e.G.Consistently(e.completeRolled(all...)).WithTimeout(3*time.Second).Should(
 		Equal(map[string]int64{"a": 1, "b": 1, "c": 1, "d": 1, "e": 1}), "each rolled exactly once")
 }
 
@@ -122,40 +122,40 @@ func TestWavesBoundRolloutsInFlight(t *testing.T) {
 // content, with the annotation, a RolloutHalted Event and an alert; removing
 // the annotation resumes one; a new change resumes the rest.
 func TestHaltOnFailedRollout(t *testing.T) {
-	h := newHook(t)
+	h := nt.NewHook(t)
 	e := waves(t, 1, func(o *options.Options) {
-		o.Alert = alert.Config{Enabled: true, Sink: alert.SinkJSON, WebhookURL: h.url}
+		o.Alert = alert.Config{Enabled: true, Sink: alert.SinkJSON, WebhookURL: h.URL}
 	}, map[string]int{"canary": 10, "a": 0, "b": 0, "c": 0})
 	others := []string{"a", "b", "c"}
 	e.change("bad")
-	e.rolledTo("canary", 1)
-	e.g.Expect(e.rolled(others...)()).To(BeEmpty(), "the others wait for the canary")
+	e.RolledTo("canary", 1)
+	e.G.Expect(e.rolled(others...)()).To(BeEmpty(), "the others wait for the canary")
 
 	e.exceedDeadline("canary")
 	for _, n := range others {
-		e.g.Eventually(func() string { return e.deployment(n).Annotations[fleet.HaltedAnnotation] }).WithTimeout(20*time.Second).Should(
-			And(HavePrefix("ConfigMap/"+e.ns+"/app="), HaveSuffix(" Deployment/"+e.ns+"/canary")), "Deployment %s held for the content that failed", n)
-		e.g.Eventually(e.events(n, record.ReasonRolloutHalted)).WithTimeout(10*time.Second).Should(
-			ContainElement(HaveField("Note", ContainSubstring("Deployment "+e.ns+"/canary"))), "a RolloutHalted Event naming the canary on %s", n)
+		e.G.Eventually(func() string { return e.Deployment(n).Annotations[fleet.HaltedAnnotation] }).WithTimeout(20*time.Second).Should(
+			And(HavePrefix("ConfigMap/"+e.NS+"/app="), HaveSuffix(" Deployment/"+e.NS+"/canary")), "Deployment %s held for the content that failed", n)
+		e.G.Eventually(e.Events(n, record.ReasonRolloutHalted)).WithTimeout(10*time.Second).Should(
+			ContainElement(HaveField("Note", ContainSubstring("Deployment "+e.NS+"/canary"))), "a RolloutHalted Event naming the canary on %s", n)
 	}
-	e.g.Eventually(h.received).WithTimeout(10*time.Second).Should(ContainElement(And(
+	e.G.Eventually(h.Received).WithTimeout(10*time.Second).Should(ContainElement(And(
 		ContainSubstring(`"halted"`), ContainSubstring("canary"), Not(ContainSubstring("bad")))), "an alert of the halt")
-	e.g.Consistently(e.rolled(others...)).WithTimeout(3*time.Second).Should(BeEmpty(), "the held ones never roll")
-	e.g.Expect(e.events("canary", record.ReasonRolloutFailed)()).NotTo(BeEmpty(), "a RolloutFailed Event on the canary")
+	e.G.Consistently(e.rolled(others...)).WithTimeout(3*time.Second).Should(BeEmpty(), "the held ones never roll")
+	e.G.Expect(e.Events("canary", record.ReasonRolloutFailed)()).NotTo(BeEmpty(), "a RolloutFailed Event on the canary")
 
-	e.annotate("a", `{"`+fleet.HaltedAnnotation+`":null}`)
-	e.rolledTo("a", 1)
-	e.g.Expect(e.rolled("b", "c")()).To(BeEmpty(), "removing one hold resumes that one only")
+	e.Annotate("a", `{"`+fleet.HaltedAnnotation+`":null}`)
+	e.RolledTo("a", 1)
+	e.G.Expect(e.rolled("b", "c")()).To(BeEmpty(), "removing one hold resumes that one only")
 	e.complete("a")
 
 	e.change("fixed")
 	everyone := []string{"canary", "a", "b", "c"}
-	e.g.Eventually(e.completeRolled(everyone...)).WithTimeout(40*time.Second).Should(
+	e.G.Eventually(e.completeRolled(everyone...)).WithTimeout(40*time.Second).Should(
 		Equal(map[string]int64{"canary": 2, "a": 2, "b": 1, "c": 1}), "the new change to roll everyone, one at a time")
 	for _, n := range []string{"b", "c"} {
-		e.g.Expect(e.deployment(n).Annotations).NotTo(HaveKey(fleet.HaltedAnnotation), "the hold of %s removed with its rollout", n)
+		e.G.Expect(e.Deployment(n).Annotations).NotTo(HaveKey(fleet.HaltedAnnotation), "the hold of %s removed with its rollout", n)
 	}
-	e.g.Consistently(e.completeRolled(everyone...)).WithTimeout(3*time.Second).Should(
+	e.G.Consistently(e.completeRolled(everyone...)).WithTimeout(3*time.Second).Should(
 		Equal(map[string]int64{"canary": 2, "a": 2, "b": 1, "c": 1}), "no further rollout")
 }
 
@@ -166,10 +166,10 @@ func (e *env) completeRolled(names ...string) func() map[string]int64 {
 	return func() map[string]int64 {
 		out := map[string]int64{}
 		for _, n := range names {
-			if d := e.deployment(n); d.Status.ObservedGeneration < d.Generation && e.templates.count(n) > 0 {
+			if d := e.Deployment(n); d.Status.ObservedGeneration < d.Generation && e.Templates.Count(n) > 0 {
 				e.complete(n)
 			}
-			out[n] = e.templates.count(n)
+			out[n] = e.Templates.Count(n)
 		}
 		return out
 	}
@@ -179,12 +179,12 @@ func (e *env) completeRolled(names ...string) func() map[string]int64 {
 func TestRolloutTimeoutHalts(t *testing.T) {
 	e := waves(t, 1, func(o *options.Options) { o.RolloutTimeout = 2 * time.Second }, map[string]int{"first": 1, "second": 0})
 	e.change("2")
-	e.rolledTo("first", 1)
-	e.g.Eventually(func() map[string]string { return e.deployment("second").Annotations }).WithTimeout(20*time.Second).Should(
-		HaveKeyWithValue(fleet.HaltedAnnotation, HaveSuffix(" Deployment/"+e.ns+"/first")), "second held once first timed out")
-	e.g.Eventually(e.events("first", record.ReasonRolloutFailed)).WithTimeout(10 * time.Second).Should(
+	e.RolledTo("first", 1)
+	e.G.Eventually(func() map[string]string { return e.Deployment("second").Annotations }).WithTimeout(20*time.Second).Should(
+		HaveKeyWithValue(fleet.HaltedAnnotation, HaveSuffix(" Deployment/"+e.NS+"/first")), "second held once first timed out")
+	e.G.Eventually(e.Events("first", record.ReasonRolloutFailed)).WithTimeout(10 * time.Second).Should(
 		ContainElement(HaveField("Note", ContainSubstring("not complete within 2s"))))
-	e.rolledTo("second", 0)
+	e.RolledTo("second", 0)
 }
 
 // A restarted nudge rebuilds its waves from the cluster: the rollout in
@@ -193,50 +193,50 @@ func TestRolloutTimeoutHalts(t *testing.T) {
 func TestWavesSurviveRestart(t *testing.T) {
 	e := waves(t, 1, nil, map[string]int{"a": 2, "b": 1, "c": 0})
 	e.change("2")
-	e.rolledTo("a", 1)
-	e.nudge.Stop(t)
-	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
-	e.g.Consistently(e.rolled("b", "c")).WithTimeout(4*time.Second).Should(BeEmpty(), "a's rollout still in flight after the restart")
+	e.RolledTo("a", 1)
+	e.Nudge.Stop(t)
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
+	e.G.Consistently(e.rolled("b", "c")).WithTimeout(4*time.Second).Should(BeEmpty(), "a's rollout still in flight after the restart")
 	e.complete("a")
-	e.rolledTo("b", 1)
-	e.g.Expect(e.rolled("c")()).To(BeEmpty())
+	e.RolledTo("b", 1)
+	e.G.Expect(e.rolled("c")()).To(BeEmpty())
 
 	e.exceedDeadline("b")
-	e.g.Eventually(func() map[string]string { return e.deployment("c").Annotations }).WithTimeout(20*time.Second).Should(
+	e.G.Eventually(func() map[string]string { return e.Deployment("c").Annotations }).WithTimeout(20*time.Second).Should(
 		HaveKey(fleet.HaltedAnnotation), "c held after b failed")
-	e.nudge.Stop(t)
-	e.nudge = nt.Start(t, plane.Config(), e.ns, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
-	e.g.Consistently(e.rolled("c")).WithTimeout(3*time.Second).Should(BeEmpty(), "the hold outlives the restart")
-	e.annotate("c", `{"`+fleet.HaltedAnnotation+`":null}`)
-	e.rolledTo("c", 1)
+	e.Nudge.Stop(t)
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
+	e.G.Consistently(e.rolled("c")).WithTimeout(3*time.Second).Should(BeEmpty(), "the hold outlives the restart")
+	e.Annotate("c", `{"`+fleet.HaltedAnnotation+`":null}`)
+	e.RolledTo("c", 1)
 	for _, n := range []string{"a", "b"} {
-		e.g.Expect(e.templates.count(n)).To(BeEquivalentTo(1), "Deployment %s rolled once across the restarts", n)
+		e.G.Expect(e.Templates.Count(n)).To(BeEquivalentTo(1), "Deployment %s rolled once across the restarts", n)
 	}
 }
 
 // A malformed priority is a Warning, counted as 0.
 func TestMalformedPriorityWarns(t *testing.T) {
 	e := waves(t, 1, nil, map[string]int{"web": 0})
-	e.annotate("web", `{"`+fleet.PriorityAnnotation+`":"high"}`)
+	e.Annotate("web", `{"`+fleet.PriorityAnnotation+`":"high"}`)
 	e.change("2")
-	e.g.Eventually(e.events("web", record.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).Should(
+	e.G.Eventually(e.Events("web", record.ReasonMalformedAnnotation)).WithTimeout(10 * time.Second).Should(
 		ContainElement(HaveField("Note", ContainSubstring(fleet.PriorityAnnotation))))
-	e.rolledTo("web", 1)
+	e.RolledTo("web", 1)
 }
 
 // With --max-concurrent-rollouts unset nudge writes nothing of waves.
 func TestNoWavesWritesNothingOfThem(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-	e.create(nt.ConfigMap(e.ns, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")),
-		nt.Deployment(e.ns, "api", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.baselined("web")
-	e.baselined("api")
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")),
+		nt.Deployment(e.NS, "api", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
+	e.Baselined("api")
 	e.change("2")
-	e.rolledTo("web", 1)
-	e.rolledTo("api", 1)
-	e.g.Expect(e.deployment("web").Annotations).NotTo(HaveKey(fleet.RolledForAnnotation))
+	e.RolledTo("web", 1)
+	e.RolledTo("api", 1)
+	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey(fleet.RolledForAnnotation))
 	var d appsv1.Deployment
-	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "api"}, &d)).To(Succeed())
-	e.g.Expect(d.Annotations).NotTo(HaveKey(fleet.RolledForAnnotation))
+	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: "api"}, &d)).To(Succeed())
+	e.G.Expect(d.Annotations).NotTo(HaveKey(fleet.RolledForAnnotation))
 }

@@ -1,4 +1,4 @@
-package controller_test
+package jobs_test
 
 import (
 	"encoding/json"
@@ -30,11 +30,11 @@ func journalSecret() string {
 // (nudge's own there), nil when it has none.
 func (e *env) journal() map[string][]byte {
 	var s corev1.Secret
-	err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: journalSecret()}, &s)
+	err := k8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: journalSecret()}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
-	e.g.Expect(err).NotTo(HaveOccurred())
+	e.G.Expect(err).NotTo(HaveOccurred())
 	return s.Data
 }
 
@@ -46,27 +46,27 @@ func (e *env) journal() map[string][]byte {
 // reconcile.
 func TestDeletedJobIsCreatedAfterARestart(t *testing.T) {
 	e := setup(t, true, recreateJobs)
-	job := migrateJob(e.ns)
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}), job)
-	e.baselinedObj(job)
+	job := migrateJob(e.NS)
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}), job)
+	e.BaselinedObj(job)
 	uids := e.jobUIDs("migrate")
-	entry := e.ns + ".migrate"
+	entry := e.NS + ".migrate"
 
 	allow := e.refuseJobsButDryRuns()
-	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
-	e.g.Eventually(e.events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
+	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	e.G.Eventually(e.Events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
-	e.nudge.Stop(t)
-	e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
-	e.g.Expect(e.journal()).To(HaveKey(entry), "the Job to create in the journal")
-	e.g.Expect(string(e.journal()[entry])).NotTo(ContainSubstring("p2"), "the journal holds no source content")
+	e.Nudge.Stop(t)
+	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
+	e.G.Expect(e.journal()).To(HaveKey(entry), "the Job to create in the journal")
+	e.G.Expect(string(e.journal()[entry])).NotTo(ContainSubstring("p2"), "the journal holds no source content")
 
 	allow()
-	e.nudge = nt.Start(t, plane.Config(), e.ns, recreateJobs)
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, recreateJobs)
 	recreated := e.recreated(job)
-	e.g.Eventually(e.journal).WithTimeout(10*time.Second).ShouldNot(HaveKey(entry), "the entry cleared once the Job exists")
-	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
-	e.g.Expect(e.events("migrate", record.ReasonRolled)()).To(HaveLen(1), "one rollout")
+	e.G.Eventually(e.journal).WithTimeout(10*time.Second).ShouldNot(HaveKey(entry), "the entry cleared once the Job exists")
+	e.G.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
+	e.G.Expect(e.Events("migrate", record.ReasonRolled)()).To(HaveLen(1), "one rollout")
 }
 
 // Entries a stopped nudge left that no longer hold: one written before a
@@ -76,15 +76,15 @@ func TestDeletedJobIsCreatedAfterARestart(t *testing.T) {
 // are cleared; no Job is created twice.
 func TestStaleJobJournalEntries(t *testing.T) {
 	e := setup(t, true, recreateJobs)
-	undeleted, created := migrateJob(e.ns), migrateJob(e.ns)
+	undeleted, created := migrateJob(e.NS), migrateJob(e.NS)
 	created.Name = "seed"
 	created.Spec.Template = nt.Template("batch", nt.EnvFrom("Secret", "other")) // unchanged here
 	created.Spec.Template.Spec.RestartPolicy = corev1.RestartPolicyNever
-	e.create(nt.Secret(e.ns, "db", map[string]string{"password": "p1"}), nt.Secret(e.ns, "other", map[string]string{"k": "v"}),
+	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}), nt.Secret(e.NS, "other", map[string]string{"k": "v"}),
 		undeleted, created)
-	e.baselinedObj(undeleted)
-	e.baselinedObj(created)
-	e.nudge.Stop(t)
+	e.BaselinedObj(undeleted)
+	e.BaselinedObj(created)
+	e.Nudge.Stop(t)
 	uids, seedUIDs := e.jobUIDs("migrate"), e.jobUIDs("seed")
 
 	// The journal as a nudge stopped at those two points leaves it (the
@@ -94,22 +94,22 @@ func TestStaleJobJournalEntries(t *testing.T) {
 			Spec: *j.Spec.DeepCopy()}
 		next.Spec.Selector = nil
 		b, err := json.Marshal(map[string]any{"job": next, "oldUID": oldUID,
-			"changed": []map[string]string{{"Kind": "Secret", "Namespace": e.ns, "Name": "db"}}})
-		e.g.Expect(err).NotTo(HaveOccurred())
+			"changed": []map[string]string{{"Kind": "Secret", "Namespace": e.NS, "Name": "db"}}})
+		e.G.Expect(err).NotTo(HaveOccurred())
 		return b
 	}
-	e.create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.ns, Name: journalSecret()},
+	e.Create(&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: journalSecret()},
 		Data: map[string][]byte{
-			e.ns + ".migrate": entry(undeleted, undeleted.UID),
-			e.ns + ".seed":    entry(created, "uid-of-a-job-deleted-before"),
+			e.NS + ".migrate": entry(undeleted, undeleted.UID),
+			e.NS + ".seed":    entry(created, "uid-of-a-job-deleted-before"),
 		}})
-	e.updateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
+	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
 
-	e.nudge = nt.Start(t, plane.Config(), e.ns, recreateJobs)
+	e.Nudge = nt.Start(t, plane.Config(), e.NS, recreateJobs)
 	recreated := e.recreated(undeleted)
-	e.g.Eventually(e.journal).WithTimeout(10*time.Second).Should(BeEmpty(), "both entries cleared")
-	e.g.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{undeleted.UID, recreated.UID}),
+	e.G.Eventually(e.journal).WithTimeout(10*time.Second).Should(BeEmpty(), "both entries cleared")
+	e.G.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{undeleted.UID, recreated.UID}),
 		"the Job whose delete never happened re-created once, for the change nudge missed")
-	e.g.Expect(e.events("migrate", record.ReasonRolled)()).To(HaveLen(1), "one rollout")
-	e.g.Expect(seedUIDs()).To(Equal([]types.UID{created.UID}), "the Job created before the stop is the same Job")
+	e.G.Expect(e.Events("migrate", record.ReasonRolled)()).To(HaveLen(1), "one rollout")
+	e.G.Expect(seedUIDs()).To(Equal([]types.UID{created.UID}), "the Job created before the stop is the same Job")
 }
