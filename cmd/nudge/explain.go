@@ -1,12 +1,17 @@
 package main
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -15,7 +20,10 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/app"
+	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/explain"
+	"nudge.dev/nudge/internal/install"
 	"nudge.dev/nudge/internal/options"
 )
 
@@ -32,9 +40,7 @@ const explainExample = `  # Why does (or doesn't) nudge roll Deployment web?
 // default of --system-namespace ($POD_NAMESPACE, as for the controller).
 func explainCommand(systemNamespace string) *cobra.Command {
 	defaults := options.Default()
-	if systemNamespace != "" {
-		defaults.SystemNamespace = systemNamespace
-	}
+	defaults.SystemNamespace = cmp.Or(systemNamespace, defaultSystemNamespace)
 	opts := explain.Options{SystemNamespace: defaults.SystemNamespace, KeySecret: defaults.KeySecret, RolloutWindow: defaults.RolloutWindow,
 		RolloutTimeout: defaults.RolloutTimeout}
 	// kubectl's connection flags, bound as cli-runtime's ConfigFlags binds
@@ -56,7 +62,11 @@ carries, every ConfigMap and Secret it references and how it reads each, whether
 from what its running pods started with, and whether nudge would roll it now; or, for a
 configmap or secret, which workloads of its namespace would roll if it changed, and why.
 
-Comparing content needs read access to nudge's key Secret (--system-namespace, --key-secret);
+It explains with the settings of the nudge install that handles the namespace, which nudge
+publishes in a ConfigMap of its namespace: looked for in --system-namespace (nudge-system by
+default), else in every namespace you may list ConfigMaps of. The flags below, when given, win.
+
+Comparing content needs read access to nudge's key Secret (in the install's namespace);
 without it, every reference is still shown.
 
 Exit codes: 0 explained (also when content could not be compared); 1 an error (the object
@@ -89,7 +99,7 @@ does not exist, the API refused a read); 2 a usage error.`,
 			if err != nil {
 				return fmt.Errorf("creating the API client: %w", err)
 			}
-			e := explain.Explainer{Client: c, Options: opts}
+			e := explain.Explainer{Client: c, Options: withInstall(cmd.Context(), c, cmd.Flags(), opts, namespace)}
 			var report any
 			if target.Workload != nil {
 				report, err = e.Workload(cmd.Context(), target.Workload, namespace, target.Name)
@@ -110,13 +120,92 @@ does not exist, the API refused a read); 2 a usage error.`,
 	fs.StringVar(&loading.ExplicitPath, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file to use for CLI requests.")
 	clientcmd.BindOverrideFlags(overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
 	fs.StringVarP(&output, "output", "o", "", `Output format: "json" or "yaml"; a table when empty.`)
-	fs.StringVar(&opts.SystemNamespace, "system-namespace", opts.SystemNamespace, "nudge's namespace, holding its key Secret (the controller's --system-namespace).")
+	fs.StringVar(&opts.SystemNamespace, "system-namespace", opts.SystemNamespace, "nudge's namespace, holding its settings and key Secret (the controller's --system-namespace).")
 	fs.StringVar(&opts.KeySecret, "key-secret", opts.KeySecret, "Name of nudge's key Secret (the controller's --key-secret).")
 	fs.BoolVar(&opts.AutoReloadAll, "auto-reload-all", opts.AutoReloadAll, "Explain as for a controller run with --auto-reload-all.")
 	fs.DurationVar(&opts.RolloutWindow, "rollout-window", opts.RolloutWindow, "The controller's --rollout-window.")
 	fs.IntVar(&opts.MaxConcurrentRollouts, "max-concurrent-rollouts", opts.MaxConcurrentRollouts, "The controller's --max-concurrent-rollouts: a workload that would roll shows as pending, waiting for a slot.")
 	fs.DurationVar(&opts.RolloutTimeout, "rollout-timeout", opts.RolloutTimeout, "The controller's --rollout-timeout.")
 	return cmd
+}
+
+// defaultSystemNamespace is where the chart's instructions install nudge.
+const defaultSystemNamespace = "nudge-system"
+
+// explainFlags are the flags of explain that, given, win over the install's
+// settings.
+var explainFlags = []string{"system-namespace", "key-secret", "auto-reload-all", "rollout-window", "max-concurrent-rollouts", "rollout-timeout"}
+
+// withInstall returns the explain options of the install that handles
+// namespace (install.Find, from given.SystemNamespace), with the flags of
+// fs the user gave winning over its settings; given alone, with the reason,
+// when none is found.
+func withInstall(ctx context.Context, c client.Reader, fs *pflag.FlagSet, given explain.Options, namespace string) explain.Options {
+	var changed []string
+	for _, name := range explainFlags {
+		if f := fs.Lookup(name); f != nil && f.Changed {
+			changed = append(changed, "--"+name+"="+f.Value.String())
+		}
+	}
+	s, err := install.Find(ctx, c, given.SystemNamespace, namespace)
+	if err != nil {
+		given.Install = explain.Install{Flags: changed, Reason: err.Error()}
+		return given
+	}
+	o := s.Options
+	out := explain.Options{
+		SystemNamespace:       o.SystemNamespace,
+		KeySecret:             o.KeySecret,
+		AutoReloadAll:         o.AutoReloadAll,
+		RolloutWindow:         o.RolloutWindow,
+		MaxConcurrentRollouts: o.MaxConcurrentRollouts,
+		RolloutTimeout:        o.RolloutTimeout,
+		Dialect:               dialect.NewParser(o.Reloader.Annotations),
+		Behaviour:             app.Behaviour(o),
+		Now:                   given.Now,
+	}
+	if s.NotifyOnly {
+		out.MaxConcurrentRollouts = 0 // waves are off with --webhook-url
+	}
+	if out.SystemNamespace == "" {
+		out.SystemNamespace = s.Namespace
+	}
+	for _, name := range explainFlags {
+		if f := fs.Lookup(name); f == nil || !f.Changed {
+			continue
+		}
+		switch name {
+		case "system-namespace":
+			out.SystemNamespace = given.SystemNamespace
+		case "key-secret":
+			out.KeySecret = given.KeySecret
+		case "auto-reload-all":
+			out.AutoReloadAll = given.AutoReloadAll
+		case "rollout-window":
+			out.RolloutWindow = given.RolloutWindow
+		case "max-concurrent-rollouts":
+			out.MaxConcurrentRollouts = given.MaxConcurrentRollouts
+		case "rollout-timeout":
+			out.RolloutTimeout = given.RolloutTimeout
+		}
+	}
+	out.Install = explain.Install{ConfigMap: s.Namespace + "/" + s.Name, Version: s.Version, Flags: override(s.Args, changed)}
+	return out
+}
+
+// override returns args, "--name=value" each, with those of given in place
+// of the same flag's, and the others of given after them.
+func override(args, given []string) []string {
+	out := slices.Clone(args)
+	for _, g := range given {
+		name, _, _ := strings.Cut(g, "=")
+		if i := slices.IndexFunc(out, func(a string) bool { return strings.HasPrefix(a, name+"=") }); i >= 0 {
+			out[i] = g
+		} else {
+			out = append(out, g)
+		}
+	}
+	return out
 }
 
 // printReport writes report as a table sized to the terminal, or as JSON or YAML.

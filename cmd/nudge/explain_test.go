@@ -132,6 +132,36 @@ func TestExplain(t *testing.T) {
 		g.Expect(err).NotTo(BeAssignableToTypeOf(usageError{}), "an API error exits 1, not 2")
 	})
 
+	t.Run("finds the install and its key without a flag", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := run(t, pluginCommand(), "explain", "deployment/native-auto", "--kubeconfig", plane.Kubeconfig(), "-n", f.ns)
+		g.Expect(err).NotTo(HaveOccurred(), "explain:\n%s", out)
+		g.Expect(out).To(ContainSubstring("(ConfigMap "+f.system+"/nudge-settings): "), "the install found, by its label")
+		g.Expect(out).To(ContainSubstring("--system-namespace="+f.system), "its settings shown")
+		g.Expect(out).To(ContainSubstring("Content:      compared with key"), "its key found with its settings:\n%s", out)
+		g.Expect(out).To(MatchRegexp(`ConfigMap +app +\* +no +envFrom +Counted +Changed`))
+	})
+
+	t.Run("a flag given wins over the install's settings", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := run(t, pluginCommand(), "explain", "deployment/native-auto", "--kubeconfig", plane.Kubeconfig(), "-n", f.ns,
+			"--key-secret", "other-key")
+		g.Expect(err).NotTo(HaveOccurred(), "explain:\n%s", out)
+		g.Expect(out).To(ContainSubstring("--key-secret=other-key"))
+		g.Expect(out).To(ContainSubstring("Secret " + f.system + "/other-key (nudge's key) does not exist"))
+	})
+
+	t.Run("without access to nudge's namespace: no internal error, and why", func(t *testing.T) {
+		g := NewWithT(t)
+		out, err := run(t, pluginCommand(), "explain", "deployment/native-auto", "--as", f.reader(t), "--kubeconfig", plane.Kubeconfig(), "-n", f.ns)
+		g.Expect(err).NotTo(HaveOccurred(), "explain still works:\n%s", out)
+		g.Expect(out).To(ContainSubstring("Install:      no settings found (no nudge install found: looked for ConfigMaps labelled"))
+		g.Expect(out).To(ContainSubstring("you may not list ConfigMaps in namespace nudge-system"))
+		g.Expect(out).To(ContainSubstring("Content:      cannot compare content: no access to Secret nudge-system/nudge-fingerprint-key"))
+		g.Expect(out).NotTo(ContainSubstring("empty namespace"))
+		g.Expect(out).To(MatchRegexp(`ConfigMap +app +\* +no +envFrom +Counted +Unknown`), "every reference still shown")
+	})
+
 	t.Run("a workload that does not exist is an error", func(t *testing.T) {
 		_, err := run(t, command(), f.args("explain", "deployment/nothing")...)
 		NewWithT(t).Expect(apierrors.IsNotFound(err)).To(BeTrue(), "got %v", err)
@@ -148,6 +178,7 @@ func (f *fixture) args(args ...string) []string {
 func (f *fixture) normalise(out string) string {
 	out = strings.ReplaceAll(out, f.system, "SYSTEM")
 	out = strings.ReplaceAll(out, f.ns, "NS")
+	out = regexp.MustCompile(`nudge \S+ \(ConfigMap`).ReplaceAllString(out, "nudge VERSION (ConfigMap")
 	out = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ`).ReplaceAllString(out, "YYYY-MM-DDTHH:MM:SSZ")
 	out = regexp.MustCompile(`[0-9a-f]{8}\.[A-Za-z0-9_-]{16}`).ReplaceAllString(out, "KEYID.DIGEST")
 	return regexp.MustCompile(`key [0-9a-f]{8} `).ReplaceAllString(out, "key KEYID ")
@@ -189,7 +220,9 @@ func (f *fixture) reader(t *testing.T) string {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
 	for _, o := range []client.Object{role, binding} {
-		g.Expect(k8s.Create(t.Context(), o)).To(Succeed())
+		if err := k8s.Create(t.Context(), o); !apierrors.IsAlreadyExists(err) {
+			g.Expect(err).NotTo(HaveOccurred())
+		}
 	}
 	return user
 }
@@ -298,6 +331,9 @@ func newFixture(t *testing.T) *fixture {
 	}
 	g.Expect(n.Logs()).To(MatchRegexp(`"msg":"Starting nudge","version":"[^"]+","goVersion":"go`),
 		"the start log line names the version")
+	g.Eventually(func() error {
+		return k8s.Get(ctx, client.ObjectKey{Namespace: f.system, Name: "nudge-settings"}, &corev1.ConfigMap{})
+	}).WithTimeout(30*time.Second).Should(Succeed(), "nudge to publish its settings")
 	n.Stop(t)
 
 	// Changes nudge has not seen.

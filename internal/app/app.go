@@ -30,6 +30,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -40,6 +41,7 @@ import (
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
+	"nudge.dev/nudge/internal/install"
 	"nudge.dev/nudge/internal/jobs"
 	nudgemetrics "nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/options"
@@ -139,6 +141,18 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
+	if opts.SettingsConfigMap != "" {
+		// The leader's alone: every replica has the same settings.
+		cm := install.ConfigMap(opts.SystemNamespace, opts.SettingsConfigMap, version.Get(), opts)
+		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+			if err := install.Publish(ctx, direct, direct, cm); err != nil {
+				ctrl.LoggerFrom(ctx).Error(err, "Could not publish nudge's settings; kubectl nudge will need them as flags")
+			}
+			return nil
+		})); err != nil {
+			return err
+		}
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -176,7 +190,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err := registerBuildInfo(metrics.Registry); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	b := behaviour(opts)
+	b := Behaviour(opts)
 	if err := addNotifiers(ctx, mgr, opts, &b); err != nil {
 		return err
 	}
@@ -331,8 +345,9 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 	return nil
 }
 
-// behaviour maps Reloader's flags onto the reconcilers' behaviour.
-func behaviour(opts options.Options) controller.Behaviour {
+// Behaviour maps Reloader's flags onto the reconcilers' behaviour (nudge explain
+// reads it from a running install's settings too).
+func Behaviour(opts options.Options) controller.Behaviour {
 	b := controller.Behaviour{
 		EnvVars:         opts.ReloadStrategy == "env-vars",
 		ReloadOnCreate:  opts.ReloadOnCreate,

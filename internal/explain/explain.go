@@ -33,6 +33,15 @@ type Options struct {
 	// workload that would roll is shown pending, waiting for a slot.
 	MaxConcurrentRollouts int
 	RolloutTimeout        time.Duration
+	// Dialect reads the annotations by the install's names (Reloader's
+	// renaming flags); the zero Parser reads the default names.
+	Dialect dialect.Parser
+	// Behaviour is the install's, of which the Resolver reads
+	// ReloadOnCreate, ReloadOnDelete, SourceSelector and IgnoreSources (see
+	// app.Behaviour); the zero value is nudge's default.
+	Behaviour controller.Behaviour
+	// Install says whose settings these are, for the report.
+	Install Install
 	// Now tells the time; time.Now when nil.
 	Now func() time.Time
 }
@@ -74,22 +83,28 @@ func (e Explainer) key(ctx context.Context) (fingerprint.Key, Comparison) {
 // they are read, as the controller's cache does.
 func (e Explainer) resolver(key fingerprint.Key) controller.Resolver {
 	return controller.Resolver{
-		Selector: controller.Selector{Reader: digested{e.Client}, AutoReloadAll: e.AutoReloadAll},
-		Key:      key,
-		Window:   e.RolloutWindow,
+		Selector:  controller.Selector{Reader: digested{e.Client, e.Dialect}, AutoReloadAll: e.AutoReloadAll},
+		Key:       key,
+		Window:    e.RolloutWindow,
+		Behaviour: e.Behaviour,
+		Dialect:   e.Dialect,
 	}
 }
 
 // digested reads ConfigMaps and Secrets as nudge's cache holds them: per-key
 // digests instead of values (sources.DigestSource), so nothing here keeps
-// a value longer than the read.
-type digested struct{ client.Reader }
+// a value longer than the read; their labels are kept for a
+// --resource-label-selector, and the marks dialect reads.
+type digested struct {
+	client.Reader
+	dialect dialect.Parser
+}
 
 func (d digested) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
 	if err := d.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	_, err := sources.DigestSource(false, dialect.Parser{}.SourceAnnotations())(obj)
+	_, err := sources.DigestSource(true, d.dialect.SourceAnnotations())(obj)
 	return err
 }
 

@@ -7,6 +7,8 @@ type Workload struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// Install is the install whose settings the explanation follows.
+	Install Install `json:"install"`
 	// Annotations are the dialect annotations the workload carries, on its
 	// metadata and its pod template.
 	Annotations []Annotation `json:"annotations"`
@@ -156,6 +158,8 @@ type Source struct {
 	Kind      string `json:"kind"`
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
+	// Install is the install whose settings the explanation follows.
+	Install Install `json:"install"`
 	// Exists is false when the source does not exist (yet).
 	Exists bool `json:"exists"`
 	// Workloads lists, sorted by kind and name, every workload of the
@@ -176,4 +180,19 @@ type Dependent struct {
 	Keys []string `json:"keys,omitempty"`
 	// Why says in words why it does or does not roll.
 	Why string `json:"why"`
+}
+
+// Install is the nudge install whose settings an explanation follows: the
+// settings ConfigMap it published (install.Find), or why none was found.
+type Install struct {
+	// ConfigMap is "namespace/name" of the settings found; "" when none.
+	ConfigMap string `json:"configMap,omitempty"`
+	// Version is the version of the nudge that published them.
+	Version string `json:"version,omitempty"`
+	// Flags are the install's flags that differ from the defaults, then
+	// those given on the command line, which win.
+	Flags []string `json:"flags,omitempty"`
+	// Reason says why no settings were found: the explanation then follows
+	// nudge's defaults and the flags given.
+	Reason string `json:"reason,omitempty"`
 }

@@ -64,6 +64,7 @@ type explanation struct {
 func PrintWorkload(out io.Writer, width int, w *Workload) error {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "%s %s/%s\n", w.Kind, w.Namespace, w.Name)
+	fmt.Fprintf(&b, "Install:      %s\n", w.Install)
 	fmt.Fprintf(&b, "Status:       %s: %s\n", w.Status.State, w.Status.Message)
 	if w.Status.Rollout != "" {
 		fmt.Fprintf(&b, "Rollout:      %s\n", w.Status.Rollout)
@@ -133,7 +134,8 @@ func PrintSource(out io.Writer, width int, s *Source) error {
 	if !s.Exists {
 		state = "does not exist"
 	}
-	fmt.Fprintf(&b, "%s %s/%s (%s)\n\n", s.Kind, s.Namespace, s.Name, state)
+	fmt.Fprintf(&b, "%s %s/%s (%s)\n", s.Kind, s.Namespace, s.Name, state)
+	fmt.Fprintf(&b, "Install: %s\n\n", s.Install)
 	if len(s.Workloads) == 0 {
 		fmt.Fprintf(&b, "No workload in %s reads, names or excludes it: a change rolls nothing.\n", s.Namespace)
 		return write(out, width, b.Bytes())
@@ -185,4 +187,17 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// String renders the install in one line: which settings, and the flags
+// that differ from the defaults.
+func (i Install) String() string {
+	flags := "nudge's defaults"
+	if len(i.Flags) > 0 {
+		flags = strings.Join(i.Flags, " ")
+	}
+	if i.ConfigMap == "" {
+		return fmt.Sprintf("no settings found (%s); following %s", i.Reason, flags)
+	}
+	return fmt.Sprintf("nudge %s (ConfigMap %s): %s", i.Version, i.ConfigMap, flags)
 }

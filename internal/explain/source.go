@@ -31,12 +31,12 @@ func Kinds() []workload.Kind { return append(workload.Builtin(), workload.Rollou
 // that name it (nudge.dev/configmaps "namespace/name") are not looked at.
 func (e Explainer) Source(ctx context.Context, kind refs.Kind, namespace, name string) (*Source, error) {
 	src := refs.Source{Kind: kind, Namespace: namespace, Name: name}
-	out := &Source{Kind: string(kind), Namespace: namespace, Name: name, Workloads: []Dependent{}}
+	out := &Source{Kind: string(kind), Namespace: namespace, Name: name, Install: e.Install, Workloads: []Dependent{}}
 	var srcObj client.Object = &corev1.ConfigMap{}
 	if kind == refs.Secret {
 		srcObj = &corev1.Secret{}
 	}
-	err := digested{e.Client}.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, srcObj)
+	err := digested{e.Client, e.Dialect}.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, srcObj)
 	switch {
 	case err == nil:
 		out.Exists = true
@@ -85,7 +85,7 @@ func (e Explainer) dependent(ctx context.Context, res controller.Resolver, k wor
 	if tmpl == nil {
 		return Dependent{}, false, nil
 	}
-	spec, _ := dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
+	spec, _ := e.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
 	uses := refs.Uses(obj.GetNamespace(), &tmpl.Spec)
 	var read []refs.Reference
 	for _, u := range uses {

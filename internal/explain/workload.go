@@ -38,9 +38,9 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 	if tmpl == nil {
 		return nil, fmt.Errorf("%w: %s %s/%s has no pod template: nudge leaves it alone", ErrUsage, kind.Name(), namespace, name)
 	}
-	w := &Workload{Kind: kind.Name(), Namespace: namespace, Name: name,
+	w := &Workload{Kind: kind.Name(), Namespace: namespace, Name: name, Install: e.Install,
 		Annotations: annotations(obj.GetAnnotations(), tmpl.Annotations), References: []Reference{}}
-	spec, errs := dialect.Parse(namespace, obj.GetAnnotations(), tmpl.Annotations)
+	spec, errs := e.Dialect.Parse(namespace, obj.GetAnnotations(), tmpl.Annotations)
 	for _, err := range errs {
 		w.Malformed = append(w.Malformed, err.Error())
 	}
@@ -266,7 +266,7 @@ func (e Explainer) source(ctx context.Context, src refs.Source) (client.Object, 
 	if src.Kind == refs.Secret {
 		obj = &corev1.Secret{}
 	}
-	err := digested{e.Client}.Get(ctx, client.ObjectKey{Namespace: src.Namespace, Name: src.Name}, obj)
+	err := digested{e.Client, e.Dialect}.Get(ctx, client.ObjectKey{Namespace: src.Namespace, Name: src.Name}, obj)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, nil

@@ -55,6 +55,11 @@ type Options struct {
 	SystemNamespace string
 	// KeySecret is the name of the Secret holding the fingerprint key.
 	KeySecret string
+	// SettingsConfigMap names the ConfigMap of the system namespace in
+	// which the leader publishes its version and effective flags, none of
+	// them secret, for kubectl nudge to find (see install.Publish); ""
+	// publishes nothing.
+	SettingsConfigMap string
 
 	// Namespaces limits what is watched; empty means every namespace.
 	Namespaces []string
@@ -204,6 +209,7 @@ func Default() Options {
 		LeaderElectionID:  "nudge.dev",
 		DiscoveryInterval: 30 * time.Second,
 		KeySecret:         "nudge-fingerprint-key",
+		SettingsConfigMap: "nudge-settings",
 		RolloutWindow:     5 * time.Second,
 		Workers:           16,
 		RolloutTimeout:    10 * time.Minute,
@@ -233,6 +239,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.CustomKindsFile, "custom-kinds-file", o.CustomKindsFile, "YAML list of custom kinds (apiVersion, kind, templatePath, triggerPath) to handle like the built-in ones.")
 	fs.StringVar(&o.SystemNamespace, "system-namespace", o.SystemNamespace, "nudge's own namespace, holding its key Secret and leader-election Lease; when empty $POD_NAMESPACE, else the pod's namespace in a cluster, else the kubeconfig context's.")
 	fs.StringVar(&o.KeySecret, "key-secret", o.KeySecret, "Name of the Secret holding the fingerprint key; created at first start.")
+	fs.StringVar(&o.SettingsConfigMap, "settings-configmap", o.SettingsConfigMap, `ConfigMap of the system namespace where the leader publishes nudge's version and effective flags (none secret) for kubectl nudge; "" publishes nothing.`)
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Comma-separated namespaces to watch; all when empty.")
 	fs.StringSliceVar(&o.NamespacesToIgnore, "namespaces-to-ignore", o.NamespacesToIgnore, "Comma-separated namespaces never watched.")
 	fs.Var(&selectorValue{dst: &o.NamespaceSelector}, "namespace-selector", `Label selector: only namespaces it matches are watched; repeated or comma-separated terms are ANDed; Reloader's "key:value" and "key=*" too.`)
@@ -273,6 +280,9 @@ func (o *Options) Validate() error {
 	}
 	if o.KeySecret == "" {
 		errs = append(errs, errors.New("--key-secret must not be empty"))
+	}
+	if msgs := validation.IsDNS1123Subdomain(o.SettingsConfigMap); o.SettingsConfigMap != "" && len(msgs) > 0 {
+		errs = append(errs, fmt.Errorf("--settings-configmap: %s", strings.Join(msgs, "; ")))
 	}
 	if o.RolloutWindow < 0 {
 		errs = append(errs, fmt.Errorf("--rollout-window must not be negative, got %s", o.RolloutWindow))

@@ -1,0 +1,259 @@
+package install
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/spf13/pflag"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/workload"
+)
+
+// Labels of the settings ConfigMap, by which an install is found.
+const (
+	NameLabel      = "app.kubernetes.io/name"
+	ComponentLabel = "app.kubernetes.io/component"
+	// Component is ComponentLabel's value.
+	Component = "settings"
+)
+
+// Data keys of the settings ConfigMap.
+const (
+	// ArgsKey holds the flags whose values differ from the defaults, one
+	// "--name=value" a line, sorted (see Args).
+	ArgsKey = "args"
+	// VersionKey holds nudge's version (version.Get).
+	VersionKey = "version"
+	// NotifyOnlyKey is "true" when nudge sends changes to --webhook-url
+	// instead of rolling; the URL itself, which may hold a token, is not
+	// published.
+	NotifyOnlyKey = "notifyOnly"
+)
+
+// private are the flags Args leaves out: secret (a webhook URL may carry a
+// token) or meaningful only inside nudge's pod (paths, bind addresses).
+var private = []string{
+	"kubeconfig", "webhook-url", "custom-kinds-file",
+	"metrics-bind-address", "metrics-addr", "health-probe-bind-address", "health-addr",
+	"pprof-bind-address", "pprof-addr",
+}
+
+// Args returns opts as the flags that give it, "--name=value" for every
+// flag whose value differs from its default, sorted, without the private
+// ones. options.Options parsed from them (see Parse) decide every workload
+// as opts does.
+func Args(opts options.Options) []string {
+	defaults := options.Default()
+	def := pflag.NewFlagSet("defaults", pflag.ContinueOnError)
+	defaults.BindFlags(def)
+	eff := pflag.NewFlagSet("effective", pflag.ContinueOnError)
+	opts.BindFlags(eff)
+	var args []string
+	eff.VisitAll(func(f *pflag.Flag) {
+		if slices.Contains(private, f.Name) {
+			return
+		}
+		if d := def.Lookup(f.Name); d != nil && d.Value.String() == f.Value.String() {
+			return
+		}
+		args = append(args, "--"+f.Name+"="+f.Value.String())
+	})
+	slices.Sort(args)
+	return args
+}
+
+// Parse returns the options args give (as Args writes them), on top of the
+// defaults. It returns an error for a flag this nudge does not know (a
+// newer install's), naming it.
+func Parse(args []string) (options.Options, error) {
+	o := options.Default()
+	fs := pflag.NewFlagSet("settings", pflag.ContinueOnError)
+	o.BindFlags(fs)
+	for _, a := range args {
+		name, value, _ := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		f := fs.Lookup(name)
+		if f == nil {
+			return o, fmt.Errorf("unknown flag --%s", name)
+		}
+		// A list flag's String is "[a,b]"; Set wants "a,b".
+		if _, ok := f.Value.(pflag.SliceValue); ok {
+			value = strings.TrimSuffix(strings.TrimPrefix(value, "["), "]")
+		}
+		if err := fs.Set(name, value); err != nil {
+			return o, fmt.Errorf("--%s: %w", name, err)
+		}
+	}
+	return o, nil
+}
+
+// ConfigMap returns the settings ConfigMap of a nudge with opts, running
+// version, named name in namespace.
+func ConfigMap(namespace, name, version string, opts options.Options) *corev1.ConfigMap {
+	data := map[string]string{VersionKey: version, ArgsKey: strings.Join(Args(opts), "\n")}
+	if opts.WebhookURL != "" {
+		data[NotifyOnlyKey] = "true"
+	}
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{
+			NameLabel: "nudge", ComponentLabel: Component,
+		}},
+		Data: data,
+	}
+}
+
+// Publish writes cm, creating it or replacing the data and labels of the
+// one there. It reads through r (not a cache: nudge's cache holds
+// ConfigMaps digested) and writes through c; it returns the API server's
+// error.
+func Publish(ctx context.Context, c client.Client, r client.Reader, cm *corev1.ConfigMap) error {
+	var live corev1.ConfigMap
+	err := r.Get(ctx, client.ObjectKeyFromObject(cm), &live)
+	switch {
+	case apierrors.IsNotFound(err):
+		err = c.Create(ctx, cm.DeepCopy(), client.FieldOwner(workload.FieldManager))
+	case err == nil:
+		live.Labels, live.Data = cm.Labels, cm.Data
+		err = c.Update(ctx, &live, client.FieldOwner(workload.FieldManager))
+	}
+	if err != nil {
+		return fmt.Errorf("publishing nudge's settings in ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return nil
+}
+
+// Settings are the settings of one install, as found.
+type Settings struct {
+	// Namespace and Name are the settings ConfigMap's.
+	Namespace, Name string
+	// Version is the version of the nudge that published them.
+	Version string
+	// Args are the flags published (see Args), and Options what they give.
+	Args    []string
+	Options options.Options
+	// NotifyOnly: the install sends changes to a webhook instead of rolling.
+	NotifyOnly bool
+}
+
+// ErrNotFound is returned by Find when no settings could be read.
+var ErrNotFound = errors.New("no nudge install found")
+
+// Find returns the settings of the install that handles namespace: it
+// lists the settings ConfigMaps of systemNamespace and, when there are none
+// it may read, those of every namespace. Among several installs (shards),
+// it takes the one that watches namespace, reading the Namespace's labels
+// for a --namespace-selector when it may. It returns ErrNotFound, wrapped
+// with why (nothing labelled, or no permission to list), when none is
+// found.
+func Find(ctx context.Context, c client.Reader, systemNamespace, namespace string) (*Settings, error) {
+	sel := client.MatchingLabels{NameLabel: "nudge", ComponentLabel: Component}
+	var found []corev1.ConfigMap
+	var why []string
+	for _, ns := range []string{systemNamespace, ""} {
+		var list corev1.ConfigMapList
+		opts := []client.ListOption{sel}
+		where := "any namespace"
+		if ns != "" {
+			opts = append(opts, client.InNamespace(ns))
+			where = "namespace " + ns
+		}
+		err := c.List(ctx, &list, opts...)
+		switch {
+		case apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err):
+			why = append(why, "you may not list ConfigMaps in "+where)
+		case err != nil:
+			return nil, fmt.Errorf("listing nudge's settings ConfigMaps in %s: %w", where, err)
+		case len(list.Items) == 0:
+			why = append(why, "none in "+where)
+		}
+		if found = list.Items; len(found) > 0 {
+			break
+		}
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("%w: looked for ConfigMaps labelled %s=nudge,%s=%s: %s", ErrNotFound,
+			NameLabel, ComponentLabel, Component, strings.Join(why, "; "))
+	}
+	slices.SortFunc(found, func(a, b corev1.ConfigMap) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	var nsLabels labels.Set
+	var nsObj corev1.Namespace
+	if c.Get(ctx, client.ObjectKey{Name: namespace}, &nsObj) == nil {
+		nsLabels = nsObj.Labels
+	}
+	var first, unsure *Settings
+	for i := range found {
+		s, err := read(&found[i])
+		if err != nil {
+			continue
+		}
+		if first == nil {
+			first = s
+		}
+		switch watches(s.Options, namespace, nsLabels) {
+		case yes:
+			return s, nil
+		case maybe:
+			if unsure == nil {
+				unsure = s
+			}
+		}
+	}
+	switch {
+	case unsure != nil:
+		return unsure, nil
+	case first != nil:
+		return first, nil
+	}
+	return nil, fmt.Errorf("%w: the settings ConfigMaps found cannot be read by this version of nudge", ErrNotFound)
+}
+
+// read reads a settings ConfigMap.
+func read(cm *corev1.ConfigMap) (*Settings, error) {
+	args := strings.Fields(cm.Data[ArgsKey])
+	o, err := Parse(args)
+	if err != nil {
+		return nil, err
+	}
+	return &Settings{Namespace: cm.Namespace, Name: cm.Name, Version: cm.Data[VersionKey], Args: args, Options: o,
+		NotifyOnly: cm.Data[NotifyOnlyKey] == "true"}, nil
+}
+
+type answer int
+
+const (
+	no answer = iota
+	maybe
+	yes
+)
+
+// watches tells whether a nudge with o watches namespace, whose labels are
+// nsLabels (nil when unknown).
+func watches(o options.Options, namespace string, nsLabels labels.Set) answer {
+	if slices.Contains(o.NamespacesToIgnore, namespace) {
+		return no
+	}
+	if len(o.Namespaces) > 0 && !slices.Contains(o.Namespaces, namespace) {
+		return no
+	}
+	if o.NamespaceSelector == "" {
+		return yes
+	}
+	sel, err := labels.Parse(o.NamespaceSelector)
+	switch {
+	case err != nil, nsLabels == nil:
+		return maybe
+	case sel.Matches(nsLabels):
+		return yes
+	}
+	return no
+}
