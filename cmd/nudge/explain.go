@@ -13,11 +13,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
-	appsv1 "k8s.io/api/apps/v1"
-	batchv1 "k8s.io/api/batch/v1"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/app"
@@ -43,15 +38,7 @@ func explainCommand(systemNamespace string) *cobra.Command {
 	defaults.SystemNamespace = cmp.Or(systemNamespace, defaultSystemNamespace)
 	opts := explain.Options{SystemNamespace: defaults.SystemNamespace, KeySecret: defaults.KeySecret, RolloutWindow: defaults.RolloutWindow,
 		RolloutTimeout: defaults.RolloutTimeout}
-	// kubectl's connection flags, bound as cli-runtime's ConfigFlags binds
-	// them, from client-go's clientcmd directly. cli-runtime is not linked:
-	// its genericclioptions bring kustomize and OpenAPI, and its printers a
-	// text/template, whose reflection keeps every method of every type in
-	// the binary; either made the controller's binary 10-12 MB larger and
-	// its memory at start 8.5-9.8 MB larger (/usr/bin/time of nudge --help).
-	loading := clientcmd.NewDefaultClientConfigLoadingRules()
-	overrides := &clientcmd.ConfigOverrides{}
-	config := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(loading, overrides)
+	var conn connection
 	var output string
 	cmd := &cobra.Command{
 		Use:   "explain TYPE/NAME | TYPE NAME",
@@ -81,23 +68,9 @@ does not exist, the API refused a read); 2 a usage error.`,
 			if output != "" && output != "json" && output != "yaml" {
 				return usageError{fmt.Errorf(`--output must be "json" or "yaml", got %q`, output)}
 			}
-			namespace, _, err := config.Namespace()
+			c, namespace, err := conn.client()
 			if err != nil {
-				return fmt.Errorf("reading the namespace from the kubeconfig: %w", err)
-			}
-			cfg, err := config.ClientConfig()
-			if err != nil {
-				return fmt.Errorf("loading the kubeconfig: %w", err)
-			}
-			scheme := runtime.NewScheme()
-			for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, appsv1.AddToScheme, batchv1.AddToScheme} {
-				if err := add(scheme); err != nil {
-					return err
-				}
-			}
-			c, err := client.New(cfg, client.Options{Scheme: scheme})
-			if err != nil {
-				return fmt.Errorf("creating the API client: %w", err)
+				return err
 			}
 			e := explain.Explainer{Client: c, Options: withInstall(cmd.Context(), c, cmd.Flags(), opts, namespace)}
 			var report any
@@ -117,8 +90,7 @@ does not exist, the API refused a read); 2 a usage error.`,
 	}
 	cmd.SetFlagErrorFunc(flagError)
 	fs := cmd.Flags()
-	fs.StringVar(&loading.ExplicitPath, clientcmd.RecommendedConfigPathFlag, "", "Path to the kubeconfig file to use for CLI requests.")
-	clientcmd.BindOverrideFlags(overrides, fs, clientcmd.RecommendedConfigOverrideFlags(""))
+	conn.bind(fs)
 	fs.StringVarP(&output, "output", "o", "", `Output format: "json" or "yaml"; a table when empty.`)
 	fs.StringVar(&opts.SystemNamespace, "system-namespace", opts.SystemNamespace, "nudge's namespace, holding its settings and key Secret (the controller's --system-namespace).")
 	fs.StringVar(&opts.KeySecret, "key-secret", opts.KeySecret, "Name of nudge's key Secret (the controller's --key-secret).")

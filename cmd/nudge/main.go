@@ -115,7 +115,7 @@ func command() *cobra.Command {
 	// Reloader's string booleans may be written "--reload-on-create true".
 	cmd.SetArgs(options.JoinBoolArgs(cmd.Flags(), os.Args[1:]))
 	cmd.CompletionOptions.DisableDefaultCmd = true
-	cmd.AddCommand(explainCommand(os.Getenv("POD_NAMESPACE")), versionCommand())
+	cmd.AddCommand(explainCommand(os.Getenv("POD_NAMESPACE")), statusCommand(os.Getenv("POD_NAMESPACE")), versionCommand())
 	cmd.SetContext(context.Background())
 	return cmd
 }
@@ -125,7 +125,7 @@ func command() *cobra.Command {
 func pluginCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:           pluginName,
-		Short:         "Explain what nudge rolls, and why",
+		Short:         "Explain what nudge rolls, and why; show its fleet at a glance",
 		Version:       buildVersion(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -134,7 +134,7 @@ func pluginCommand() *cobra.Command {
 	}
 	cmd.CompletionOptions.DisableDefaultCmd = true
 	cmd.SetFlagErrorFunc(flagError)
-	cmd.AddCommand(explainCommand(""), versionCommand())
+	cmd.AddCommand(explainCommand(""), statusCommand(""), versionCommand())
 	cmd.SetContext(context.Background())
 	return cmd
 }

@@ -20,10 +20,10 @@ const (
 	Kind       = "Explanation"
 )
 
-// Encode writes a *Workload or *Source to out as format "json" or "yaml", the
+// Encode writes a *Workload, *Source or *Fleet to out as format "json" or "yaml", the
 // way kubectl's -o json and -o yaml print an object: an object of kind
-// Explanation with apiVersion, kind, and the report under "workload" or
-// "source"; JSON indented by four spaces. It returns an error wrapping
+// Explanation with apiVersion, kind, and the report under "workload",
+// "source" or "fleet"; JSON indented by four spaces. It returns an error wrapping
 // ErrUsage for another format.
 func Encode(out io.Writer, format string, report any) error {
 	obj := explanation{APIVersion: APIVersion, Kind: Kind}
@@ -32,6 +32,8 @@ func Encode(out io.Writer, format string, report any) error {
 		obj.Workload = r
 	case *Source:
 		obj.Source = r
+	case *Fleet:
+		obj.Fleet = r
 	}
 	var b []byte
 	var err error
@@ -57,6 +59,7 @@ type explanation struct {
 	Kind       string    `json:"kind"`
 	Workload   *Workload `json:"workload,omitempty"`
 	Source     *Source   `json:"source,omitempty"`
+	Fleet      *Fleet    `json:"fleet,omitempty"`
 }
 
 // PrintWorkload writes w as text to out, each line cut to width characters

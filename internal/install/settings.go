@@ -146,14 +146,12 @@ type Settings struct {
 // ErrNotFound is returned by Find when no settings could be read.
 var ErrNotFound = errors.New("no nudge install found")
 
-// Find returns the settings of the install that handles namespace: it
-// lists the settings ConfigMaps of systemNamespace and, when there are none
-// it may read, those of every namespace. Among several installs (shards),
-// it takes the one that watches namespace, reading the Namespace's labels
-// for a --namespace-selector when it may. It returns ErrNotFound, wrapped
-// with why (nothing labelled, or no permission to list), when none is
-// found.
-func Find(ctx context.Context, c client.Reader, systemNamespace, namespace string) (*Settings, error) {
+// List returns the settings of every install found: those published in
+// systemNamespace or, when it holds none the client may read, in every
+// namespace, sorted by namespace and name. Settings this version of nudge
+// cannot read are left out. It returns ErrNotFound, wrapped with why
+// (nothing labelled, or no permission to list), when none is found.
+func List(ctx context.Context, c client.Reader, systemNamespace string) ([]*Settings, error) {
 	sel := client.MatchingLabels{NameLabel: "nudge", ComponentLabel: Component}
 	var found []corev1.ConfigMap
 	var why []string
@@ -178,27 +176,40 @@ func Find(ctx context.Context, c client.Reader, systemNamespace, namespace strin
 			break
 		}
 	}
-	if len(found) == 0 {
-		return nil, fmt.Errorf("%w: looked for ConfigMaps labelled %s=nudge,%s=%s: %s", ErrNotFound,
-			NameLabel, ComponentLabel, Component, strings.Join(why, "; "))
-	}
 	slices.SortFunc(found, func(a, b corev1.ConfigMap) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
+	var out []*Settings
+	for i := range found {
+		if s, err := read(&found[i]); err == nil {
+			out = append(out, s)
+		} else {
+			why = append(why, fmt.Sprintf("ConfigMap %s/%s: %v", found[i].Namespace, found[i].Name, err))
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: looked for ConfigMaps labelled %s=nudge,%s=%s: %s", ErrNotFound,
+			NameLabel, ComponentLabel, Component, strings.Join(why, "; "))
+	}
+	return out, nil
+}
+
+// Find returns the settings of the install that handles namespace, among
+// those List finds: the one that watches namespace, reading the
+// Namespace's labels for a --namespace-selector when it may; else one that
+// may; else the first. It returns List's errors.
+func Find(ctx context.Context, c client.Reader, systemNamespace, namespace string) (*Settings, error) {
+	all, err := List(ctx, c, systemNamespace)
+	if err != nil {
+		return nil, err
+	}
 	var nsLabels labels.Set
 	var nsObj corev1.Namespace
 	if c.Get(ctx, client.ObjectKey{Name: namespace}, &nsObj) == nil {
 		nsLabels = nsObj.Labels
 	}
-	var first, unsure *Settings
-	for i := range found {
-		s, err := read(&found[i])
-		if err != nil {
-			continue
-		}
-		if first == nil {
-			first = s
-		}
+	var unsure *Settings
+	for _, s := range all {
 		switch watches(s.Options, namespace, nsLabels) {
 		case yes:
 			return s, nil
@@ -208,13 +219,10 @@ func Find(ctx context.Context, c client.Reader, systemNamespace, namespace strin
 			}
 		}
 	}
-	switch {
-	case unsure != nil:
+	if unsure != nil {
 		return unsure, nil
-	case first != nil:
-		return first, nil
 	}
-	return nil, fmt.Errorf("%w: the settings ConfigMaps found cannot be read by this version of nudge", ErrNotFound)
+	return all[0], nil
 }
 
 // read reads a settings ConfigMap.

@@ -89,8 +89,16 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 		g.Expect(rule.Verbs).NotTo(ContainElement(BeElementOf("escalate", "bind", "impersonate", "deletecollection")), gr.holder)
 		for _, res := range rule.Resources {
 			g.Expect(res).NotTo(Or(Equal("pods"), HavePrefix("pods/")), "%s: no Pods", gr.holder)
+			if res == "configmaps" && gr.scope == namespace && (slices.Equal(rule.Verbs, []string{"create"}) || slices.Contains(rule.Verbs, "update")) {
+				// nudge's own settings ConfigMap, in its namespace alone.
+				if slices.Contains(rule.Verbs, "update") {
+					g.Expect(rule.Verbs).To(Equal([]string{"get", "update"}), gr.holder)
+					g.Expect(rule.ResourceNames).To(ConsistOf(r.opts.SettingsConfigMap), "%s: update its settings ConfigMap alone", gr.holder)
+				}
+				continue
+			}
 			if res == "configmaps" {
-				g.Expect(rule.Verbs).To(Or(ConsistOf("list", "watch"), ConsistOf("get")), "%s: ConfigMaps are never written", gr.holder)
+				g.Expect(rule.Verbs).To(Or(ConsistOf("list", "watch"), ConsistOf("get")), "%s: ConfigMaps are never written but nudge's settings", gr.holder)
 				if slices.Contains(rule.Verbs, "get") {
 					g.Expect(valueBindings).To(BeTrue(), "%s: a ConfigMap got for a value binding alone", gr.holder)
 				}

@@ -156,6 +156,7 @@ apiece, within the API server's CEL budget for one request (about 28). */}}
 {{- $args = append $args (printf "--metrics-bind-address=%s" (ternary (printf ":%v" .Values.metrics.port) "0" .Values.metrics.enabled)) }}
 {{- $args = append $args (printf "--health-probe-bind-address=:%v" .Values.probes.port) }}
 {{- $args = append $args (printf "--key-secret=%s" .Values.keySecret) }}
+{{- $args = append $args (printf "--settings-configmap=%s-settings" (include "nudge.fullname" .)) }}
 {{- $args = append $args (printf "--rollout-window=%s" .Values.rolloutWindow) }}
 {{- $args = append $args (printf "--workers=%v" .Values.workers) }}
 {{- if gt (int .Values.maxConcurrentRollouts) 0 }}

@@ -1,0 +1,320 @@
+package explain
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/api/v1alpha1"
+	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/fleet"
+	"nudge.dev/nudge/internal/install"
+	"nudge.dev/nudge/internal/workload"
+)
+
+// Fleet is nudge's fleet at a glance (kubectl nudge status): the installs
+// and their leaders, the rollouts in flight or failed, the workloads held
+// by a halt or a missing required source, and the ValueBindings not Ready.
+type Fleet struct {
+	// Namespace is the namespace looked at; "" for every namespace.
+	Namespace string `json:"namespace,omitempty"`
+	// Installs are the installs found, one per shard; Install says why
+	// none was, when none was.
+	Installs []InstallStatus `json:"installs"`
+	Install  Install         `json:"install"`
+	// InFlight are the workloads nudge rolled whose rollout is not
+	// complete; Failed those whose rollout failed (a Deployment's progress
+	// deadline, or --rollout-timeout).
+	InFlight []Rollout `json:"inFlight"`
+	Failed   []Rollout `json:"failed"`
+	// Halted are the workloads held by nudge.dev/halted.
+	Halted []Held `json:"halted"`
+	// Missing are the workloads waiting for a required source that does
+	// not exist.
+	Missing []Waiting `json:"missing"`
+	// Bindings are the ValueBindings whose Ready condition is not True.
+	Bindings []Binding `json:"bindings"`
+	// Unread says what could not be read with the user's permissions.
+	Unread []string `json:"unread,omitempty"`
+}
+
+// InstallStatus is one install (a shard, when several) and its leader.
+type InstallStatus struct {
+	// ConfigMap is its settings ConfigMap, "namespace/name".
+	ConfigMap string `json:"configMap"`
+	Version   string `json:"version"`
+	// Leader is the holder of its leader-election Lease; "" when none
+	// holds it now, or without leader election (one replica).
+	Leader string `json:"leader,omitempty"`
+	// LeaderState is "Held", "NoLeader" (the Lease expired or is not
+	// held), "NotElected" (--leader-elect off) or "Unknown" (the Lease could
+	// not be read).
+	LeaderState string `json:"leaderState"`
+}
+
+// Rollout is a workload whose rollout by nudge is in flight or failed.
+type Rollout struct {
+	Workload string `json:"workload"`
+	// Since is when nudge rolled it (nudge.dev/last-rollout).
+	Since time.Time `json:"since"`
+	// Reason says why a rollout failed.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Held is a workload held because the rollout of the same content failed
+// on another workload.
+type Held struct {
+	Workload string `json:"workload"`
+	// Source and Content are the source and the content digest it is held
+	// for; After the workload whose rollout of that content failed.
+	Source  string `json:"source"`
+	Content string `json:"content"`
+	After   string `json:"after"`
+}
+
+// Waiting is a workload waiting for required sources that do not exist.
+type Waiting struct {
+	Workload string   `json:"workload"`
+	Sources  []string `json:"sources"`
+}
+
+// Binding is a ValueBinding whose Ready condition is not True.
+type Binding struct {
+	Binding string `json:"binding"`
+	// Reason and Message are its Ready condition's; Reason is "NotObserved"
+	// when it has none yet.
+	Reason  string `json:"reason"`
+	Message string `json:"message,omitempty"`
+}
+
+// Status returns the fleet of namespace ("" for every namespace) as the
+// user may read it, with installs the settings found (install.List). What
+// the user may not read is skipped and said in Fleet.Unread; other API
+// errors are returned.
+func (e Explainer) Status(ctx context.Context, namespace string, installs []*install.Settings) (*Fleet, error) {
+	f := &Fleet{Namespace: namespace, Install: e.Install, Installs: []InstallStatus{}, InFlight: []Rollout{}, Failed: []Rollout{},
+		Halted: []Held{}, Missing: []Waiting{}, Bindings: []Binding{}}
+	for _, s := range installs {
+		f.Installs = append(f.Installs, e.leader(ctx, s))
+	}
+	in := []client.ListOption{client.InNamespace(namespace)}
+	now := e.now()
+	res := e.resolver(fingerprint.Key{})
+	for _, k := range Kinds() {
+		list := k.NewList()
+		if err := e.Client.List(ctx, list, in...); err != nil {
+			if apimeta.IsNoMatchError(err) {
+				continue
+			}
+			if unreadable(err) {
+				f.Unread = append(f.Unread, fmt.Sprintf("%s: %v", k.Plural(), err))
+				continue
+			}
+			return nil, fmt.Errorf("listing %s: %w", k.Plural(), err)
+		}
+		items, err := apimeta.ExtractList(list)
+		if err != nil {
+			return nil, err
+		}
+		for _, item := range items {
+			obj, ok := item.(client.Object)
+			if !ok {
+				continue
+			}
+			if err := e.statusOf(ctx, f, res, k, obj, now); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if err := e.bindings(ctx, f, in); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+// statusOf adds workload obj, of kind k, to the fleet's lists it belongs
+// in.
+func (e Explainer) statusOf(ctx context.Context, f *Fleet, res controller.Resolver, k workload.Kind, obj client.Object, now time.Time) error {
+	name := k.Name() + " " + obj.GetNamespace() + "/" + obj.GetName()
+	switch p, reason, _ := fleet.ProgressOf(obj, now, e.RolloutTimeout); p {
+	case fleet.Rolling:
+		f.InFlight = append(f.InFlight, Rollout{Workload: name, Since: lastRollout(obj)})
+	case fleet.Failed:
+		f.Failed = append(f.Failed, Rollout{Workload: name, Since: lastRollout(obj), Reason: reason})
+	}
+	if v, ok := obj.GetAnnotations()[fleet.HaltedAnnotation]; ok {
+		h := Held{Workload: name, Content: v}
+		if parsed, ok := fleet.ParseHalt(v); ok {
+			h = Held{Workload: name, Source: sourceName(parsed.Source), Content: parsed.Digest, After: parsed.After}
+		}
+		f.Halted = append(f.Halted, h)
+	}
+	t := k.Template(obj)
+	if t == nil {
+		return nil
+	}
+	spec, _ := e.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), t.Annotations)
+	if !spec.Enabled(e.AutoReloadAll) {
+		return nil
+	}
+	_, resolved, err := res.Inputs(ctx, obj, spec, t, now)
+	if unreadable(err) {
+		f.Unread = append(f.Unread, fmt.Sprintf("the sources of %s: %v", name, err))
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("resolving the references of %s: %w", name, err)
+	}
+	var missing []string
+	for _, r := range resolved {
+		if r.Outcome == controller.Missing {
+			missing = append(missing, sourceName(r.Source))
+		}
+	}
+	if len(missing) > 0 {
+		f.Missing = append(f.Missing, Waiting{Workload: name, Sources: missing})
+	}
+	return nil
+}
+
+// bindings adds the ValueBindings not Ready; none when the API does not
+// serve them.
+func (e Explainer) bindings(ctx context.Context, f *Fleet, in []client.ListOption) error {
+	var list v1alpha1.ValueBindingList
+	err := e.Client.List(ctx, &list, in...)
+	switch {
+	case apimeta.IsNoMatchError(err) || runtime.IsNotRegisteredError(err):
+		return nil
+	case unreadable(err):
+		f.Unread = append(f.Unread, fmt.Sprintf("valuebindings: %v", err))
+		return nil
+	case err != nil:
+		return fmt.Errorf("listing ValueBindings: %w", err)
+	}
+	for _, b := range list.Items {
+		c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady)
+		switch {
+		case c == nil:
+			f.Bindings = append(f.Bindings, Binding{Binding: b.Namespace + "/" + b.Name, Reason: "NotObserved"})
+		case c.Status != "True":
+			f.Bindings = append(f.Bindings, Binding{Binding: b.Namespace + "/" + b.Name, Reason: c.Reason, Message: c.Message})
+		}
+	}
+	return nil
+}
+
+// leader reads the leader-election Lease of install s.
+func (e Explainer) leader(ctx context.Context, s *install.Settings) InstallStatus {
+	st := InstallStatus{ConfigMap: s.Namespace + "/" + s.Name, Version: s.Version, LeaderState: "NotElected"}
+	o := s.Options
+	if !o.LeaderElect {
+		return st
+	}
+	ns := o.LeaseNamespace()
+	if ns == "" {
+		ns = s.Namespace
+	}
+	var lease coordinationv1.Lease
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.LeaderElectionID}, &lease); err != nil {
+		st.LeaderState = "Unknown"
+		if apierrors.IsNotFound(err) {
+			st.LeaderState = "NoLeader"
+		}
+		return st
+	}
+	holder := ""
+	if lease.Spec.HolderIdentity != nil {
+		holder = *lease.Spec.HolderIdentity
+	}
+	expired := true
+	if lease.Spec.RenewTime != nil && lease.Spec.LeaseDurationSeconds != nil {
+		expired = e.now().After(lease.Spec.RenewTime.Add(time.Duration(*lease.Spec.LeaseDurationSeconds) * time.Second))
+	}
+	if holder == "" || expired {
+		st.LeaderState = "NoLeader"
+		return st
+	}
+	st.Leader, st.LeaderState = holder, "Held"
+	return st
+}
+
+// unreadable reports whether err is the API refusing the user a read.
+func unreadable(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsUnauthorized(err)
+}
+
+func lastRollout(obj client.Object) time.Time {
+	t, _ := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[workload.LastRolloutAnnotation])
+	return t.UTC()
+}
+
+// PrintFleet writes f as text to out, each line cut to width characters (no
+// limit when width <= 0).
+func PrintFleet(out io.Writer, width int, f *Fleet) error {
+	var b bytes.Buffer
+	if len(f.Installs) == 0 {
+		fmt.Fprintf(&b, "Installs: %s\n", f.Install)
+	} else {
+		fmt.Fprintf(&b, "Installs (%d):\n", len(f.Installs))
+		rows := [][]string{{"SETTINGS", "VERSION", "LEADER"}}
+		for _, i := range f.Installs {
+			leader := i.LeaderState
+			if i.Leader != "" {
+				leader = i.Leader
+			}
+			rows = append(rows, []string{i.ConfigMap, i.Version, leader})
+		}
+		table(&b, rows)
+	}
+	section := func(title string, n int, header []string, rows [][]string) {
+		fmt.Fprintf(&b, "\n%s (%d):\n", title, n)
+		if n == 0 {
+			b.WriteString("  none\n")
+			return
+		}
+		table(&b, append([][]string{header}, rows...))
+	}
+	var rows [][]string
+	for _, r := range f.InFlight {
+		rows = append(rows, []string{r.Workload, r.Since.Format(time.RFC3339)})
+	}
+	section("Rollouts in flight", len(f.InFlight), []string{"WORKLOAD", "ROLLED"}, rows)
+	rows = nil
+	for _, r := range f.Failed {
+		rows = append(rows, []string{r.Workload, r.Since.Format(time.RFC3339), r.Reason})
+	}
+	section("Rollouts failed", len(f.Failed), []string{"WORKLOAD", "ROLLED", "WHY"}, rows)
+	rows = nil
+	for _, h := range f.Halted {
+		rows = append(rows, []string{h.Workload, h.Source, h.Content, h.After})
+	}
+	section("Halted", len(f.Halted), []string{"WORKLOAD", "HELD FOR", "CONTENT", "AFTER"}, rows)
+	rows = nil
+	for _, m := range f.Missing {
+		rows = append(rows, []string{m.Workload, strings.Join(m.Sources, ", ")})
+	}
+	section("Waiting for a missing required source", len(f.Missing), []string{"WORKLOAD", "MISSING"}, rows)
+	rows = nil
+	for _, v := range f.Bindings {
+		rows = append(rows, []string{v.Binding, v.Reason, v.Message})
+	}
+	section("ValueBindings not Ready", len(f.Bindings), []string{"BINDING", "REASON", "MESSAGE"}, rows)
+	if len(f.Unread) > 0 {
+		fmt.Fprintf(&b, "\nNot read (your permissions):\n")
+		for _, u := range slices.Compact(slices.Sorted(slices.Values(f.Unread))) {
+			fmt.Fprintf(&b, "  %s\n", u)
+		}
+	}
+	return write(out, width, b.Bytes())
+}
