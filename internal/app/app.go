@@ -319,6 +319,7 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 		DiscoveryInterval: opts.DiscoveryInterval,
 		Workers:           opts.ValueBindingWorkers,
 		Lull:              lull,
+		Metrics:           metrics.Registry,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the ValueBinding controller: %w", err)
