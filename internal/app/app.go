@@ -110,9 +110,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}
 	warnAccepted(ctx, opts)
 
+	caches, err := registerCacheObjects(ctx, metrics.Registry, scheme)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	co := cacheOptions(opts, custom)
+	co.NewInformer = caches.NewInformer
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(opts, custom),
+		Cache:                         co,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofBindAddress(),
