@@ -26,11 +26,14 @@ func TestValueBindingsGauge(t *testing.T) {
 	e.nudge = e.start(nil)
 
 	e.create(nt.Secret(e.ns, "s3-credentials", map[string]string{"accesskey": "AK1"}))
-	e.argoApply(harbor(e.ns, "harbor"))
+	// One Harbor per binding: bindings of one target would take turns.
+	for _, name := range []string{"harbor", "h2", "h3"} {
+		e.argoApply(harbor(e.ns, name))
+	}
 	applied := valueBinding(e.ns, "applied", "harbor", fromSecret("spec.imageChartStorage.s3.accesskey", "s3-credentials", "accesskey"))
-	finalized := valueBinding(e.ns, "finalized", "harbor", fromSecret("spec.imageChartStorage.s3.regionendpoint", "s3-credentials", "accesskey"))
+	finalized := valueBinding(e.ns, "finalized", "h2", fromSecret("spec.imageChartStorage.s3.accesskey", "s3-credentials", "accesskey"))
 	finalized.Spec.DeletionPolicy = v1alpha1.DeletionDelete
-	missingSource := valueBinding(e.ns, "missing-source", "harbor", fromSecret("spec.imageChartStorage.s3.rootdirectory", "later", "root"))
+	missingSource := valueBinding(e.ns, "missing-source", "h3", fromSecret("spec.imageChartStorage.s3.accesskey", "later", "accesskey"))
 	missingTarget := valueBinding(e.ns, "missing-target", "absent", fromSecret("spec.imageChartStorage.s3.accesskey", "s3-credentials", "accesskey"))
 	e.create(applied, finalized, missingSource, missingTarget)
 
@@ -50,7 +53,7 @@ func TestValueBindingsGauge(t *testing.T) {
 		"True/Applied": 2, "False/SourceNotFound": 1, "False/TargetNotFound": 1,
 	})), "nudge_value_bindings counts each binding under its reason, every known reason served")
 
-	e.create(nt.Secret(e.ns, "later", map[string]string{"root": "/images"}))
+	e.create(nt.Secret(e.ns, "later", map[string]string{"accesskey": "AK2"}))
 	e.g.Eventually(bindingsGauge).WithTimeout(30*time.Second).Should(Equal(want(map[string]float64{
 		"True/Applied": 3, "False/TargetNotFound": 1,
 	})), "a binding whose source appeared moves from SourceNotFound to Applied")
