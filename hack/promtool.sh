@@ -5,7 +5,8 @@
 set -euo pipefail
 dest=${1:?usage: promtool.sh DEST}
 module=$(cd "$(dirname "$0")/promtool" && pwd)
-version=$(awk '$1 == "github.com/prometheus/prometheus" { print $2 }' "$module/go.mod")
+# The requirement, in a require block or on a require line of its own.
+version=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "github.com/prometheus/prometheus" { print $2 }' "$module/go.mod")
 if [ -z "$version" ]; then
   echo "promtool.sh: no github.com/prometheus/prometheus requirement in $module/go.mod" >&2
   exit 1

@@ -1,11 +1,14 @@
 // Module promtool builds the promtool CLI that nudge's alert tests run
-// (promtool check rules, promtool test rules), pinned apart from nudge's own
-// dependencies.
+// (promtool check rules, promtool test rules), and promqlnames (the metric
+// names of PromQL expressions, for test/monitoring), pinned apart from
+// nudge's own dependencies.
 module nudge.dev/hack/promtool
 
 go 1.26.7
 
 tool github.com/prometheus/prometheus/cmd/promtool
+
+require github.com/prometheus/prometheus v0.316.0
 
 require (
 	cloud.google.com/go/auth v0.24.1-0.20261001053825-dbc26066f70a // indirect
@@ -159,7 +162,6 @@ require (
 	github.com/prometheus/exporter-toolkit v0.20.0 // indirect
 	github.com/prometheus/otlptranslator v1.0.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
-	github.com/prometheus/prometheus v0.316.0 // indirect
 	github.com/prometheus/sigv4 v0.5.0 // indirect
 	github.com/scaleway/scaleway-sdk-go v1.39.0 // indirect
 	github.com/sony/gobreaker/v2 v2.4.0 // indirect
