@@ -84,7 +84,7 @@ func TestQueriesNameServedMetrics(t *testing.T) {
 		// does not serve.
 		unserved []string
 	}{
-		"every query of the dashboard names metrics nudge serves": {exprs: dashboard},
+		"every query of the dashboard names metrics nudge serves":   {exprs: dashboard},
 		"every expression of the alerts names metrics nudge serves": {exprs: alertExprs(t)},
 		"a query with a misspelt metric is caught": {
 			exprs:    []string{`sum by (kind) (rate(nudge_rollout_total{job=~".*"}[5m]))`},
@@ -176,7 +176,7 @@ func scrape(t *testing.T) map[string]bool {
 		g.Expect(c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "settings"}, &cm)).To(Succeed())
 		cm.Data["mode"] = time.Now().String()
 		g.Expect(c.Update(ctx, &cm)).To(Succeed())
-		g.Eventually(get).WithTimeout(5*time.Second).Should(HaveKey("nudge_rollouts_total"))
+		g.Eventually(get).WithTimeout(5 * time.Second).Should(HaveKey("nudge_rollouts_total"))
 	}).WithTimeout(60*time.Second).Should(Succeed(), "nudge rolled the Deployment web on a change of its ConfigMap")
 	g.Expect(names).To(HaveKey("leader_election_master_status"), "served with leader election on")
 	return names
