@@ -111,6 +111,20 @@ func TestQueriesNameServedMetrics(t *testing.T) {
 			g.Expect(unserved).To(ConsistOf(tc.unserved))
 		})
 	}
+	t.Run("every metric of nudge's own is in docs/operations.md", func(t *testing.T) {
+		g := NewWithT(t)
+		doc, err := os.ReadFile(filepath.Join(charttest.Root(t), "docs", "operations.md"))
+		g.Expect(err).NotTo(HaveOccurred())
+		for name := range served {
+			base := strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count")
+			if base != name && served[base] {
+				continue // a histogram's or summary's series
+			}
+			if strings.HasPrefix(name, "nudge_") || strings.HasPrefix(name, "reloader_") {
+				g.Expect(string(doc)).To(ContainSubstring("`"+name+"`"), "docs/operations.md documents %s", name)
+			}
+		}
+	})
 	t.Run("the dashboard's variables name metrics nudge serves", func(t *testing.T) {
 		g := NewWithT(t)
 		g.Expect(variables).NotTo(BeEmpty())
