@@ -51,8 +51,10 @@ generate-check:
 	  diff -r "$$tmp/$$f" "$$f" >/dev/null || { echo "$$f differs from what make generate writes: run make generate" >&2; exit 1; }; \
 	done
 
-## test: every test — unit, integration (apiserver mode), end to end (cluster mode).
-test: generate-check kube-bins helm vet
+## test: every test — unit, integration (apiserver mode), end to end (cluster
+## mode), the alerts' promtool tests (test/alerts) and the dashboard's
+## (test/monitoring).
+test: generate-check kube-bins helm promtool vet
 	$(GO) test -count=1 -timeout 45m -p 1 -parallel 8 ./...
 
 ## fuzz: run every fuzz target (func FuzzXxx in a _test.go) for FUZZTIME
@@ -97,7 +99,25 @@ soak: kube-bins build
 clean:
 	rm -rf $(BIN)
 
-.PHONY: helm manifests chart-test
+.PHONY: helm manifests chart-test promtool dashboard alerts-test
+
+## promtool: build promtool, pinned in hack/promtool/go.mod, into
+## $(KUBE_BINS_DIR); a no-op when that version is there. test/alerts runs
+## it on charts/nudge/files/alerts.yaml.
+promtool:
+	hack/promtool.sh $(KUBE_BINS_DIR)
+
+## alerts-test: the alerts' tests alone: promtool check and unit tests
+## (test/alerts), every query of the alerts and the dashboard against what
+## nudge serves (test/monitoring).
+alerts-test: kube-bins helm promtool
+	$(GO) test -count=1 -timeout 20m -p 1 ./test/alerts/ ./test/monitoring/
+
+## dashboard: write charts/nudge/files/dashboard.json from hack/dashboard
+## (the Grafana Foundation SDK, pinned in hack/dashboard/go.mod);
+## test/monitoring fails when the committed file differs.
+dashboard:
+	cd hack/dashboard && $(GO) run . -o $(CURDIR)/charts/nudge/files/dashboard.json
 
 ## helm: build helm, pinned in hack/helm/go.mod, into $(KUBE_BINS_DIR); a
 ## no-op when that version is there.

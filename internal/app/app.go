@@ -117,9 +117,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}
 	warnAccepted(ctx, opts)
 
+	caches, err := registerCacheObjects(ctx, metrics.Registry, scheme)
+	if err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
+	co := cacheOptions(opts, custom)
+	co.NewInformer = caches.NewInformer
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                        scheme,
-		Cache:                         cacheOptions(opts, custom),
+		Cache:                         co,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofBindAddress(),
@@ -338,6 +344,7 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 		DiscoveryInterval: opts.DiscoveryInterval,
 		Workers:           opts.ValueBindingWorkers,
 		Lull:              lull,
+		Metrics:           metrics.Registry,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the ValueBinding controller: %w", err)

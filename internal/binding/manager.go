@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -72,6 +73,8 @@ type Reconciler struct {
 	Lull *record.Lull
 	// Clock tells the time of overwrites (Conflict); the real clock if nil.
 	Clock clock.PassiveClock
+	// Metrics, when not nil, is where nudge_value_bindings is registered.
+	Metrics prometheus.Registerer
 
 	targets   cache.Cache
 	reads     reads
@@ -80,6 +83,7 @@ type Reconciler struct {
 	watched   map[schema.GroupVersionKind]bool
 	conflicts *overwrites
 	statuses  *pending
+	ready     *states
 }
 
 // Index names of the field indexes on ValueBindings.
@@ -107,6 +111,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	r.watched = map[schema.GroupVersionKind]bool{}
 	r.conflicts = &overwrites{byBinding: map[string]map[string][]time.Time{}, before: map[string]written{}}
 	r.statuses = &pending{due: map[string]dueStatus{}}
+	var err error
+	if r.ready, err = registerStates(r.Metrics, mgr); err != nil {
+		return fmt.Errorf("registering nudge_value_bindings: %w", err)
+	}
 	fi := mgr.GetFieldIndexer()
 	if err := fi.IndexField(ctx, &v1alpha1.ValueBinding{}, sourceIndex, bindingSources); err != nil {
 		return fmt.Errorf("indexing ValueBindings by source: %w", err)

@@ -59,6 +59,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		if apierrors.IsNotFound(err) {
 			r.conflicts.forget(req.String())
 			r.statuses.done(req.String())
+			r.ready.forget(req.String())
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
@@ -87,7 +88,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		r.statuses.set(bindingKey(&b), dueStatus{generation: b.Generation, fingerprint: out.applied})
 		return ctrl.Result{RequeueAfter: statusDelay}, nil
 	}
-	return ctrl.Result{RequeueAfter: out.after}, r.record(ctx, &b, out)
+	if err := r.record(ctx, &b, out); err != nil {
+		return ctrl.Result{}, err
+	}
+	r.ready.set(req.String(), out.reason)
+	return ctrl.Result{RequeueAfter: out.after}, nil
 }
 
 // target is a binding's target resolved: its kind, its parsed field paths,

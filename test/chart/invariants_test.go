@@ -16,7 +16,8 @@ import (
 // checkInvariants checks what holds for every rendering: least privilege,
 // restricted pod security, leader election with a Lease named after the
 // release and a PodDisruptionBudget with several replicas, Argo Rollouts
-// handled unless isArgoRollouts=false, the ServiceMonitor only when asked for.
+// handled unless isArgoRollouts=false, the ServiceMonitor, the PrometheusRule
+// and the dashboard only when asked for.
 // values are the values given, Reloader's included (reloader.deployment...).
 func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	t.Helper()
@@ -36,6 +37,12 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 		if monitor, _ := nested(values, "reloader", lowerFirst(o.GetKind()), "namespace").(string); monitor != "" {
 			g.Expect(o.GetNamespace()).To(Equal(monitor), "%s %s in the namespace asked for", o.GetKind(), o.GetName())
 			continue
+		}
+		if key := monitoringKey(o); key != "" {
+			if ns, _ := nested(values, key, "namespace").(string); ns != "" {
+				g.Expect(o.GetNamespace()).To(Equal(ns), "%s %s in the namespace asked for", o.GetKind(), o.GetName())
+				continue
+			}
 		}
 		if !slices.Contains([]string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, o.GetKind()) {
 			g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s in the release namespace", o.GetKind(), o.GetName())
@@ -181,6 +188,31 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	} else {
 		g.Expect(r.m.OfKind("ServiceMonitor")).To(BeEmpty())
 	}
+	var rules, dashboards int
+	for _, o := range r.m {
+		switch monitoringKey(o) {
+		case "prometheusRule":
+			rules++
+		case "dashboard":
+			dashboards++
+		}
+	}
+	g.Expect(rules == 1).To(Equal(nested(values, "prometheusRule", "enabled") == true), "a PrometheusRule when asked for, else none")
+	g.Expect(dashboards == 1).To(Equal(nested(values, "dashboard", "enabled") == true), "a dashboard when asked for, else none")
+	g.Expect(rules).To(BeNumerically("<=", 1))
+	g.Expect(dashboards).To(BeNumerically("<=", 1))
+}
+
+// monitoringKey returns the values key of o when it is the PrometheusRule
+// ("prometheusRule") or the dashboard's ConfigMap ("dashboard"), else "".
+func monitoringKey(o *unstructured.Unstructured) string {
+	switch {
+	case o.GetKind() == "PrometheusRule":
+		return "prometheusRule"
+	case o.GetKind() == "ConfigMap" && strings.HasSuffix(o.GetName(), "-dashboard"):
+		return "dashboard"
+	}
+	return ""
 }
 
 // admissionKinds are the kinds of the value bindings' admission policy.

@@ -15,6 +15,7 @@ func TestLint(t *testing.T) {
 		"default values":             nil,
 		"namespaced":                 {"reloader.watchGlobally=false"},
 		"replicated, with a monitor": {"replicas=2", "metrics.serviceMonitor.enabled=true"},
+		"alerts and a dashboard":     {"prometheusRule.enabled=true", "dashboard.enabled=true"},
 		"value bindings":             {"valueBindings.enabled=true", "valueBindings.targets[0].apiGroup=goharbor.io", "valueBindings.targets[0].kind=Harbor", "valueBindings.targets[0].resource=harbors"},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -5,6 +5,8 @@
 package chart
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -312,6 +314,42 @@ func TestRender(t *testing.T) {
 				g.Expect(sm).NotTo(BeNil())
 				g.Expect(sm.GetNamespace()).To(Equal(namespace))
 				g.Expect(sm.Object["spec"]).To(HaveKeyWithValue("endpoints", ConsistOf(HaveKeyWithValue("port", "metrics"))))
+			},
+		},
+		"alerts and a dashboard when asked for, in the namespaces and with the labels asked for": {
+			values: charttest.Values{
+				"prometheusRule": map[string]any{"enabled": true, "namespace": "monitoring", "labels": map[string]any{"release": "kube-prometheus-stack"}},
+				"dashboard":      map[string]any{"enabled": true, "namespace": "grafana"},
+			},
+			check: func(g Gomega, r rendered) {
+				rule := r.m.Get("PrometheusRule", release)
+				g.Expect(rule).NotTo(BeNil())
+				g.Expect(rule.GetNamespace()).To(Equal("monitoring"))
+				g.Expect(rule.GetLabels()).To(HaveKeyWithValue("release", "kube-prometheus-stack"))
+				g.Expect(rule.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/instance", release))
+				groups, _ := rule.Object["spec"].(map[string]any)["groups"].([]any)
+				g.Expect(groups).To(HaveLen(1), "files/alerts.yaml's group")
+				g.Expect(groups[0]).To(HaveKeyWithValue("rules", HaveLen(7)))
+
+				cm := r.m.Get("ConfigMap", release+"-dashboard")
+				g.Expect(cm).NotTo(BeNil())
+				g.Expect(cm.GetNamespace()).To(Equal("grafana"))
+				g.Expect(cm.GetLabels()).To(HaveKeyWithValue("grafana_dashboard", "1"), "the label Grafana's sidecar looks for, by default")
+				data, _ := cm.Object["data"].(map[string]any)
+				file, err := os.ReadFile(filepath.Join(charttest.Chart(t), "files", "dashboard.json"))
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(data).To(HaveKeyWithValue("nudge.json", MatchJSON(file)), "files/dashboard.json as it is")
+			},
+		},
+		"a dashboard with the sidecar's label of another Grafana": {
+			values: charttest.Values{"dashboard": map[string]any{"enabled": true, "labels": map[string]any{"grafana_dashboard": nil, "team-grafana/dashboard": "nudge"}}},
+			check: func(g Gomega, r rendered) {
+				cm := r.m.Get("ConfigMap", release+"-dashboard")
+				g.Expect(cm).NotTo(BeNil())
+				g.Expect(cm.GetNamespace()).To(Equal(namespace))
+				g.Expect(cm.GetLabels()).To(HaveKeyWithValue("team-grafana/dashboard", "nudge"))
+				g.Expect(cm.GetLabels()).NotTo(HaveKey("grafana_dashboard"), "a null label removes the default")
+				g.Expect(r.m.OfKind("PrometheusRule")).To(BeEmpty())
 			},
 		},
 		"metrics off: no Service, no endpoint": {
