@@ -116,7 +116,7 @@ manifests: helm
 chart-test: kube-bins helm
 	$(GO) test -count=1 -timeout 20m -p 1 ./test/chart/...
 
-.PHONY: image dist chart-package cross
+.PHONY: image sbom dist chart-package cross
 
 # The release: what `make image`, `make dist` and `make chart-package` write,
 # as .github/workflows/release.yaml publishes them (see docs/releasing.md).
@@ -144,8 +144,8 @@ cross:
 ## image: the image, linux/amd64 and linux/arm64, as an OCI image layout in
 ## bin/image/ (index.json holds both platforms), built without a container
 ## engine by hack/release/image on a base assembled from files (distroless/
-## static's passwd and group, Debian's CA certificates), run as 65532; and
-## the CycloneDX SBOM of the binary's modules, bin/image/sbom.cdx.json.
+## static's passwd and group, Debian's CA certificates), run as 65532; then
+## `make sbom`. The release workflow builds the Dockerfile instead.
 image:
 	@test -s $(CA_BUNDLE) || { echo "No $(CA_BUNDLE): installing Debian's ca-certificates"; \
 	  apt-get update && apt-get install -y --no-install-recommends ca-certificates; }
@@ -158,5 +158,22 @@ image:
 	  -label org.opencontainers.image.revision=$(REVISION) \
 	  -label org.opencontainers.image.source=$(SOURCE_URL) \
 	  -label org.opencontainers.image.licenses=$(LICENSES)
+	$(MAKE) --no-print-directory sbom
+
+## sbom: bin/image/sbom.cdx.json, the CycloneDX SBOM of the modules linked
+## into bin/linux_amd64/nudge (cyclonedx-gomod, pinned, reading the build
+## info of the binary: the same modules as linux/arm64's).
+sbom:
+	$(MAKE) --no-print-directory cross IMAGE_PLATFORMS=linux/amd64 DIST_PLATFORMS=
+	mkdir -p $(BIN)/image
 	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(CYCLONEDX_GOMOD) bin -json -noserial -notimestamp -version $(VERSION) \
 	  -output $(BIN)/image/sbom.cdx.json $(BIN)/linux_amd64/nudge
+
+## chart-package: bin/chart/nudge-<X.Y.Z>.tgz, the chart packaged by helm
+## with the release tag VERSION=vX.Y.Z: version X.Y.Z, appVersion vX.Y.Z
+## (the image's tag), e.g. `make chart-package VERSION=v1.2.3`.
+chart-package: helm
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || \
+	  { echo "chart-package: VERSION=$(VERSION) is not a release tag vX.Y.Z" >&2; exit 1; }
+	$(KUBE_BINS_DIR)/helm package charts/nudge --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) \
+	  --destination $(BIN)/chart
