@@ -340,4 +340,3 @@ func annotations(ctx context.Context, key client.ObjectKey) func() (map[string]s
 		return d.Annotations, err
 	}
 }
-
