@@ -177,3 +177,18 @@ chart-package: helm
 	  { echo "chart-package: VERSION=$(VERSION) is not a release tag vX.Y.Z" >&2; exit 1; }
 	$(KUBE_BINS_DIR)/helm package charts/nudge --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) \
 	  --destination $(BIN)/chart
+
+## dist: the kubectl plugin's archives for a release tag VERSION=vX.Y.Z,
+## bin/dist/kubectl-nudge_<version>_<os>_<arch>.tar.gz (.zip on Windows) for
+## $(DIST_PLATFORMS), and their krew manifest bin/dist/nudge.yaml, checked
+## with krew itself (hack/release/krew-check.sh), e.g.
+## `make dist VERSION=v1.2.3`.
+dist:
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || \
+	  { echo "dist: VERSION=$(VERSION) is not a release tag vX.Y.Z" >&2; exit 1; }
+	$(MAKE) --no-print-directory cross IMAGE_PLATFORMS=
+	rm -rf $(BIN)/dist
+	cd hack/release && $(GO) run ./dist -out $(CURDIR)/$(BIN)/dist -version $(VERSION) -created $(SOURCE_DATE_EPOCH) \
+	  $(if $(wildcard LICENSE),-license $(CURDIR)/LICENSE) \
+	  $(foreach p,$(DIST_PLATFORMS),-binary $(p)=$(CURDIR)/$(BIN)/$(subst /,_,$(p))/nudge$(if $(findstring windows/,$(p)),.exe))
+	hack/release/krew-check.sh $(BIN)/dist $(VERSION) $(DIST_PLATFORMS)
