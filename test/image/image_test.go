@@ -7,6 +7,8 @@
 package image
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"context"
 	"debug/buildinfo"
 	"encoding/json"
@@ -29,6 +31,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/nudgetest"
@@ -339,4 +342,44 @@ func annotations(ctx context.Context, key client.ObjectKey) func() (map[string]s
 		err := k8s.Get(ctx, key, &d)
 		return d.Annotations, err
 	}
+}
+
+// make chart-package VERSION=vX.Y.Z packages the chart at version X.Y.Z,
+// appVersion vX.Y.Z (the image's tag); a VERSION that is not a release tag
+// packages nothing.
+func TestChartPackageTakesTheTagsVersion(t *testing.T) {
+	g := NewWithT(t)
+	bin := t.TempDir()
+	makeArgs := func(version string) []string {
+		return []string{"-s", "-C", root, "chart-package", "VERSION=" + version, "BIN=" + bin,
+			"KUBE_BINS_DIR=" + filepath.Dir(charttest.Helm(t))}
+	}
+	out, err := exec.Command("make", makeArgs("v1.2.3-rc.1")...).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
+	f, err := os.Open(filepath.Join(bin, "chart", "nudge-1.2.3-rc.1.tgz"))
+	g.Expect(err).NotTo(HaveOccurred(), "the packaged chart")
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	g.Expect(err).NotTo(HaveOccurred())
+	tr := tar.NewReader(zr)
+	var chart struct {
+		Version    string `json:"version"`
+		AppVersion string `json:"appVersion"`
+	}
+	for {
+		h, err := tr.Next()
+		g.Expect(err).NotTo(HaveOccurred(), "nudge/Chart.yaml in the package")
+		if h.Name == "nudge/Chart.yaml" {
+			b, err := io.ReadAll(tr)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(yaml.Unmarshal(b, &chart)).To(Succeed())
+			break
+		}
+	}
+	g.Expect(chart.Version).To(Equal("1.2.3-rc.1"))
+	g.Expect(chart.AppVersion).To(Equal("v1.2.3-rc.1"))
+
+	out, err = exec.Command("make", makeArgs("1.2")...).CombinedOutput()
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(string(out)).To(ContainSubstring("VERSION=1.2 is not a release tag vX.Y.Z"))
 }
