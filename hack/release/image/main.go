@@ -116,7 +116,7 @@ func run(args []string) error {
 			return fmt.Errorf("%s: %w", platform, err)
 		}
 		idx = mutate.AppendManifests(idx, mutate.IndexAddendum{
-			Add:        img,
+			Add:        imageDescriptor{img},
 			Descriptor: v1.Descriptor{Platform: &v1.Platform{OS: goos, Architecture: arch}},
 		})
 	}
@@ -169,6 +169,29 @@ func image(when time.Time, goos, arch, binary string, base v1.Layer, labels map[
 		mutate.Addendum{Layer: base, History: v1.History{Created: v1.Time{Time: when}, CreatedBy: "nudge hack/release/image: distroless/static equivalent (passwd, group, CA certificates, /tmp, /home/nonroot)"}},
 		mutate.Addendum{Layer: top, History: v1.History{Created: v1.Time{Time: when}, CreatedBy: "nudge hack/release/image: COPY nudge /nudge"}},
 	)
+}
+
+// imageDescriptor is an image whose descriptor in an index has no
+// artifactType: go-containerregistry sets it to the config's media type,
+// which the image spec keeps for artifacts, and which `docker buildx` does
+// not write for an image.
+type imageDescriptor struct{ v1.Image }
+
+// Descriptor returns the image's media type, size and digest.
+func (i imageDescriptor) Descriptor() (*v1.Descriptor, error) {
+	mt, err := i.MediaType()
+	if err != nil {
+		return nil, err
+	}
+	size, err := i.Size()
+	if err != nil {
+		return nil, err
+	}
+	digest, err := i.Digest()
+	if err != nil {
+		return nil, err
+	}
+	return &v1.Descriptor{MediaType: mt, Size: size, Digest: digest}, nil
 }
 
 // file is one entry of a layer: a directory when body is nil and dir is
