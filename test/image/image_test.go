@@ -8,6 +8,7 @@ package image
 
 import (
 	"archive/tar"
+	"bytes"
 	"compress/gzip"
 	"context"
 	"debug/buildinfo"
@@ -107,12 +108,25 @@ func extract(t *testing.T, l *layout) string {
 }
 
 // The image make image wrote is nudge's: both platforms, run as 65532,
-// /nudge its entrypoint, every label, no shell, the CA bundle; its binary
-// reports the version its label says.
+// /nudge its entrypoint, every label, no shell, the CA bundle; each
+// binary is nudge's, built static for its platform, and the host's reports
+// the version its label says.
 func TestImageIsNudgesImage(t *testing.T) {
 	g := NewWithT(t)
 	l := builtImage(t)
 	g.Expect(check(l)).To(BeEmpty(), "what is wrong with the image in %s", imageDir)
+
+	for _, img := range l.images {
+		info, err := buildinfo.Read(bytes.NewReader(imageBinary(t, l, img.platform)))
+		g.Expect(err).NotTo(HaveOccurred(), "the build info of the %s binary", img.platform)
+		g.Expect(info.Path).To(Equal("nudge.dev/nudge/cmd/nudge"))
+		settings := map[string]string{}
+		for _, s := range info.Settings {
+			settings[s.Key] = s.Value
+		}
+		g.Expect(settings).To(And(HaveKeyWithValue("GOOS", img.platform.OS), HaveKeyWithValue("GOARCH", img.platform.Architecture),
+			HaveKeyWithValue("CGO_ENABLED", "0"), HaveKeyWithValue("-trimpath", "true")), "the %s binary built as make build builds", img.platform)
+	}
 
 	out, err := exec.Command(extract(t, l), "version").CombinedOutput()
 	g.Expect(err).NotTo(HaveOccurred(), "%s", out)
@@ -157,7 +171,7 @@ func TestSBOMListsTheBinarysModules(t *testing.T) {
 		listed[c.Name] = c.Version
 	}
 	bin := imageBinary(t, l, platform{"linux", "amd64"})
-	info, err := buildinfo.Read(strings.NewReader(string(bin)))
+	info, err := buildinfo.Read(bytes.NewReader(bin))
 	g.Expect(err).NotTo(HaveOccurred(), "the build info of the image's linux/amd64 binary")
 	g.Expect(info.Deps).NotTo(BeEmpty())
 	for _, dep := range info.Deps {
