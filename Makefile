@@ -150,8 +150,8 @@ image:
 	@test -s $(CA_BUNDLE) || { echo "No $(CA_BUNDLE): installing Debian's ca-certificates"; \
 	  apt-get update && apt-get install -y --no-install-recommends ca-certificates; }
 	$(MAKE) --no-print-directory cross DIST_PLATFORMS=
-	cd hack/release && $(GO) run ./image -out $(CURDIR)/$(BIN)/image -ca $(CA_BUNDLE) -created $(SOURCE_DATE_EPOCH) \
-	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(CURDIR)/$(BIN)/$(subst /,_,$(p))/nudge) \
+	cd hack/release && $(GO) run ./image -out $(abspath $(BIN))/image -ca $(CA_BUNDLE) -created $(SOURCE_DATE_EPOCH) \
+	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(abspath $(BIN))/$(subst /,_,$(p))/nudge) \
 	  -label org.opencontainers.image.title=nudge \
 	  -label "org.opencontainers.image.description=Rolls Kubernetes workloads when the ConfigMaps and Secrets they use change" \
 	  -label org.opencontainers.image.version=$(VERSION) \
@@ -188,7 +188,7 @@ dist:
 	  { echo "dist: VERSION=$(VERSION) is not a release tag vX.Y.Z" >&2; exit 1; }
 	$(MAKE) --no-print-directory cross IMAGE_PLATFORMS=
 	rm -rf $(BIN)/dist
-	cd hack/release && $(GO) run ./dist -out $(CURDIR)/$(BIN)/dist -version $(VERSION) -created $(SOURCE_DATE_EPOCH) \
+	cd hack/release && $(GO) run ./dist -out $(abspath $(BIN))/dist -version $(VERSION) -created $(SOURCE_DATE_EPOCH) \
 	  $(if $(wildcard LICENSE),-license $(CURDIR)/LICENSE) \
-	  $(foreach p,$(DIST_PLATFORMS),-binary $(p)=$(CURDIR)/$(BIN)/$(subst /,_,$(p))/nudge$(if $(findstring windows/,$(p)),.exe))
+	  $(foreach p,$(DIST_PLATFORMS),-binary $(p)=$(abspath $(BIN))/$(subst /,_,$(p))/nudge$(if $(findstring windows/,$(p)),.exe))
 	hack/release/krew-check.sh $(BIN)/dist $(VERSION) $(DIST_PLATFORMS)
