@@ -55,9 +55,11 @@ generate-check:
 	done
 
 ## test: every test — unit, integration (apiserver mode), end to end (cluster
-## mode), and the image `make image` writes (test/image).
+## mode), the image `make image` writes (test/image), and the release tools
+## of hack/release.
 test: generate-check kube-bins helm vet image
 	$(GO) test -count=1 -timeout 45m -p 1 -parallel 8 ./...
+	cd hack/release && $(GO) test -count=1 ./...
 
 ## fuzz: run every fuzz target (func FuzzXxx in a _test.go) for FUZZTIME
 ## each, one after the other (go test fuzzes one target per run). A failing
