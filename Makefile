@@ -32,10 +32,13 @@ build:
 kube-bins:
 	hack/kube-bins.sh $(KUBE_BINS_DIR)
 
-## vet: go vet and staticcheck (pinned, built from the Go module proxy).
+## vet: go vet and staticcheck (pinned, built from the Go module proxy), the
+## same of hack/release's module, and actionlint (pinned) on .github/workflows.
 vet:
 	$(GO) vet ./...
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	cd hack/release && $(GO) vet ./... && $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2 ./...
+	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 
 ## generate: the API's deepcopy code and CRD (api/ → zz_generated.deepcopy.go,
 ## charts/nudge/crds/, config/crd/) with controller-gen.
@@ -52,10 +55,17 @@ generate-check:
 	done
 
 ## test: every test — unit, integration (apiserver mode), end to end (cluster
+<<<<<<< HEAD
 ## mode), the alerts' promtool tests (test/alerts) and the dashboard's
 ## (test/monitoring).
 test: generate-check kube-bins helm promtool vet
+=======
+## mode), the image `make image` writes (test/image), and the release tools
+## of hack/release.
+test: generate-check kube-bins helm vet image
+>>>>>>> image
 	$(GO) test -count=1 -timeout 45m -p 1 -parallel 8 ./...
+	cd hack/release && $(GO) test -count=1 ./...
 
 ## fuzz: run every fuzz target (func FuzzXxx in a _test.go) for FUZZTIME
 ## each, one after the other (go test fuzzes one target per run). A failing
@@ -131,3 +141,80 @@ manifests: helm
 ## chart-test: the chart's tests alone: lint, rendering, config/, end to end.
 chart-test: kube-bins helm
 	$(GO) test -count=1 -timeout 20m -p 1 ./test/chart/...
+
+.PHONY: image sbom dist chart-package cross
+
+# The release: what `make image`, `make dist` and `make chart-package` write,
+# as .github/workflows/release.yaml publishes them (see docs/releasing.md).
+IMAGE_PLATFORMS := linux/amd64 linux/arm64
+DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd64
+# Every timestamp of the image: SOURCE_DATE_EPOCH, else the commit's time.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+SOURCE_URL ?= https://github.com/nudge-dev/nudge
+# The repository has no LICENSE file yet: the image's licenses label says so.
+LICENSES ?= NOASSERTION
+# The CA bundle of Debian's ca-certificates, the image's /etc/ssl/certs.
+CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
+CYCLONEDX_GOMOD ?= $(GO) run github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+
+## cross: bin/<os>_<arch>/nudge (nudge.exe on Windows) for every platform of
+## the image and the plugin's archives, built as `make build` builds.
+cross:
+	@set -e; for p in $(sort $(IMAGE_PLATFORMS) $(DIST_PLATFORMS)); do \
+	  os=$${p%/*} arch=$${p#*/} ext=; [ "$$os" = windows ] && ext=.exe; \
+	  echo "Building $(BIN)/$${os}_$${arch}/nudge$$ext"; \
+	  CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch $(GO) build -trimpath -ldflags "$(LDFLAGS)" -o $(BIN)/$${os}_$${arch}/nudge$$ext ./cmd/nudge; \
+	done
+
+## image: the image, linux/amd64 and linux/arm64, as an OCI image layout in
+## bin/image/ (index.json holds both platforms), built without a container
+## engine by hack/release/image on a base assembled from files (distroless/
+## static's passwd and group, Debian's CA certificates), run as 65532; then
+## `make sbom`. The release workflow builds the Dockerfile instead.
+image:
+	@test -s $(CA_BUNDLE) || { echo "No $(CA_BUNDLE): installing Debian's ca-certificates"; \
+	  apt-get update && apt-get install -y --no-install-recommends ca-certificates; }
+	$(MAKE) --no-print-directory cross DIST_PLATFORMS=
+	cd hack/release && $(GO) run ./image -out $(abspath $(BIN))/image -ca $(CA_BUNDLE) -created $(SOURCE_DATE_EPOCH) \
+	  $(foreach p,$(IMAGE_PLATFORMS),-binary $(p)=$(abspath $(BIN))/$(subst /,_,$(p))/nudge) \
+	  -label org.opencontainers.image.title=nudge \
+	  -label "org.opencontainers.image.description=Rolls Kubernetes workloads when the ConfigMaps and Secrets they use change" \
+	  -label org.opencontainers.image.version=$(VERSION) \
+	  -label org.opencontainers.image.revision=$(REVISION) \
+	  -label org.opencontainers.image.source=$(SOURCE_URL) \
+	  -label org.opencontainers.image.licenses=$(LICENSES)
+	$(MAKE) --no-print-directory sbom
+
+## sbom: bin/image/sbom.cdx.json, the CycloneDX SBOM of the modules linked
+## into bin/linux_amd64/nudge (cyclonedx-gomod, pinned, reading the build
+## info of the binary: the same modules as linux/arm64's).
+sbom:
+	$(MAKE) --no-print-directory cross IMAGE_PLATFORMS=linux/amd64 DIST_PLATFORMS=
+	mkdir -p $(BIN)/image
+	GOOS=linux GOARCH=amd64 CGO_ENABLED=0 $(CYCLONEDX_GOMOD) bin -json -noserial -notimestamp -version $(VERSION) \
+	  -output $(BIN)/image/sbom.cdx.json $(BIN)/linux_amd64/nudge
+
+## chart-package: bin/chart/nudge-<X.Y.Z>.tgz, the chart packaged by helm
+## with the release tag VERSION=vX.Y.Z: version X.Y.Z, appVersion vX.Y.Z
+## (the image's tag), e.g. `make chart-package VERSION=v1.2.3`.
+chart-package: helm
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || \
+	  { echo "chart-package: VERSION=$(VERSION) is not a release tag vX.Y.Z" >&2; exit 1; }
+	$(KUBE_BINS_DIR)/helm package charts/nudge --version $(patsubst v%,%,$(VERSION)) --app-version $(VERSION) \
+	  --destination $(BIN)/chart
+
+## dist: the kubectl plugin's archives for a release tag VERSION=vX.Y.Z,
+## bin/dist/kubectl-nudge_<version>_<os>_<arch>.tar.gz (.zip on Windows) for
+## $(DIST_PLATFORMS), and their krew manifest bin/dist/nudge.yaml, checked
+## with krew itself (hack/release/krew-check.sh), e.g.
+## `make dist VERSION=v1.2.3`.
+dist:
+	@[[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$$ ]] || \
+	  { echo "dist: VERSION=$(VERSION) is not a release tag vX.Y.Z" >&2; exit 1; }
+	$(MAKE) --no-print-directory cross IMAGE_PLATFORMS=
+	rm -rf $(BIN)/dist
+	cd hack/release && $(GO) run ./dist -out $(abspath $(BIN))/dist -version $(VERSION) -created $(SOURCE_DATE_EPOCH) \
+	  $(if $(wildcard LICENSE),-license $(CURDIR)/LICENSE) \
+	  $(foreach p,$(DIST_PLATFORMS),-binary $(p)=$(abspath $(BIN))/$(subst /,_,$(p))/nudge$(if $(findstring windows/,$(p)),.exe))
+	hack/release/krew-check.sh $(BIN)/dist $(VERSION) $(DIST_PLATFORMS)

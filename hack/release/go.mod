@@ -1,0 +1,16 @@
+// Module release builds nudge's release artifacts on a machine without a
+// container engine: the image as an OCI layout (go-containerregistry) and
+// the kubectl plugin's archives with their krew manifest. Pinned apart from
+// nudge's own dependencies.
+module nudge.dev/hack/release
+
+go 1.26.0
+
+require github.com/google/go-containerregistry v0.22.1
+
+require (
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sync v0.22.0 // indirect
+)
