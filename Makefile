@@ -55,15 +55,10 @@ generate-check:
 	done
 
 ## test: every test — unit, integration (apiserver mode), end to end (cluster
-<<<<<<< HEAD
 ## mode), the alerts' promtool tests (test/alerts) and the dashboard's
-## (test/monitoring).
-test: generate-check kube-bins helm promtool vet
-=======
-## mode), the image `make image` writes (test/image), and the release tools
-## of hack/release.
-test: generate-check kube-bins helm vet image
->>>>>>> image
+## (test/monitoring), the image `make image` writes (test/image), and the
+## release tools of hack/release.
+test: generate-check kube-bins helm promtool vet image
 	$(GO) test -count=1 -timeout 45m -p 1 -parallel 8 ./...
 	cd hack/release && $(GO) test -count=1 ./...
 

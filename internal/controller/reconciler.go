@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -80,6 +81,7 @@ type Reconciler struct {
 	warnings warnings
 	history  history               // nudge's last write per workload, to tell a stale cache
 	changes  changes               // when nudge saw a source change of a workload, for its latency
+	lag      lag                   // reconciles in a row that found the cache behind (see cacheBehind)
 	taken    ownership.Takeovers   // states taken over from another key
 	index    sources.Index         // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
@@ -140,6 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.history.forget(req.NamespacedName)
 			r.taken.Forget(req.NamespacedName)
 			r.changes.forget(req.NamespacedName)
+			r.lag.forget(req.NamespacedName)
 			r.Waves.Gone(r.waveKey(req.NamespacedName))
 			return ctrl.Result{}, nil
 		}
@@ -178,6 +181,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 
 	in, more, err := r.inputs(ctx, obj, spec, tmpl)
+	if errors.Is(err, errCacheBehind) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see a source the API server has", "kind", r.Kind.Name())
+		return ctrl.Result{RequeueAfter: behindWait}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -259,7 +266,8 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 
 // inputs gathers what rollout.Decide needs from the cache (see
 // Resolver.Inputs), with the Warning causes found on the way (missing
-// sources, unwatched namespaces).
+// sources, unwatched namespaces). It returns errCacheBehind when a source
+// the cache misses exists (see cacheBehind).
 func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, error) {
 	in, resolved, err := r.resolver().Inputs(ctx, obj, spec, tmpl, r.now())
 	if err != nil {
@@ -271,13 +279,16 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 		case Unwatched:
 			causes = append(causes, record.Cause{Reason: record.ReasonNamespaceNotWatched, Note: fmt.Sprintf(
 				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
-		case Kept:
-			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: fmt.Sprintf(
-				"Named %s %s/%s does not exist; its absence rolls nothing", c.Kind, c.Namespace, c.Name)})
-		case Missing:
-			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: fmt.Sprintf(
-				"Required %s %s/%s does not exist; no rollout until it does", c.Kind, c.Namespace, c.Name)})
+		case Kept, Missing:
+			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: sourceMissingNote(c)})
 		}
+	}
+	behind, err := r.cacheBehind(ctx, client.ObjectKeyFromObject(obj), resolved, causes)
+	if err != nil {
+		return in, nil, err
+	}
+	if behind {
+		return in, nil, errCacheBehind
 	}
 	return in, causes, nil
 }

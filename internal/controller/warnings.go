@@ -44,6 +44,21 @@ func (w *warnings) fresh(key types.NamespacedName, causes []record.Cause) []reco
 	return out
 }
 
+// unseen returns the notes of causes that are not current for key: those
+// a warn would record now.
+func (w *warnings) unseen(key types.NamespacedName, causes []record.Cause) map[string]bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]bool{}
+	for _, c := range causes {
+		c.Note = record.Note(c.Note)
+		if !slices.Contains(w.last[key], c) {
+			out[c.Note] = true
+		}
+	}
+	return out
+}
+
 func (w *warnings) forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	. "github.com/onsi/gomega"
+	"github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -62,7 +62,7 @@ func Client(cfg *rest.Config) (client.WithWatch, error) {
 // the test's Gomega, context and client, and what it reads back.
 type Env struct {
 	T     *testing.T
-	G     *WithT
+	G     *gomega.WithT
 	Ctx   context.Context
 	NS    string
 	Nudge *Nudge
@@ -79,9 +79,9 @@ type Env struct {
 func Setup(t *testing.T, plane *testbed.Plane, k8s client.WithWatch, start bool, mutate func(*options.Options)) *Env {
 	t.Helper()
 	t.Parallel()
-	e := &Env{T: t, G: NewWithT(t), Ctx: t.Context(), K8s: k8s}
+	e := &Env{T: t, G: gomega.NewWithT(t), Ctx: t.Context(), K8s: k8s}
 	ns, err := plane.GenerateNamespace(e.Ctx, "it-")
-	e.G.Expect(err).NotTo(HaveOccurred())
+	e.G.Expect(err).NotTo(gomega.HaveOccurred())
 	e.NS = ns
 	e.Templates = WatchTemplates(t, k8s, ns)
 	if start {
@@ -94,7 +94,7 @@ func Setup(t *testing.T, plane *testbed.Plane, k8s client.WithWatch, start bool,
 func (e *Env) Create(objs ...client.Object) {
 	e.T.Helper()
 	for _, o := range objs {
-		e.G.Expect(e.K8s.Create(e.Ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
+		e.G.Expect(e.K8s.Create(e.Ctx, o)).To(gomega.Succeed(), "creating %T %s", o, o.GetName())
 	}
 }
 
@@ -102,7 +102,7 @@ func (e *Env) Create(objs ...client.Object) {
 func (e *Env) Deployment(name string) *appsv1.Deployment {
 	e.T.Helper()
 	var d appsv1.Deployment
-	e.G.Expect(e.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: name}, &d)).To(Succeed())
+	e.G.Expect(e.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: name}, &d)).To(gomega.Succeed())
 	return &d
 }
 
@@ -111,7 +111,7 @@ func (e *Env) Deployment(name string) *appsv1.Deployment {
 func (e *Env) Annotate(name, annotations string) {
 	e.T.Helper()
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":`+annotations+`}}`))
-	e.G.Expect(e.K8s.Patch(e.Ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: name}}, patch)).To(Succeed())
+	e.G.Expect(e.K8s.Patch(e.Ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: name}}, patch)).To(gomega.Succeed())
 }
 
 // Rollouts returns how many times the Deployment's pod template changed
@@ -125,7 +125,7 @@ func (e *Env) Baselined(name string) {
 	e.T.Helper()
 	e.G.Eventually(func() string {
 		return e.Deployment(name).Annotations[workload.AppliedAnnotation]
-	}).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of Deployment %s", name)
+	}).WithTimeout(20*time.Second).ShouldNot(gomega.BeEmpty(), "nudge to record the baseline of Deployment %s", name)
 }
 
 // BaselinedObj waits until nudge has recorded obj's applied state, read
@@ -133,9 +133,9 @@ func (e *Env) Baselined(name string) {
 func (e *Env) BaselinedObj(obj client.Object) {
 	e.T.Helper()
 	e.G.Eventually(func() string {
-		e.G.Expect(e.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		e.G.Expect(e.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(gomega.Succeed())
 		return obj.GetAnnotations()[workload.AppliedAnnotation]
-	}).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of %s", obj.GetName())
+	}).WithTimeout(20*time.Second).ShouldNot(gomega.BeEmpty(), "nudge to record the baseline of %s", obj.GetName())
 }
 
 // Generation returns a function reading obj's generation: for every kind
@@ -143,7 +143,7 @@ func (e *Env) BaselinedObj(obj client.Object) {
 // annotation writes).
 func (e *Env) Generation(obj client.Object) func() int64 {
 	return func() int64 {
-		e.G.Expect(e.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		e.G.Expect(e.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(gomega.Succeed())
 		return obj.GetGeneration()
 	}
 }
@@ -152,9 +152,9 @@ func (e *Env) Generation(obj client.Object) func() int64 {
 // 3 s that no further one follows.
 func (e *Env) RolledTo(name string, n int64) {
 	e.T.Helper()
-	e.G.Eventually(e.Rollouts(name)).WithTimeout(20*time.Second).Should(BeNumerically(">=", n),
+	e.G.Eventually(e.Rollouts(name)).WithTimeout(20*time.Second).Should(gomega.BeNumerically(">=", n),
 		"Deployment %s to be rolled %d time(s)", name, n)
-	e.G.Consistently(e.Rollouts(name)).WithTimeout(3*time.Second).Should(Equal(n),
+	e.G.Consistently(e.Rollouts(name)).WithTimeout(3*time.Second).Should(gomega.Equal(n),
 		"Deployment %s to stay at %d rollout(s)", name, n)
 }
 
@@ -162,25 +162,25 @@ func (e *Env) RolledTo(name string, n int64) {
 func (e *Env) UpdateConfigMap(name string, mutate func(*corev1.ConfigMap)) {
 	e.T.Helper()
 	var cm corev1.ConfigMap
-	e.G.Expect(e.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: name}, &cm)).To(Succeed())
+	e.G.Expect(e.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: name}, &cm)).To(gomega.Succeed())
 	mutate(&cm)
-	e.G.Expect(e.K8s.Update(e.Ctx, &cm)).To(Succeed())
+	e.G.Expect(e.K8s.Update(e.Ctx, &cm)).To(gomega.Succeed())
 }
 
 // UpdateSecret reads a Secret of the namespace, mutates and updates it.
 func (e *Env) UpdateSecret(name string, mutate func(*corev1.Secret)) {
 	e.T.Helper()
 	var s corev1.Secret
-	e.G.Expect(e.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: name}, &s)).To(Succeed())
+	e.G.Expect(e.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: name}, &s)).To(gomega.Succeed())
 	mutate(&s)
-	e.G.Expect(e.K8s.Update(e.Ctx, &s)).To(Succeed())
+	e.G.Expect(e.K8s.Update(e.Ctx, &s)).To(gomega.Succeed())
 }
 
 // Events returns the Events of the namespace about object name with reason.
 func (e *Env) Events(name, reason string) func() []eventsv1.Event {
 	return func() []eventsv1.Event {
 		var list eventsv1.EventList
-		e.G.Expect(e.K8s.List(e.Ctx, &list, client.InNamespace(e.NS))).To(Succeed())
+		e.G.Expect(e.K8s.List(e.Ctx, &list, client.InNamespace(e.NS))).To(gomega.Succeed())
 		var out []eventsv1.Event
 		for _, ev := range list.Items {
 			if ev.Regarding.Name == name && ev.Reason == reason {
@@ -219,8 +219,8 @@ func (e *Env) Refuse(name string, rule admissionregistrationv1.RuleWithOperation
 			}},
 		},
 	}
-	e.G.Expect(e.K8s.Create(e.Ctx, policy)).To(Succeed())
-	e.G.Expect(e.K8s.Create(e.Ctx, binding)).To(Succeed())
+	e.G.Expect(e.K8s.Create(e.Ctx, policy)).To(gomega.Succeed())
+	e.G.Expect(e.K8s.Create(e.Ctx, binding)).To(gomega.Succeed())
 	remove := func() {
 		for _, o := range []client.Object{binding, policy} {
 			// Not e.Ctx: it ends before the test's cleanup runs.
@@ -230,12 +230,12 @@ func (e *Env) Refuse(name string, rule admissionregistrationv1.RuleWithOperation
 		}
 	}
 	e.T.Cleanup(remove)
-	e.G.Eventually(probe).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring(message)),
+	e.G.Eventually(probe).WithTimeout(20*time.Second).Should(gomega.MatchError(gomega.ContainSubstring(message)),
 		"the API server to enforce the policy %s", name)
 	return func() {
 		e.T.Helper()
 		remove()
-		e.G.Eventually(probe).WithTimeout(20*time.Second).Should(Succeed(), "the API server to accept again what %s refused", name)
+		e.G.Eventually(probe).WithTimeout(20*time.Second).Should(gomega.Succeed(), "the API server to accept again what %s refused", name)
 	}
 }
 

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/app"
-	"nudge.dev/nudge/internal/nudgetest"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
@@ -161,7 +160,7 @@ type shardedCluster struct {
 type shard struct {
 	name  string
 	keyID string
-	nudge *nudgetest.Nudge
+	nudge *nt.Nudge
 }
 
 // shardNamespace is a namespace with a ConfigMap "app" and a Deployment
@@ -205,7 +204,7 @@ func (c *shardedCluster) shard(name string, values ...string) *shard {
 		values[i] = c.value(v)
 	}
 	s := &shard{name: name}
-	s.nudge = nudgetest.Start(c.t, plane.Config(), system, func(o *options.Options) {
+	s.nudge = nt.Start(c.t, plane.Config(), system, func(o *options.Options) {
 		o.Namespaces = nil
 		o.NamespaceSelector = shardLabel + " in (" + strings.Join(values, ",") + ")"
 		o.LeaderElectionID = "nudge-" + name
@@ -228,8 +227,8 @@ func (c *shardedCluster) namespace(shard string) *shardNamespace {
 	n.templates = nt.WatchTemplates(c.t, k8s, n.name)
 	c.relabel(n, shard)
 	for _, o := range []client.Object{
-		nudgetest.ConfigMap(n.name, "app", map[string]string{"v": "1"}),
-		nudgetest.Deployment(n.name, "web", 1, map[string]string{"nudge.dev/auto": "true"}, nudgetest.EnvFrom("ConfigMap", "app")),
+		nt.ConfigMap(n.name, "app", map[string]string{"v": "1"}),
+		nt.Deployment(n.name, "web", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "app")),
 	} {
 		c.g.Expect(k8s.Create(c.ctx, o)).To(Succeed())
 	}

@@ -31,6 +31,3 @@ func setup(t *testing.T, start bool, mutate func(*options.Options)) *env {
 	t.Helper()
 	return &env{nt.Setup(t, plane, k8s, start, mutate)}
 }
-
-// auto opts a workload in with nudge's own annotation.
-var auto = map[string]string{"nudge.dev/auto": "true"}
