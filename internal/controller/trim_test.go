@@ -216,7 +216,7 @@ func TestKeepProgressKeepsWhatProgressOfReads(t *testing.T) {
 	g.Expect(again).To(Equal(gotSTS), "idempotent")
 
 	ds := &appsv1.DaemonSet{ObjectMeta: rolled,
-		Spec: appsv1.DaemonSetSpec{MinReadySeconds: 5, UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}},
+		Spec:   appsv1.DaemonSetSpec{MinReadySeconds: 5, UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}},
 		Status: appsv1.DaemonSetStatus{ObservedGeneration: 3, DesiredNumberScheduled: 2, NumberAvailable: 2, NumberReady: 2}}
 	out, err = trim(ds)
 	g.Expect(err).NotTo(HaveOccurred())
