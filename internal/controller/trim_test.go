@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	"nudge.dev/nudge/internal/fleet"
@@ -194,6 +195,39 @@ func TestKeepProgressKeepsWhatProgressOfReads(t *testing.T) {
 	g.Expect(p).To(Equal(fleet.Failed))
 	again, _ := trim(got.DeepCopy())
 	g.Expect(again).To(Equal(got), "idempotent")
+
+	rolled := metav1.ObjectMeta{Generation: 3, Annotations: d.Annotations}
+	sts := &appsv1.StatefulSet{ObjectMeta: rolled,
+		Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](4), ServiceName: "db", UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
+			Type:          appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](3), MaxUnavailable: ptr.To(intstr.FromInt32(2))}}},
+		Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, Replicas: 4, ReadyReplicas: 4, UpdatedReplicas: 1, CurrentReplicas: 3,
+			CurrentRevision: "r1", UpdateRevision: "r2"}}
+	out, err = trim(sts)
+	g.Expect(err).NotTo(HaveOccurred())
+	gotSTS := out.(*appsv1.StatefulSet)
+	g.Expect(gotSTS.Spec.ServiceName).To(BeEmpty(), "the rest of the StatefulSet's spec trimmed")
+	g.Expect(gotSTS.Spec.UpdateStrategy).To(Equal(appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+		RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](3)}}), "the strategy's type and partition kept, nothing else")
+	g.Expect(gotSTS.Status.CurrentReplicas).To(BeZero(), "the rest of the StatefulSet's status trimmed")
+	p, _, _ = fleet.ProgressOf(gotSTS, time.Now(), time.Nanosecond)
+	g.Expect(p).To(Equal(fleet.Settled), "a partitioned StatefulSet updated from its partition up is complete")
+	again, _ = trim(gotSTS.DeepCopy())
+	g.Expect(again).To(Equal(gotSTS), "idempotent")
+
+	ds := &appsv1.DaemonSet{ObjectMeta: rolled,
+		Spec:   appsv1.DaemonSetSpec{MinReadySeconds: 5, UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}},
+		Status: appsv1.DaemonSetStatus{ObservedGeneration: 3, DesiredNumberScheduled: 2, NumberAvailable: 2, NumberReady: 2}}
+	out, err = trim(ds)
+	g.Expect(err).NotTo(HaveOccurred())
+	gotDS := out.(*appsv1.DaemonSet)
+	g.Expect(gotDS.Spec.MinReadySeconds).To(BeZero(), "the rest of the DaemonSet's spec trimmed")
+	g.Expect(gotDS.Spec.UpdateStrategy).To(Equal(appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}))
+	g.Expect(gotDS.Status.NumberReady).To(BeZero(), "the rest of the DaemonSet's status trimmed")
+	p, _, _ = fleet.ProgressOf(gotDS, time.Now(), time.Nanosecond)
+	g.Expect(p).To(Equal(fleet.Settled), "an OnDelete DaemonSet observed is complete")
+	again, _ = trim(gotDS.DeepCopy())
+	g.Expect(again).To(Equal(gotDS), "idempotent")
 
 	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"replicas": int64(2)},
 		"status": map[string]any{"phase": "Healthy", "observedGeneration": "3", "message": "long"}}}

@@ -51,7 +51,15 @@ const deadlineExceeded = "ProgressDeadlineExceeded"
 // updateRevision is its currentRevision with every replica ready; a
 // DaemonSet's updated and available pods equal the desired count; an Argo
 // Rollout's phase is Healthy. CronJobs, Jobs and custom kinds are complete
-// at once. The cache keeps these fields (KeepProgress).
+// at once. A workload whose controller replaces only some pods, or none, by
+// itself is complete once the controller has done what it will do, never
+// waiting for pods it leaves to the user (so never Failed by the timeout for
+// them): a StatefulSet or DaemonSet with updateStrategy OnDelete once its
+// controller has observed the new generation (status.observedGeneration ≥
+// metadata.generation); a StatefulSet with a rolling update partition P > 0
+// once, as kubectl rollout status says, the generation is observed, every
+// replica is ready and at least replicas − P of them are updated (the pods
+// of ordinal ≥ P). The cache keeps these fields (KeepProgress).
 func ProgressOf(obj client.Object, now time.Time, timeout time.Duration) (p Progress, reason string, left time.Duration) {
 	at, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[workload.LastRolloutAnnotation])
 	if err != nil {
@@ -85,12 +93,22 @@ func progress(obj client.Object) (complete, exceeded bool) {
 		}
 		return caught && s.Replicas == want && s.UpdatedReplicas == want && s.ReadyReplicas == want && s.AvailableReplicas == want, exceeded
 	case *appsv1.StatefulSet:
-		s := o.Status
-		return s.ObservedGeneration >= o.Generation && s.UpdateRevision == s.CurrentRevision &&
-			s.ReadyReplicas == ptr.Deref(o.Spec.Replicas, 1), false
+		want, s := ptr.Deref(o.Spec.Replicas, 1), o.Status
+		caught := s.ObservedGeneration >= o.Generation
+		switch partition := statefulSetPartition(o); {
+		case o.Spec.UpdateStrategy.Type == appsv1.OnDeleteStatefulSetStrategyType:
+			return caught, false
+		case partition > 0:
+			return caught && s.ReadyReplicas == want && s.UpdatedReplicas >= want-partition, false
+		}
+		return caught && s.UpdateRevision == s.CurrentRevision && s.ReadyReplicas == want, false
 	case *appsv1.DaemonSet:
 		s := o.Status
-		return s.ObservedGeneration >= o.Generation && s.UpdatedNumberScheduled == s.DesiredNumberScheduled &&
+		caught := s.ObservedGeneration >= o.Generation
+		if o.Spec.UpdateStrategy.Type == appsv1.OnDeleteDaemonSetStrategyType {
+			return caught, false
+		}
+		return caught && s.UpdatedNumberScheduled == s.DesiredNumberScheduled &&
 			s.NumberAvailable == s.DesiredNumberScheduled, false
 	case *unstructured.Unstructured:
 		if o.GroupVersionKind() != workload.RolloutGVK {
@@ -103,11 +121,22 @@ func progress(obj client.Object) (complete, exceeded bool) {
 	return true, false
 }
 
+// statefulSetPartition returns the partition of s's rolling update: the
+// ordinal below which its controller replaces no pod by itself; 0 without
+// one.
+func statefulSetPartition(s *appsv1.StatefulSet) int32 {
+	if u := s.Spec.UpdateStrategy.RollingUpdate; u != nil {
+		return ptr.Deref(u.Partition, 0)
+	}
+	return 0
+}
+
 // KeepProgress wraps trim, the cache's transform of workloads, so that it
 // keeps of each workload's spec and status the few fields ProgressOf reads
 // (replica counts, observed generation, revisions, the Progressing
-// condition's status and reason, an Argo Rollout's phase): a few dozen
-// bytes per workload. Only --max-concurrent-rollouts needs them. Like trim,
+// condition's status and reason, a StatefulSet's or DaemonSet's update
+// strategy type and a StatefulSet's partition, an Argo Rollout's phase): a
+// few dozen bytes per workload. Only --max-concurrent-rollouts needs them. Like trim,
 // the result is idempotent.
 func KeepProgress(trim toolscache.TransformFunc) toolscache.TransformFunc {
 	return func(obj any) (any, error) {
@@ -125,14 +154,18 @@ func KeepProgress(trim toolscache.TransformFunc) toolscache.TransformFunc {
 			keep = func() { o.Spec.Replicas, o.Status = replicas, kept }
 		case *appsv1.StatefulSet:
 			replicas, s := o.Spec.Replicas, o.Status
+			strategy := appsv1.StatefulSetUpdateStrategy{Type: o.Spec.UpdateStrategy.Type}
+			if u := o.Spec.UpdateStrategy.RollingUpdate; u != nil && u.Partition != nil {
+				strategy.RollingUpdate = &appsv1.RollingUpdateStatefulSetStrategy{Partition: u.Partition}
+			}
 			kept := appsv1.StatefulSetStatus{ObservedGeneration: s.ObservedGeneration, ReadyReplicas: s.ReadyReplicas,
-				CurrentRevision: s.CurrentRevision, UpdateRevision: s.UpdateRevision}
-			keep = func() { o.Spec.Replicas, o.Status = replicas, kept }
+				UpdatedReplicas: s.UpdatedReplicas, CurrentRevision: s.CurrentRevision, UpdateRevision: s.UpdateRevision}
+			keep = func() { o.Spec.Replicas, o.Spec.UpdateStrategy, o.Status = replicas, strategy, kept }
 		case *appsv1.DaemonSet:
-			s := o.Status
+			strategy, s := appsv1.DaemonSetUpdateStrategy{Type: o.Spec.UpdateStrategy.Type}, o.Status
 			kept := appsv1.DaemonSetStatus{ObservedGeneration: s.ObservedGeneration, DesiredNumberScheduled: s.DesiredNumberScheduled,
 				UpdatedNumberScheduled: s.UpdatedNumberScheduled, NumberAvailable: s.NumberAvailable}
-			keep = func() { o.Status = kept }
+			keep = func() { o.Spec.UpdateStrategy, o.Status = strategy, kept }
 		case *unstructured.Unstructured:
 			if o.GroupVersionKind() == workload.RolloutGVK {
 				phase, _, _ := unstructured.NestedString(o.Object, "status", "phase")

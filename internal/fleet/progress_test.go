@@ -30,6 +30,15 @@ func TestProgressOf(t *testing.T) {
 		u.SetAnnotations(rolled.Annotations)
 		return u
 	}
+	onDelete := appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+	partition := func(p int32) appsv1.StatefulSetUpdateStrategy {
+		return appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(p)}}
+	}
+	statefulSet := func(u appsv1.StatefulSetUpdateStrategy, s appsv1.StatefulSetStatus) *appsv1.StatefulSet {
+		return &appsv1.StatefulSet{ObjectMeta: rolled, Spec: appsv1.StatefulSetSpec{Replicas: ptr.To[int32](4), UpdateStrategy: u}, Status: s}
+	}
+	dsOnDelete := appsv1.DaemonSetSpec{UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}}
 	tests := map[string]struct {
 		obj       client.Object
 		now       time.Duration // after t0
@@ -75,6 +84,51 @@ func TestProgressOf(t *testing.T) {
 				Status: appsv1.StatefulSetStatus{ObservedGeneration: 3, ReadyReplicas: 2, CurrentRevision: "r1", UpdateRevision: "r2"}},
 			want: Rolling, wantLeft: 10 * time.Minute,
 		},
+		"an OnDelete StatefulSet whose controller has not seen the rollout is rolling": {
+			obj:  statefulSet(onDelete, appsv1.StatefulSetStatus{ObservedGeneration: 2, ReadyReplicas: 2, CurrentRevision: "r1", UpdateRevision: "r1"}),
+			want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"an OnDelete StatefulSet whose controller observed the rollout is complete, its pods left to the user": {
+			obj:  statefulSet(onDelete, appsv1.StatefulSetStatus{ObservedGeneration: 3, ReadyReplicas: 2, CurrentRevision: "r1", UpdateRevision: "r2"}),
+			want: Settled,
+		},
+		"an OnDelete StatefulSet observed is never failed by the timeout": {
+			obj: statefulSet(onDelete, appsv1.StatefulSetStatus{ObservedGeneration: 3, CurrentRevision: "r1", UpdateRevision: "r2"}),
+			now: time.Hour, want: Settled,
+		},
+		"an OnDelete StatefulSet not observed within the timeout failed": {
+			obj: statefulSet(onDelete, appsv1.StatefulSetStatus{ObservedGeneration: 2}),
+			now: 10 * time.Minute, want: Failed, wantCause: "not complete within 10m0s",
+		},
+		"a partitioned StatefulSet with the pods from its partition up updated and every replica ready is complete": {
+			obj: statefulSet(partition(3), appsv1.StatefulSetStatus{ObservedGeneration: 3, ReadyReplicas: 4, UpdatedReplicas: 1,
+				CurrentRevision: "r1", UpdateRevision: "r2"}),
+			now: time.Hour, want: Settled,
+		},
+		"a partitioned StatefulSet with a pod from its partition up not updated is rolling": {
+			obj: statefulSet(partition(2), appsv1.StatefulSetStatus{ObservedGeneration: 3, ReadyReplicas: 4, UpdatedReplicas: 1,
+				CurrentRevision: "r1", UpdateRevision: "r2"}),
+			want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"a partitioned StatefulSet with an updated pod not ready is rolling": {
+			obj: statefulSet(partition(3), appsv1.StatefulSetStatus{ObservedGeneration: 3, ReadyReplicas: 3, UpdatedReplicas: 1,
+				CurrentRevision: "r1", UpdateRevision: "r2"}),
+			want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"a partitioned StatefulSet whose controller has not seen the rollout is rolling": {
+			obj: statefulSet(partition(3), appsv1.StatefulSetStatus{ObservedGeneration: 2, ReadyReplicas: 4, UpdatedReplicas: 1,
+				CurrentRevision: "r1", UpdateRevision: "r1"}),
+			want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"a StatefulSet partitioned above its replicas is complete once observed": {
+			obj:  statefulSet(partition(9), appsv1.StatefulSetStatus{ObservedGeneration: 3, ReadyReplicas: 4, CurrentRevision: "r1", UpdateRevision: "r2"}),
+			want: Settled,
+		},
+		"a StatefulSet of partition 0 is complete on its update revision only": {
+			obj: statefulSet(partition(0), appsv1.StatefulSetStatus{ObservedGeneration: 3, ReadyReplicas: 4, UpdatedReplicas: 4,
+				CurrentRevision: "r1", UpdateRevision: "r2"}),
+			want: Rolling, wantLeft: 10 * time.Minute,
+		},
 		"a DaemonSet updated and available on every node is complete": {
 			obj: &appsv1.DaemonSet{ObjectMeta: rolled,
 				Status: appsv1.DaemonSetStatus{ObservedGeneration: 3, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 2, NumberAvailable: 2}},
@@ -84,6 +138,16 @@ func TestProgressOf(t *testing.T) {
 			obj: &appsv1.DaemonSet{ObjectMeta: rolled,
 				Status: appsv1.DaemonSetStatus{ObservedGeneration: 3, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 1, NumberAvailable: 2}},
 			want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"an OnDelete DaemonSet whose controller has not seen the rollout is rolling": {
+			obj: &appsv1.DaemonSet{ObjectMeta: rolled, Spec: dsOnDelete,
+				Status: appsv1.DaemonSetStatus{ObservedGeneration: 2, DesiredNumberScheduled: 2, UpdatedNumberScheduled: 2, NumberAvailable: 2}},
+			want: Rolling, wantLeft: 10 * time.Minute,
+		},
+		"an OnDelete DaemonSet whose controller observed the rollout is complete, its pods left to the user": {
+			obj: &appsv1.DaemonSet{ObjectMeta: rolled, Spec: dsOnDelete,
+				Status: appsv1.DaemonSetStatus{ObservedGeneration: 3, DesiredNumberScheduled: 2, NumberAvailable: 2}},
+			now: time.Hour, want: Settled,
 		},
 		"an Argo Rollout Healthy at its generation is complete": {obj: rollout("Healthy", "3"), want: Settled},
 		"an Argo Rollout Healthy at an older generation is rolling": {

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -18,6 +19,7 @@ import (
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // No workload controller runs here: a Deployment nudge rolled stays
@@ -239,4 +241,149 @@ func TestNoWavesWritesNothingOfThem(t *testing.T) {
 	var d appsv1.Deployment
 	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: "api"}, &d)).To(Succeed())
 	e.G.Expect(d.Annotations).NotTo(HaveKey(fleet.RolledForAnnotation))
+}
+
+// TestOnDeleteRolloutFreesItsSlotWhenObserved: with N = 1, a StatefulSet or
+// DaemonSet with updateStrategy OnDelete, whose controller replaces no pod
+// by itself, takes a slot when nudge rolls it and frees it once its status
+// shows the new generation observed; its pods still on the old revision, it
+// fails nothing and halts nothing past --rollout-timeout.
+func TestOnDeleteRolloutFreesItsSlotWhenObserved(t *testing.T) {
+	t.Parallel()
+	tests := map[string]slotCase{
+		"StatefulSet": {
+			workload: func(ns string) client.Object {
+				s := nt.StatefulSet(ns, "w", 2, first, nt.EnvFrom("ConfigMap", "app"))
+				s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.OnDeleteStatefulSetStrategyType}
+				return s
+			},
+			list: &appsv1.StatefulSetList{},
+			done: func(o client.Object) {
+				s := o.(*appsv1.StatefulSet)
+				s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 2, ReadyReplicas: 2, AvailableReplicas: 2,
+					CurrentReplicas: 2, CurrentRevision: "w-1", UpdateRevision: "w-2"}
+			},
+		},
+		"DaemonSet": {
+			workload: func(ns string) client.Object {
+				d := nt.DaemonSet(ns, "w", first, nt.EnvFrom("ConfigMap", "app"))
+				d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
+				return d
+			},
+			list: &appsv1.DaemonSetList{},
+			done: func(o client.Object) {
+				d := o.(*appsv1.DaemonSet)
+				d.Status = appsv1.DaemonSetStatus{ObservedGeneration: d.Generation, DesiredNumberScheduled: 2, CurrentNumberScheduled: 2,
+					NumberReady: 2, NumberAvailable: 2}
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) { tc.run(t) })
+	}
+}
+
+// TestPartitionedRolloutFreesItsSlot: with N = 1, a StatefulSet of 3
+// replicas with a rolling update partition of 2, whose controller replaces
+// only the pod of ordinal 2, takes a slot when nudge rolls it, keeps it
+// while that pod is not updated, frees it once it is and every replica is
+// ready, and fails nothing and halts nothing past --rollout-timeout.
+func TestPartitionedRolloutFreesItsSlot(t *testing.T) {
+	status := func(updated int32) func(client.Object) {
+		return func(o client.Object) {
+			s := o.(*appsv1.StatefulSet)
+			s.Status = appsv1.StatefulSetStatus{ObservedGeneration: s.Generation, Replicas: 3, ReadyReplicas: 3, AvailableReplicas: 3,
+				CurrentReplicas: 3 - updated, UpdatedReplicas: updated, CurrentRevision: "w-1", UpdateRevision: "w-2"}
+		}
+	}
+	slotCase{
+		workload: func(ns string) client.Object {
+			s := nt.StatefulSet(ns, "w", 3, first, nt.EnvFrom("ConfigMap", "app"))
+			s.Spec.UpdateStrategy = appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType,
+				RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To[int32](2)}}
+			return s
+		},
+		list:    &appsv1.StatefulSetList{},
+		pending: status(0),
+		done:    status(1),
+	}.run(t)
+}
+
+// first opts a workload in with a priority above the Deployments' of
+// slotCase, so that it takes the first free slot.
+var first = map[string]string{"nudge.dev/auto": "true", fleet.PriorityAnnotation: "10"}
+
+// slotCase is a workload w, of a kind whose controller leaves some pods or
+// all to the user, rolled in waves of one before the Deployments b and c.
+type slotCase struct {
+	workload func(ns string) client.Object
+	list     client.ObjectList // w's kind, for counting its rollouts
+	// pending, when set, writes the status of w's controller observing the
+	// rollout, with pods it will replace not yet replaced; done the status
+	// once it has done what it does by itself.
+	pending, done func(client.Object)
+}
+
+func (tc slotCase) run(t *testing.T) {
+	const timeout = 8 * time.Second
+	e := waves(t, 1, func(o *options.Options) { o.RolloutTimeout = timeout }, map[string]int{"b": 0, "c": 0})
+	tw := nt.WatchTemplatesOf(t, k8s, e.NS, tc.list)
+	w := tc.workload(e.NS)
+	e.Create(w)
+	e.BaselinedObj(w)
+	e.change("2")
+	// Across kinds the first wave is ranked as the workloads arrive: a
+	// Deployment may take the slot before w, and is completed.
+	e.G.Eventually(func() int64 {
+		e.completeRolled("b", "c")()
+		return tw.Count("w")
+	}).WithTimeout(20*time.Second).Should(Equal(int64(1)), "%T w to be rolled", w)
+	before := e.rolled("b", "c")()
+	e.G.Expect(len(before)).To(BeNumerically("<=", 1), "at most one Deployment rolled before w: %v", before)
+	e.G.Consistently(e.rolled("b", "c")).WithTimeout(1500*time.Millisecond).Should(Equal(before), "w's rollout to take the one slot")
+	if tc.pending != nil {
+		e.setStatusOf(w, tc.pending)
+		e.G.Consistently(e.rolled("b", "c")).WithTimeout(1500*time.Millisecond).Should(Equal(before),
+			"w to keep its slot while a pod its controller replaces is not replaced")
+	}
+	e.setStatusOf(w, tc.done)
+	e.G.Eventually(e.completeRolled("b", "c")).WithTimeout(20*time.Second).Should(
+		Equal(map[string]int64{"b": 1, "c": 1}), "the Deployments to roll once w's controller has done what it does by itself")
+
+	at, err := time.Parse(time.RFC3339Nano, w.GetAnnotations()[workload.LastRolloutAnnotation])
+	e.G.Expect(err).NotTo(HaveOccurred(), "w's nudge.dev/last-rollout")
+	past := max(time.Until(at.Add(timeout))+2*time.Second, 3*time.Second)
+	e.G.Consistently(func() []string {
+		var out []string
+		for _, n := range []string{"b", "c"} {
+			if h, ok := e.Deployment(n).Annotations[fleet.HaltedAnnotation]; ok {
+				out = append(out, n+": "+h)
+			}
+		}
+		out = append(out, notes(e.Events("w", record.ReasonRolloutFailed)())...)
+		return out
+	}).WithTimeout(past).Should(BeEmpty(), "no RolloutFailed Event on w and no hold, past --rollout-timeout")
+	e.G.Expect(tw.Count("w")).To(BeEquivalentTo(1), "w rolled once")
+	e.G.Expect(e.completeRolled("b", "c")()).To(Equal(map[string]int64{"b": 1, "c": 1}), "b and c rolled once each")
+}
+
+// setStatusOf writes obj's status as set makes it, obj read again first.
+func (e *env) setStatusOf(obj client.Object, set func(client.Object)) {
+	e.T.Helper()
+	e.G.Eventually(func() error {
+		if err := k8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		set(obj)
+		return k8s.Status().Update(e.Ctx, obj)
+	}).WithTimeout(10*time.Second).Should(Succeed(), "writing the status of %T %s", obj, obj.GetName())
+}
+
+// notes returns the notes of events.
+func notes(events []eventsv1.Event) []string {
+	var out []string
+	for _, ev := range events {
+		out = append(out, ev.Reason+": "+ev.Note)
+	}
+	return out
 }

@@ -239,9 +239,9 @@ func (e *Env) Refuse(name string, rule admissionregistrationv1.RuleWithOperation
 	}
 }
 
-// TemplateWrites counts, from a watch, the changes of each Deployment's pod
-// template in one namespace. A Deployment's generation cannot: it also
-// grows when its annotations change.
+// TemplateWrites counts, from a watch, the changes of each workload's pod
+// template of one kind in one namespace. A Deployment's generation cannot:
+// it also grows when its annotations change.
 type TemplateWrites struct {
 	mu     sync.Mutex
 	last   map[string]corev1.PodTemplateSpec
@@ -252,30 +252,46 @@ type TemplateWrites struct {
 // Deployments of ns, until t ends.
 func WatchTemplates(t *testing.T, k8s client.WithWatch, ns string) *TemplateWrites {
 	t.Helper()
-	w, err := k8s.Watch(t.Context(), &appsv1.DeploymentList{}, client.InNamespace(ns))
+	return WatchTemplatesOf(t, k8s, ns, &appsv1.DeploymentList{})
+}
+
+// WatchTemplatesOf starts counting the pod-template changes of the
+// workloads of list's kind in ns (a DeploymentList, StatefulSetList or
+// DaemonSetList), until t ends.
+func WatchTemplatesOf(t *testing.T, k8s client.WithWatch, ns string, list client.ObjectList) *TemplateWrites {
+	t.Helper()
+	w, err := k8s.Watch(t.Context(), list, client.InNamespace(ns))
 	if err != nil {
-		t.Fatalf("watching Deployments: %v", err)
+		t.Fatalf("watching %T: %v", list, err)
 	}
 	tw := &TemplateWrites{last: map[string]corev1.PodTemplateSpec{}, counts: map[string]int64{}}
 	t.Cleanup(w.Stop)
 	go func() {
 		for ev := range w.ResultChan() {
-			d, ok := ev.Object.(*appsv1.Deployment)
-			if !ok {
+			var name string
+			var tmpl corev1.PodTemplateSpec
+			switch o := ev.Object.(type) {
+			case *appsv1.Deployment:
+				name, tmpl = o.Name, o.Spec.Template
+			case *appsv1.StatefulSet:
+				name, tmpl = o.Name, o.Spec.Template
+			case *appsv1.DaemonSet:
+				name, tmpl = o.Name, o.Spec.Template
+			default:
 				continue
 			}
 			tw.mu.Lock()
-			if prev, seen := tw.last[d.Name]; seen && !equality.Semantic.DeepEqual(prev, d.Spec.Template) {
-				tw.counts[d.Name]++
+			if prev, seen := tw.last[name]; seen && !equality.Semantic.DeepEqual(prev, tmpl) {
+				tw.counts[name]++
 			}
-			tw.last[d.Name] = d.Spec.Template
+			tw.last[name] = tmpl
 			tw.mu.Unlock()
 		}
 	}()
 	return tw
 }
 
-// Count returns how many times the pod template of Deployment name changed.
+// Count returns how many times the pod template of workload name changed.
 func (tw *TemplateWrites) Count(name string) int64 {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
