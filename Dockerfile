@@ -26,7 +26,8 @@ FROM gcr.io/distroless/static-debian12:nonroot
 ARG VERSION=dev
 LABEL org.opencontainers.image.title="nudge" \
       org.opencontainers.image.description="Rolls Kubernetes workloads when the ConfigMaps and Secrets they use change" \
-      org.opencontainers.image.version="${VERSION}"
+      org.opencontainers.image.version="${VERSION}" \
+      org.opencontainers.image.licenses="Apache-2.0"
 COPY --from=build /out/nudge /nudge
 USER 65532:65532
 # Metrics (--metrics-bind-address) and health probes (--health-probe-bind-address).

@@ -147,8 +147,8 @@ DIST_PLATFORMS := linux/amd64 linux/arm64 darwin/amd64 darwin/arm64 windows/amd6
 SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct 2>/dev/null || echo 0)
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 SOURCE_URL ?= https://github.com/nudge-dev/nudge
-# The repository has no LICENSE file yet: the image's licenses label says so.
-LICENSES ?= NOASSERTION
+# The image's licenses label: nudge's LICENSE, an SPDX identifier.
+LICENSES ?= Apache-2.0
 # The CA bundle of Debian's ca-certificates, the image's /etc/ssl/certs.
 CA_BUNDLE ?= /etc/ssl/certs/ca-certificates.crt
 CYCLONEDX_GOMOD ?= $(GO) run github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
