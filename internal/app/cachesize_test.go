@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/testbed"
 )
 
@@ -38,7 +39,9 @@ func TestCacheObjects(t *testing.T) {
 	} {
 		g.Expect(c.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
 	}
-	n := nt.Start(t, p.Config(), ns, nil)
+	// No settings ConfigMap: it would be created in ns while the test
+	// counts ConfigMaps there.
+	n := nt.Start(t, p.Config(), ns, func(o *options.Options) { o.SettingsConfigMap = "" })
 
 	// served returns what the API server holds in ns, by resource, for the
 	// resources the test checks.
