@@ -33,50 +33,56 @@ import (
 // valueBindingsCRD is the name of the CRD in the chart's crds/.
 const valueBindingsCRD = "valuebindings.nudge.dev"
 
-// The chart as a dependency of a parent chart, as the OpenStack Magnum spec
-// adds Reloader to capi-helm-charts, switched by a condition: with
-// nudge.enabled=false Helm installs nothing of it, with true everything,
-// the CRD of its crds/ included.
+// The chart as a dependency of a parent chart, switched by a condition, as
+// the OpenStack Magnum spec adds Reloader to capi-helm-charts: with
+// <key>.enabled=false Helm installs nothing of it, with true everything,
+// the CRD of its crds/ included. By its name (nudge.enabled), and aliased
+// as Reloader's chart was named (reloader.enabled).
 func TestHelmInstallAsDependency(t *testing.T) {
-	g := NewWithT(t)
-	removeCRD(t, valueBindingsCRD) // whatever test ran before: Helm must create it
-	parent := t.TempDir()
-	writeFile(t, filepath.Join(parent, "Chart.yaml"), `apiVersion: v2
+	for _, key := range []string{"nudge", "reloader"} {
+		t.Run(key+".enabled", func(t *testing.T) {
+			g := NewWithT(t)
+			removeCRD(t, valueBindingsCRD) // whatever test ran before: Helm must create it
+			parent := t.TempDir()
+			writeFile(t, filepath.Join(parent, "Chart.yaml"), `apiVersion: v2
 name: cluster-addons
 version: 0.1.0
 dependencies:
 - name: nudge
+  alias: `+key+`
   version: ">=0.0.0-0"
   repository: file://`+charttest.Chart(t)+`
-  condition: nudge.enabled
+  condition: `+key+`.enabled
 `)
-	writeFile(t, filepath.Join(parent, "values.yaml"), `nudge:
+			writeFile(t, filepath.Join(parent, "values.yaml"), key+`:
   enabled: false
   reloader:
     watchGlobally: false
 `)
-	out, err := helm(t, "dependency", "build", parent)
-	g.Expect(err).NotTo(HaveOccurred(), "helm dependency build: %s", out)
+			out, err := helm(t, "dependency", "build", parent)
+			g.Expect(err).NotTo(HaveOccurred(), "helm dependency build: %s", out)
 
-	off := namespace(t, "chart-dep-off-")
-	out, err = helm(t, "install", "addons", parent, "--namespace", off)
-	g.Expect(err).NotTo(HaveOccurred(), "helm install with nudge.enabled=false: %s", out)
-	g.Expect(releaseManifest(t, "addons", off)).To(BeEmpty(), "nothing of nudge's chart installed")
-	var deploys appsv1.DeploymentList
-	g.Expect(k8s.List(t.Context(), &deploys, client.InNamespace(off))).To(Succeed())
-	g.Expect(deploys.Items).To(BeEmpty())
-	err = k8s.Get(t.Context(), client.ObjectKey{Name: valueBindingsCRD}, &apiextensionsv1.CustomResourceDefinition{})
-	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no CRD installed: %v", err)
+			off := namespace(t, "chart-dep-off-")
+			out, err = helm(t, "install", "addons", parent, "--namespace", off)
+			g.Expect(err).NotTo(HaveOccurred(), "helm install with %s.enabled=false: %s", key, out)
+			g.Expect(releaseManifest(t, "addons", off)).To(BeEmpty(), "nothing of nudge's chart installed")
+			var deploys appsv1.DeploymentList
+			g.Expect(k8s.List(t.Context(), &deploys, client.InNamespace(off))).To(Succeed())
+			g.Expect(deploys.Items).To(BeEmpty())
+			err = k8s.Get(t.Context(), client.ObjectKey{Name: valueBindingsCRD}, &apiextensionsv1.CustomResourceDefinition{})
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no CRD installed: %v", err)
 
-	on := namespace(t, "chart-dep-on-")
-	out, err = helm(t, "install", "addons", parent, "--namespace", on, "--set", "nudge.enabled=true")
-	g.Expect(err).NotTo(HaveOccurred(), "helm install with nudge.enabled=true: %s", out)
-	m := releaseManifest(t, "addons", on)
-	g.Expect(m.Kinds()).To(ContainElements("ServiceAccount", "Role", "RoleBinding", "Deployment"))
-	g.Expect(m.Kinds()).NotTo(ContainElements("ClusterRole", "ClusterRoleBinding"))
-	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Name: valueBindingsCRD}, &apiextensionsv1.CustomResourceDefinition{})).
-		To(Succeed(), "Helm installed the CRD of the chart's crds/")
-	installed(t, "addons", on, m)
+			on := namespace(t, "chart-dep-on-")
+			out, err = helm(t, "install", "addons", parent, "--namespace", on, "--set", key+".enabled=true")
+			g.Expect(err).NotTo(HaveOccurred(), "helm install with %s.enabled=true: %s", key, out)
+			m := releaseManifest(t, "addons", on)
+			g.Expect(m.Kinds()).To(ContainElements("ServiceAccount", "Role", "RoleBinding", "Deployment"))
+			g.Expect(m.Kinds()).NotTo(ContainElements("ClusterRole", "ClusterRoleBinding"), "the parent's reloader.watchGlobally=false")
+			g.Expect(k8s.Get(t.Context(), client.ObjectKey{Name: valueBindingsCRD}, &apiextensionsv1.CustomResourceDefinition{})).
+				To(Succeed(), "Helm installed the CRD of the chart's crds/")
+			installed(t, "addons", on, m)
+		})
+	}
 }
 
 // The OpenStack Magnum spec's install, with Helm: one release per namespace
