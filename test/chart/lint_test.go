@@ -44,13 +44,17 @@ func TestRenderRefuses(t *testing.T) {
 			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false, "namespaceSelector": "team=a"}},
 			want:   "reloader.namespaceSelector needs reloader.watchGlobally=true",
 		},
-		"a value neither chart knows": {
-			values: charttest.Values{"reloader": map[string]any{"deployment": map[string]any{"replica": 2}}},
-			want:   "additional properties 'replica' not allowed",
+		"a misspelt value of nudge's own, nested": {
+			values: charttest.Values{"metrics": map[string]any{"serviceMonitor": map[string]any{"enable": true}}},
+			want:   "additional properties 'enable' not allowed",
 		},
-		"a custom annotation Reloader's chart does not know": {
-			values: charttest.Values{"reloader": map[string]any{"custom_annotations": map[string]any{"configmaps": "a.example/cm"}}},
-			want:   "additional properties 'configmaps' not allowed",
+		"a value of Reloader's chart of the wrong type": {
+			values: charttest.Values{"reloader": map[string]any{"watchGlobally": "no"}},
+			want:   "watchGlobally",
+		},
+		"enabled that is not a boolean": {
+			values: charttest.Values{"enabled": "yes"},
+			want:   "enabled",
 		},
 		"a PodMonitor without metrics": {
 			values: charttest.Values{"metrics": map[string]any{"enabled": false}, "reloader": map[string]any{"podMonitor": map[string]any{"enabled": true}}},
@@ -100,5 +104,16 @@ func TestRenderRefuses(t *testing.T) {
 			}
 			NewWithT(t).Expect(string(out)).To(ContainSubstring(tc.want))
 		})
+	}
+}
+
+// TestRenderEnabled: the chart takes enabled, which a parent chart's
+// dependency condition reads (condition: nudge.enabled), and renders the
+// same whatever its value: the parent's Helm decides whether to install it.
+func TestRenderEnabled(t *testing.T) {
+	g := NewWithT(t)
+	want := charttest.Render(t, release, namespace, nil).Kinds()
+	for _, enabled := range []any{true, false, nil} {
+		g.Expect(charttest.Render(t, release, namespace, charttest.Values{"enabled": enabled}).Kinds()).To(Equal(want), "enabled: %v", enabled)
 	}
 }

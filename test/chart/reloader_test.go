@@ -351,3 +351,61 @@ func mergeValues(into, over map[string]any) {
 		into[k] = v
 	}
 }
+
+// reloader1421 is what Reloader v1.4.21's values add to v1.4.10's (see the
+// file's header).
+const reloader1421 = "reloader-1.4.21-additions.yaml"
+
+// TestReloaderNewerValues installs nudge's chart with Reloader v1.4.21's
+// values: a key nudge's chart does not know (reloader.deployment.hostUsers)
+// is accepted, as Reloader's chart accepts any key, and the install notes
+// name it as ignored. Reloader v1.4.10's own file names none.
+func TestReloaderNewerValues(t *testing.T) {
+	g := NewWithT(t)
+	files := []string{charttest.Testdata(t, reloaderDefaults), charttest.Testdata(t, reloader1421)}
+	m, out, err := charttest.TryRenderFiles(t, release, namespace, files, nil)
+	g.Expect(err).NotTo(HaveOccurred(), "helm template with v1.4.21's values: %s", out)
+	var d appsv1.Deployment
+	charttest.Into(t, m.Get("Deployment", release), &d)
+	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/nudge-dev/nudge:0.1.0"), "nudge's image, not Reloader's")
+	g.Expect(d.Spec.Template.Spec.HostUsers).To(BeNil(), "an unknown value has no effect")
+
+	notes := charttest.Notes(t, release, namespace, files, nil)
+	g.Expect(notes).To(MatchRegexp(`(?s)Values that nudge's chart does not know, ignored.*\n- reloader\.deployment\.hostUsers\n`))
+	g.Expect(charttest.Notes(t, release, namespace, []string{charttest.Testdata(t, reloaderDefaults)}, nil)).
+		NotTo(ContainSubstring("does not know"), "v1.4.10's values: every key known")
+	g.Expect(charttest.Notes(t, release, namespace, []string{charttest.Testdata(t, reloaderEveryValue)}, nil)).
+		NotTo(ContainSubstring("does not know"), "every value of Reloader's chart known")
+}
+
+// TestReloaderUnknownValues: under reloader and kubernetes any key is
+// accepted, as in Reloader's chart (a misspelling too), and named in the
+// install notes, at any depth, in order; a map nudge knows as a whole (e.g.
+// a securityContext) is not looked into.
+func TestReloaderUnknownValues(t *testing.T) {
+	g := NewWithT(t)
+	values := charttest.Values{
+		"kubernetes": map[string]any{"port": 443},
+		"reloader": map[string]any{
+			"custom_annotations": map[string]any{"configmaps": "a.example/cm"},
+			"deployment": map[string]any{
+				"replica":         2,
+				"securityContext": map[string]any{"fsGroup": 65534},
+				"pod":             map[string]any{"labels": map[string]any{"a": "b"}},
+			},
+			"newFeature": map[string]any{"enabled": true},
+		},
+	}
+	_, out, err := charttest.TryRender(t, release, namespace, values)
+	g.Expect(err).NotTo(HaveOccurred(), "helm template: %s", out)
+	notes := charttest.Notes(t, release, namespace, nil, values)
+	_, unknown, found := strings.Cut(notes, "check for a misspelling):\n")
+	g.Expect(found).To(BeTrue(), "the notes name unknown values:\n%s", notes)
+	g.Expect(strings.Fields(unknown)).To(Equal([]string{
+		"-", "kubernetes.port",
+		"-", "reloader.custom_annotations.configmaps",
+		"-", "reloader.deployment.pod.labels",
+		"-", "reloader.deployment.replica",
+		"-", "reloader.newFeature",
+	}))
+}

@@ -165,6 +165,188 @@ a line. */}}
 {{- end }}
 {{- end }}
 
+{{/* The values of Reloader's chart nudge's chart knows (values.schema.json's
+properties under reloader and kubernetes; test/chart checks the two agree):
+a key with {} is a leaf, whatever its value holds. */}}
+{{- define "nudge.reloaderKnownValues" }}
+kubernetes:
+  host: {}
+reloader:
+  watchGlobally: {}
+  namespaces: {}
+  ignoreNamespaces: {}
+  namespaceSelector: {}
+  resourceLabelSelector: {}
+  reloadStrategy: {}
+  reloadOnCreate: {}
+  reloadOnDelete: {}
+  ignoreSecrets: {}
+  ignoreConfigMaps: {}
+  ignoreJobs: {}
+  ignoreCronJobs: {}
+  autoReloadAll: {}
+  enableHA: {}
+  logFormat: {}
+  logLevel: {}
+  webhookUrl: {}
+  isArgoRollouts: {}
+  syncAfterRestart: {}
+  enableCSIIntegration: {}
+  enablePProf: {}
+  pprofAddr: {}
+  enableMetricsByNamespace: {}
+  leaderElection:
+    id: {}
+    leaseDuration: {}
+    renewDeadline: {}
+    retryPeriod: {}
+  custom_annotations:
+    auto: {}
+    configmap: {}
+    secret: {}
+    configmap_auto: {}
+    secret_auto: {}
+    search: {}
+    match: {}
+    ignore: {}
+    pausePeriod: {}
+    pauseTime: {}
+  matchLabels: {}
+  deployment:
+    replicas: {}
+    revisionHistoryLimit: {}
+    nodeSelector: {}
+    affinity: {}
+    tolerations: {}
+    topologySpreadConstraints: {}
+    priorityClassName: {}
+    runtimeClassName: {}
+    schedulerName: {}
+    dnsConfig: {}
+    automountServiceAccountToken: {}
+    securityContext: {}
+    containerSecurityContext: {}
+    annotations: {}
+    labels: {}
+    pod:
+      annotations: {}
+    image:
+      name: {}
+      tag: {}
+      pullPolicy: {}
+    env:
+      open: {}
+      secret: {}
+      existing: {}
+      field: {}
+    livenessProbe:
+      initialDelaySeconds: {}
+      periodSeconds: {}
+      timeoutSeconds: {}
+      successThreshold: {}
+      failureThreshold: {}
+    readinessProbe:
+      initialDelaySeconds: {}
+      periodSeconds: {}
+      timeoutSeconds: {}
+      successThreshold: {}
+      failureThreshold: {}
+    resources: {}
+    imagePullSecrets: {}
+    volumes: {}
+    volumeMounts: {}
+    gomaxprocsOverride: {}
+    gomemlimitOverride: {}
+  service:
+    labels: {}
+    annotations: {}
+    port: {}
+    ipFamilyPolicy: {}
+    ipFamilies: {}
+  rbac:
+    enabled: {}
+    labels: {}
+  serviceAccount:
+    create: {}
+    name: {}
+    labels: {}
+    annotations: {}
+  serviceMonitor:
+    enabled: {}
+    namespace: {}
+    interval: {}
+    timeout: {}
+    scheme: {}
+    tlsConfig: {}
+    labels: {}
+    annotations: {}
+    honorLabels: {}
+    metricRelabelings: {}
+    relabelings: {}
+    bearerTokenFile: {}
+    targetLabels: {}
+  podMonitor:
+    enabled: {}
+    namespace: {}
+    interval: {}
+    timeout: {}
+    scheme: {}
+    tlsConfig: {}
+    labels: {}
+    annotations: {}
+    honorLabels: {}
+    metricRelabelings: {}
+    relabelings: {}
+    bearerTokenSecret: {}
+    podTargetLabels: {}
+  podDisruptionBudget:
+    enabled: {}
+    minAvailable: {}
+    maxUnavailable: {}
+  netpol:
+    enabled: {}
+    from: {}
+    to: {}
+  verticalPodAutoscaler:
+    enabled: {}
+    recommenders: {}
+    controlledResources: {}
+    controlledValues: {}
+    maxAllowed: {}
+    minAllowed: {}
+    updatePolicy: {}
+  isOpenshift: {}
+  readOnlyRootFileSystem: {}
+  legacy:
+    rbac: {}
+  enableRestartWindows: {}
+{{- end }}
+
+{{/* The values under reloader and kubernetes that nudge's chart does not
+know, one "- path" a line: Reloader's chart accepts any key there (a newer
+Reloader's values, or a misspelling), and so does nudge's, naming them in
+the install notes instead of failing. */}}
+{{- define "nudge.reloaderUnknownValues" -}}
+{{- $known := fromYaml (include "nudge.reloaderKnownValues" .) }}
+{{- include "nudge.unknownValues" (dict "values" (pick .Values "reloader" "kubernetes") "known" $known "path" "") }}
+{{- end }}
+
+{{/* The keys of .values (a map) not in .known, with their path under
+.path; recursive into the maps .known details. */}}
+{{- define "nudge.unknownValues" -}}
+{{- $known := .known }}
+{{- $prefix := .path }}
+{{- range $key := keys .values | sortAlpha }}
+{{- $value := get $.values $key }}
+{{- $path := printf "%s%s" $prefix $key }}
+{{- if not (hasKey $known $key) }}
+- {{ $path }}
+{{- else if and (kindIs "map" $value) (kindIs "map" (get $known $key)) (not (empty (get $known $key))) }}
+{{- include "nudge.unknownValues" (dict "values" $value "known" (get $known $key) "path" (printf "%s." $path)) }}
+{{- end }}
+{{- end }}
+{{- end }}
+
 {{/* The scrape settings of Reloader's serviceMonitor or podMonitor values
 shared by both endpoints' kinds, as YAML. */}}
 {{- define "nudge.monitorEndpoint" -}}

@@ -67,6 +67,14 @@ func installFiles(t *testing.T, name, ns string, files []string, values charttes
 	g.Expect(err).NotTo(HaveOccurred(), "kubectl apply: %s", applied)
 	g.Expect(applied).NotTo(ContainSubstring("PodSecurity"), "the chart's pods meet the restricted standard")
 
+	return installed(t, name, ns, m)
+}
+
+// installed returns the release of the chart's objects m installed as name
+// in ns, once the chart's (fake) pods run.
+func installed(t *testing.T, name, ns string, m charttest.Manifest) *release {
+	t.Helper()
+	g := NewWithT(t)
 	r := &release{name: name, namespace: ns, m: m, deploy: &appsv1.Deployment{}}
 	deploys := m.OfKind("Deployment")
 	g.Expect(deploys).To(HaveLen(1))
