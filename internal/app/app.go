@@ -48,6 +48,7 @@ import (
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/trim"
 	"nudge.dev/nudge/internal/version"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -284,12 +285,12 @@ func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Opti
 	for _, c := range custom {
 		unstructuredKinds = append(unstructuredKinds, c.Adapter(""))
 	}
-	trim := controller.TrimWorkloads(unstructuredKinds...)
+	transform := trim.Workloads(unstructuredKinds...)
 	if wavesOf(opts) > 0 {
-		trim = fleet.KeepProgress(trim)
+		transform = fleet.KeepProgress(transform)
 	}
 	co := cache.Options{
-		DefaultTransform: trim,
+		DefaultTransform: transform,
 		ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: digested,
 			&corev1.Secret{}:    digested,

@@ -1,4 +1,4 @@
-package controller
+package trim
 
 import (
 	"maps"
@@ -19,19 +19,19 @@ import (
 	"nudge.dev/nudge/internal/workload"
 )
 
-// TrimWorkloads returns the cache transform for the built-in kinds
-// (TrimWorkload) and the unstructured kinds ks (Argo Rollouts, custom
-// kinds): of an object of one of ks it keeps the metadata TrimWorkload keeps
+// Workloads returns the cache transform for the built-in kinds
+// (Workload) and the unstructured kinds ks (Argo Rollouts, custom
+// kinds): of an object of one of ks it keeps the metadata Workload keeps
 // and, at the kind's template path, the pod template as trimTemplate trims
-// it; nothing else of its spec, nor its status. Like TrimWorkload, it is
+// it; nothing else of its spec, nor its status. Like Workload, it is
 // idempotent.
-func TrimWorkloads(ks ...workload.Kind) toolscache.TransformFunc {
+func Workloads(ks ...workload.Kind) toolscache.TransformFunc {
 	byGVK := map[schema.GroupVersionKind]workload.Kind{}
 	for _, k := range ks {
 		byGVK[k.New().GetObjectKind().GroupVersionKind()] = k
 	}
 	return func(obj any) (any, error) {
-		obj, err := TrimWorkload(obj)
+		obj, err := Workload(obj)
 		if u, ok := obj.(*unstructured.Unstructured); ok && err == nil {
 			if k, ok := byGVK[u.GroupVersionKind()]; ok {
 				trimUnstructured(u, k)
@@ -59,7 +59,7 @@ func trimUnstructured(u *unstructured.Unstructured, k workload.Kind) {
 // never reads it and it can double an object's size in the cache.
 const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
-// TrimWorkload is the cache transform for workloads. It keeps what the
+// Workload is the cache transform for workloads. It keeps what the
 // reconciler and the source index read: the metadata nudge reads (name,
 // namespace, resourceVersion, generation, annotations but kubectl's
 // last-applied-configuration, of the labels only nudge's seal, and of the
@@ -70,11 +70,11 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // a patch's response replaces the trimmed object it was given. Other objects
 // lose only their managedFields (as above), owner references and that annotation (a
 // Namespace keeps its labels: --namespace-selector reads them); an
-// unstructured one its status too (TrimWorkloads trims Argo Rollouts and
+// unstructured one its status too (Workloads trims Argo Rollouts and
 // custom kinds as the built-in kinds). A Secrets Store CSI
 // SecretProviderClassPodStatus, a source, is trimmed by sources.TrimPodStatus. It is
 // idempotent.
-func TrimWorkload(obj any) (any, error) {
+func Workload(obj any) (any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == sources.PodStatusGVK {
 		return sources.TrimPodStatus(obj)
 	}

@@ -1,4 +1,4 @@
-package controller
+package trim
 
 import (
 	"testing"
@@ -23,7 +23,7 @@ import (
 func TestTrimWorkloadsTrimsCustomKinds(t *testing.T) {
 	knative := workload.CustomKind{APIVersion: "serving.knative.dev/v1", Kind: "Service", TemplatePath: "spec.template"}.Adapter("")
 	prometheus := workload.CustomKind{APIVersion: "monitoring.coreos.com/v1", Kind: "Prometheus", TriggerPath: "spec.podMetadata.annotations"}.Adapter("")
-	trim := TrimWorkloads(knative, prometheus)
+	trim := Workloads(knative, prometheus)
 	meta := func() map[string]any {
 		return map[string]any{"name": "w", "namespace": "ns", "resourceVersion": "5",
 			"labels":        map[string]any{"app": "w", workload.SealLabel: "s"},
@@ -111,7 +111,7 @@ func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
 			Tolerations:  []corev1.Toleration{{Key: "k"}},
 		}}}}
 	whole := d.Spec.Template.Spec.DeepCopy()
-	_, err := TrimWorkload(d)
+	_, err := Workload(d)
 	g.Expect(err).NotTo(HaveOccurred())
 	trimmed := &d.Spec.Template.Spec
 
@@ -132,18 +132,18 @@ func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
 	g.Expect(d.Spec.Template.Annotations).To(Equal(map[string]string{"a": "b"}), "dialects read template annotations")
 
 	again := d.DeepCopy()
-	_, _ = TrimWorkload(again)
+	_, _ = Workload(again)
 	g.Expect(again).To(Equal(d), "idempotent")
 }
 
-// TestTrimWorkloadKeepsNamespaceLabels: TrimWorkload is the cache's default
+// TestTrimWorkloadKeepsNamespaceLabels: Workload is the cache's default
 // transform, so it also sees Namespaces, whose labels --namespace-selector
 // reads.
 func TestTrimWorkloadKeepsNamespaceLabels(t *testing.T) {
 	g := NewWithT(t)
 	labels := map[string]string{"team": "a", workload.SealLabel: "x"}
 	ns := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "shop", Labels: labels}}
-	_, err := TrimWorkload(ns)
+	_, err := Workload(ns)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(ns.Labels).To(Equal(map[string]string{"team": "a", workload.SealLabel: "x"}))
 }
@@ -174,7 +174,7 @@ func TestTrimWorkloadKeepsSecretProviderClasses(t *testing.T) {
 // the status, and trimming it again changes nothing.
 func TestKeepProgressKeepsWhatProgressOfReads(t *testing.T) {
 	g := NewWithT(t)
-	trim := fleet.KeepProgress(TrimWorkloads(workload.Rollout))
+	trim := fleet.KeepProgress(Workloads(workload.Rollout))
 	d := &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Generation: 3, Annotations: map[string]string{workload.LastRolloutAnnotation: time.Now().Format(time.RFC3339Nano)}},
 		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](2), MinReadySeconds: 5},
@@ -236,6 +236,6 @@ func TestKeepProgressKeepsWhatProgressOfReads(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(out.(*unstructured.Unstructured).Object["status"]).To(Equal(map[string]any{"phase": "Healthy", "observedGeneration": "3"}))
 
-	plain, _ := TrimWorkloads()(&appsv1.Deployment{Status: d.Status})
+	plain, _ := Workloads()(&appsv1.Deployment{Status: d.Status})
 	g.Expect(plain.(*appsv1.Deployment).Status).To(BeZero(), "without waves the status is not kept at all")
 }
