@@ -149,11 +149,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 			c.TemplateAnnotations[a] = stamp
 		}
 		if stakater && len(r.Kind.TemplatePath()) > 0 && len(d.Changed) > 0 {
-			from, err := r.lastReloadedFrom(ctx, obj, d, now)
-			if err != nil {
-				return err
-			}
-			c.TemplateAnnotations[workload.LastReloadedFromAnnotation] = from
+			c.TemplateAnnotations[workload.LastReloadedFromAnnotation] = r.lastReloadedFrom(obj, d, now)
 		}
 	}
 	// Pause with the trigger, unless already paused: by nudge (the period
@@ -189,19 +185,15 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 // lastReloadedFrom returns Reloader's last-reloaded-from for the rollout of
 // d at now (see workload.ReloadSource): of the sources changed, the last,
 // as Reloader keeps only the last; its keyed digest, never an unkeyed one;
-// the container that uses it, read from the API (one GET), since the cache
-// keeps no container names (see TrimWorkload).
-func (r *Reconciler) lastReloadedFrom(ctx context.Context, obj client.Object, d rollout.Decision, now time.Time) (string, error) {
+// the container that uses it, found in obj's pod template as the cache
+// keeps it (see trimPodSpec), so at no cost of a request.
+func (r *Reconciler) lastReloadedFrom(obj client.Object, d rollout.Decision, now time.Time) string {
 	src := d.Changed[len(d.Changed)-1]
-	live := r.Kind.New()
-	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-		return "", err
-	}
 	var container string
-	if t := r.Kind.Template(live); t != nil && len(t.Spec.Containers) > 0 {
+	if t := r.Kind.Template(obj); t != nil && len(t.Spec.Containers) > 0 {
 		container = t.Spec.Containers[workload.ContainerFor(&t.Spec, src)].Name
 	}
-	return workload.NewReloadSource(src, d.Write.Entries[src].Digest, container, now).String(), nil
+	return workload.NewReloadSource(src, d.Write.Entries[src].Digest, container, now).String()
 }
 
 // pausePeriod returns a Deployment's pause period, 0 when unset or invalid
