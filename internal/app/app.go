@@ -362,6 +362,7 @@ func Behaviour(opts options.Options) controller.Behaviour {
 		ReloadOnDelete:  opts.ReloadOnDelete,
 		IgnoreSources:   map[refs.Kind]bool{},
 		CronJobStartJob: opts.CronJobStartJob,
+		ReloaderEvents:  opts.EventReasons == "reloader",
 	}
 	for _, k := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		b.IgnoreSources[k] = opts.IgnoresSources(string(k))

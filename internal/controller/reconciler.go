@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -107,6 +108,10 @@ type Behaviour struct {
 	Notify func(Rolled)
 	// CronJobStartJob also starts a Job from a CronJob at once.
 	CronJobStartJob bool
+	// ReloaderEvents records a rollout's Events with Reloader's reasons and
+	// messages (--event-reasons=reloader): Normal Reloaded instead of
+	// Rolled, and a Warning ReloadFail for each rollout write that failed.
+	ReloaderEvents bool
 }
 
 // Rolled describes one rollout (or, with NotifyOnly, one change) for
@@ -122,7 +127,20 @@ type Rolled struct {
 
 // Reconcile compares the workload's applied state with the state of the
 // sources it references now, and writes a baseline, a rollout, or nothing.
+// It counts itself, and its retries, in Reloader's metrics.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	start := time.Now()
+	result, err := r.reconcile(ctx, req)
+	outcome := metrics.ResultSuccess
+	if err != nil {
+		outcome = metrics.ResultError
+		r.Metrics.Retried()
+	}
+	r.Metrics.Reconciled(outcome, time.Since(start))
+	return result, err
+}
+
+func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	pending := false // waiting for a rollout slot (see fleet.Waves)
 	if r.Waves != nil {
 		defer func() {
@@ -208,7 +226,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	r.warn(ctx, obj, causes)
 	r.Metrics.Decided(r.Kind.Name(), d.Action)
 	over := obj.GetResourceVersion()
-	result, err := r.act(ctx, obj, in, d)
+	// Reloader's annotations (or its --auto-reload-all, alone) select the
+	// workload: its rollout also writes Reloader's last-reloaded-from.
+	stakater := slices.Contains(spec.Dialects, dialect.Reloader) || (len(spec.Dialects) == 0 && r.AutoReloadAll)
+	result, err := r.act(ctx, obj, in, d, stakater)
 	r.changes.settle(req.NamespacedName, d.Action)
 	if r.Waves == nil {
 		return result, err
@@ -239,7 +260,8 @@ func decisionCause(d rollout.Decision, by string) (record.Cause, bool) {
 // act carries out decision d, taken on inputs in, on obj: a baseline or a
 // rollout is written and remembered (see history); a wait asks to be called
 // back. A pause nudge started ends when due, whatever the decision.
-func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Input, d rollout.Decision) (ctrl.Result, error) {
+// stakater says Reloader's annotations select obj (see roll).
+func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Input, d rollout.Decision, stakater bool) (ctrl.Result, error) {
 	key, over := client.ObjectKeyFromObject(obj), obj.GetResourceVersion()
 	var result ctrl.Result
 	switch d.Action {
@@ -256,7 +278,7 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
 		applied := d.Write.Format(key.Namespace)
-		if err := r.roll(ctx, obj, d, applied, in.Now); err != nil {
+		if err := r.roll(ctx, obj, d, applied, in.Now, stakater); err != nil {
 			return r.retry(ctx, err)
 		}
 		r.history.wrote(key, over, false)
@@ -308,6 +330,7 @@ func (r *Reconciler) resolver() Resolver {
 // requeue; other errors go to the workqueue's backoff.
 func (r *Reconciler) retry(ctx context.Context, err error) (ctrl.Result, error) {
 	if apierrors.IsConflict(err) {
+		r.Metrics.Retried()
 		ctrl.LoggerFrom(ctx).V(1).Info("Retrying after a write conflict", "kind", r.Kind.Name())
 		return ctrl.Result{RequeueAfter: 50 * time.Millisecond}, nil
 	}
@@ -317,24 +340,37 @@ func (r *Reconciler) retry(ctx context.Context, err error) (ctrl.Result, error) 
 	return ctrl.Result{}, err
 }
 
-// rolled records a rollout: a Normal Event, a log line in Reloader's words,
-// and the rollout counter.
+// rolled records a rollout: a Normal Event (Rolled, or with ReloaderEvents
+// Reloader's Reloaded), a log line in Reloader's words, and the rollout
+// counter.
 func (r *Reconciler) rolled(ctx context.Context, obj client.Object, changed []refs.Source) {
 	kind := r.Kind.Name()
-	r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll",
-		"%s", record.Note(fmt.Sprintf("Rolled %s %s because %s changed", kind, obj.GetName(), refs.Names(changed))))
-	var detected []string
-	for _, s := range changed {
-		detected = append(detected, fmt.Sprintf("'%s' of type '%s' in namespace '%s'", s.Name, strings.ToUpper(string(s.Kind)), s.Namespace))
+	detected := detectedIn(changed)
+	if r.ReloaderEvents {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, record.ReasonReloaded, "Reload", "%s", record.Note(fmt.Sprintf(
+			"Changes detected in %s, Updated '%s' of type '%s' in namespace '%s'", detected, obj.GetName(), kind, obj.GetNamespace())))
+	} else {
+		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll",
+			"%s", record.Note(fmt.Sprintf("Rolled %s %s because %s changed", kind, obj.GetName(), refs.Names(changed))))
 	}
 	ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("Changes detected in %s; updated '%s' of type '%s' in namespace '%s'",
-		strings.Join(detected, ", "), obj.GetName(), kind, obj.GetNamespace()),
+		detected, obj.GetName(), kind, obj.GetNamespace()),
 		"kind", kind, "sources", refs.Names(changed))
 	r.Metrics.Rolled(kind, obj.GetNamespace())
 	if at, ok := r.changes.take(client.ObjectKeyFromObject(obj)); ok {
 		r.Metrics.Waited(kind, r.now().Sub(at))
 	}
 	r.notify(obj, changed)
+}
+
+// detectedIn names the sources in changed as Reloader's log lines and Events
+// do: "'db' of type 'SECRET' in namespace 'shop', ...".
+func detectedIn(changed []refs.Source) string {
+	var out []string
+	for _, s := range changed {
+		out = append(out, fmt.Sprintf("'%s' of type '%s' in namespace '%s'", s.Name, strings.ToUpper(string(s.Kind)), s.Namespace))
+	}
+	return strings.Join(out, ", ")
 }
 
 func (r *Reconciler) notify(obj client.Object, changed []refs.Source) {

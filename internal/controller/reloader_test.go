@@ -114,7 +114,9 @@ func TestRenamedPauseAnnotations(t *testing.T) {
 // TestReloaderMetrics: /metrics serves Reloader's counters beside nudge's,
 // counted as Reloader counts them: success="false" for a rollout write the
 // API server refuses, success="true" for each workload rolled, and by
-// namespace with METRICS_COUNT_BY_NAMESPACE=enabled.
+// namespace with METRICS_COUNT_BY_NAMESPACE=enabled; and Reloader 1.4's
+// other series nudge serves, with their types and label names, counting
+// the rollout and the refused write.
 func TestReloaderMetrics(t *testing.T) {
 	addr := freeAddr(t)
 	e := setup(t, true, func(o *options.Options) {
@@ -144,6 +146,47 @@ func TestReloaderMetrics(t *testing.T) {
 	e.G.Eventually(byNS("true")).WithTimeout(20*time.Second).Should(Equal(1.0), "one successful reload in the namespace")
 	e.G.Expect(series("reloader_reload_executed_total", `success="true"`)()).To(BeNumerically(">=", 1))
 	e.G.Expect(series("nudge_rollouts_total", `kind="Deployment"`)()).To(BeNumerically(">=", 1), "nudge's own counter beside")
+
+	// The others (the registry is shared by the tests running in parallel:
+	// at least this test's counts).
+	e.G.Expect(scrapeTypes(t, addr)).To(And(
+		HaveKeyWithValue("reloader_reload_executed_total", "counter"),
+		HaveKeyWithValue("reloader_reload_executed_total_by_namespace", "counter"),
+		HaveKeyWithValue("reloader_action_total", "counter"),
+		HaveKeyWithValue("reloader_action_latency_seconds", "histogram"),
+		HaveKeyWithValue("reloader_reconcile_total", "counter"),
+		HaveKeyWithValue("reloader_reconcile_duration_seconds", "histogram"),
+		HaveKeyWithValue("reloader_retries_total", "counter"),
+		HaveKeyWithValue("reloader_workloads_matched_total", "counter"),
+	), "Reloader's series with Reloader's types")
+	e.G.Expect(series("reloader_action_total", `result="success"`, `workload_kind="Deployment"`)()).To(BeNumerically(">=", 1))
+	e.G.Expect(series("reloader_action_total", `result="error"`, `workload_kind="Deployment"`)()).To(BeNumerically(">=", 1), "the refused write")
+	e.G.Expect(series("reloader_action_latency_seconds_count", `workload_kind="Deployment"`)()).To(BeNumerically(">=", 1))
+	e.G.Expect(series("reloader_workloads_matched_total", `kind="Deployment"`)()).To(BeNumerically(">=", 2), "decided to roll twice: refused, then written")
+	e.G.Expect(series("reloader_reconcile_total", `result="success"`)()).To(BeNumerically(">=", 1))
+	e.G.Expect(series("reloader_reconcile_total", `result="error"`)()).To(BeNumerically(">=", 1), "the reconcile of the refused write")
+	e.G.Expect(series("reloader_reconcile_duration_seconds_count", `result="success"`)()).To(BeNumerically(">=", 1))
+	e.G.Expect(scrape(t, addr)["reloader_retries_total"]).To(BeNumerically(">=", 1), "the refused write retried")
+}
+
+// scrapeTypes returns the type of each metric family the metrics endpoint
+// at addr serves, from its "# TYPE" lines.
+func scrapeTypes(t *testing.T, addr string) map[string]string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatalf("scraping %s: %v", addr, err)
+	}
+	defer resp.Body.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		if f := strings.Fields(sc.Text()); len(f) == 4 && f[0] == "#" && f[1] == "TYPE" {
+			out[f[2]] = f[3]
+		}
+	}
+	return out
 }
 
 // refuseRollouts makes the API server refuse writes of nudge's trigger on

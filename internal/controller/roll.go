@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -90,8 +91,11 @@ func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Ch
 
 // roll writes the trigger and the new applied state (d.Write, formatted) in
 // one patch, in the way the kind and the options call for, then records the
-// rollout.
-func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Decision, applied string, now time.Time) error {
+// rollout. With stakater (Reloader's annotations select obj) and the
+// default trigger, the patch also writes Reloader's last-reloaded-from on
+// the pod template, as Reloader's annotations strategy does (with its
+// env-vars strategy Reloader writes none).
+func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Decision, applied string, now time.Time, stakater bool) error {
 	stamp := now.UTC().Format(time.RFC3339Nano)
 	c := r.stateChange(obj, applied)
 	if r.NotifyOnly {
@@ -144,6 +148,9 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		if a := r.Kind.TriggerAnnotation(); a != "" {
 			c.TemplateAnnotations[a] = stamp
 		}
+		if stakater && len(r.Kind.TemplatePath()) > 0 && len(d.Changed) > 0 {
+			c.TemplateAnnotations[workload.LastReloadedFromAnnotation] = r.lastReloadedFrom(obj, d, now)
+		}
 	}
 	// Pause with the trigger, unless already paused: by nudge (the period
 	// runs) or by someone else (whose pause nudge must not end).
@@ -156,7 +163,11 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 	}
 	if err := r.apply(ctx, obj, c); err != nil {
 		if !apierrors.IsConflict(err) {
-			r.Metrics.RollFailed(obj.GetNamespace())
+			r.Metrics.RollFailed(r.Kind.Name(), obj.GetNamespace())
+			if r.ReloaderEvents && !apierrors.IsNotFound(err) {
+				r.record(ctx, obj, record.Cause{Reason: record.ReasonReloadFail, Note: record.Note(fmt.Sprintf(
+					"Update for '%s' of type '%s' in namespace '%s' failed with error %v", obj.GetName(), r.Kind.Name(), obj.GetNamespace(), err))})
+			}
 		}
 		return err
 	}
@@ -169,6 +180,20 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		}
 	}
 	return nil
+}
+
+// lastReloadedFrom returns Reloader's last-reloaded-from for the rollout of
+// d at now (see workload.ReloadSource): of the sources changed, the last,
+// as Reloader keeps only the last; its keyed digest, never an unkeyed one;
+// the container that uses it, found in obj's pod template as the cache
+// keeps it (see trimPodSpec), so at no cost of a request.
+func (r *Reconciler) lastReloadedFrom(obj client.Object, d rollout.Decision, now time.Time) string {
+	src := d.Changed[len(d.Changed)-1]
+	var container string
+	if t := r.Kind.Template(obj); t != nil && len(t.Spec.Containers) > 0 {
+		container = t.Spec.Containers[workload.ContainerFor(&t.Spec, src)].Name
+	}
+	return workload.NewReloadSource(src, d.Write.Entries[src].Digest, container, now).String()
 }
 
 // pausePeriod returns a Deployment's pause period, 0 when unset or invalid
@@ -218,7 +243,7 @@ func (j jobReport) Rolled(ctx context.Context, job client.Object, changed []refs
 }
 
 func (j jobReport) NotRecreated(ctx context.Context, job client.Object, warning string) {
-	j.r.Metrics.RollFailed(job.GetNamespace())
+	j.r.Metrics.RollFailed(j.r.Kind.Name(), job.GetNamespace())
 	if warning != "" {
 		j.r.record(ctx, job, record.Cause{Reason: record.ReasonJobNotRecreated, Note: record.Note(warning)})
 	}

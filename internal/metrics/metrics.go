@@ -4,7 +4,6 @@ package metrics
 
 import (
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,26 +20,25 @@ type Metrics struct {
 	warnings  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 
-	// reloads is Reloader's reloader_reload_executed_total{success}, and
-	// reloadsByNamespace its reloader_reload_executed_total_by_namespace
-	// {success,namespace}, nil unless counted by namespace (see New).
-	reloads, reloadsByNamespace *prometheus.CounterVec
+	reloader reloader
 }
 
 // New creates nudge's metrics and Reloader's and registers them with
 // reg, reusing those already registered there (nudge may run more than once
 // in a process, as in tests). It returns any other registration error.
 //
-// Reloader's are counted as Reloader counts them
+// Reloader's are counted as Reloader 1.4 counts them
 // (https://github.com/stakater/Reloader/blob/master/internal/pkg/metrics/prometheus.go):
-// reloader_reload_executed_total{success="true"} once per workload rolled,
-// success="false" once per rollout write that failed (a conflict, retried
-// at once, is not a failure), both series present from the start at 0.
+// reloader_reload_executed_total{success="true"} and
+// reloader_action_total{workload_kind,result="success"} once per workload
+// rolled, success="false" and result="error" once per rollout write that
+// failed (a conflict, retried at once, is not a failure), the two
+// reloader_reload_executed_total series present from the start at 0.
 // With byNamespace (Reloader's METRICS_COUNT_BY_NAMESPACE=enabled),
 // reloader_reload_executed_total_by_namespace{success,namespace} counts the
 // same per workload namespace; otherwise it is not registered at all, as in
 // Reloader. A change sent to --webhook-url instead of rolled counts in
-// neither, as in Reloader.
+// none of them, as in Reloader. See reloader for the others.
 func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 	m := &Metrics{
 		rollouts: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -63,32 +61,19 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 			// for a rollout slot as long as a wave takes.
 			Buckets: prometheus.ExponentialBuckets(0.005, 2.5, 14),
 		}, []string{"kind"}),
-		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "reloader",
-			Name:      "reload_executed_total",
-			Help:      "Counter of reloads executed by Reloader.",
-		}, []string{"success"}),
 	}
-	counters := []**prometheus.CounterVec{&m.rollouts, &m.decisions, &m.warnings, &m.reloads}
 	var err error
 	if m.latency, err = Register(reg, m.latency); err != nil {
 		return nil, err
 	}
-	if byNamespace {
-		m.reloadsByNamespace = prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: "reloader",
-			Name:      "reload_executed_total_by_namespace",
-			Help:      "Counter of reloads executed by Reloader by namespace.",
-		}, []string{"success", "namespace"})
-		counters = append(counters, &m.reloadsByNamespace)
-	}
-	for _, c := range counters {
+	for _, c := range []**prometheus.CounterVec{&m.rollouts, &m.decisions, &m.warnings} {
 		if *c, err = Register(reg, *c); err != nil {
 			return nil, err
 		}
 	}
-	m.reloads.WithLabelValues("true").Add(0)
-	m.reloads.WithLabelValues("false").Add(0)
+	if m.reloader, err = newReloader(reg, byNamespace); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -96,29 +81,26 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 func (m *Metrics) Rolled(kind, namespace string) {
 	if m != nil {
 		m.rollouts.WithLabelValues(kind).Inc()
-		m.reloaded(true, namespace)
+		m.reloader.acted(kind, namespace, true)
 	}
 }
 
-// RollFailed counts a rollout write that failed, in Reloader's counters.
-func (m *Metrics) RollFailed(namespace string) {
+// RollFailed counts a rollout write of a workload of kind in namespace that
+// failed, in Reloader's counters.
+func (m *Metrics) RollFailed(kind, namespace string) {
 	if m != nil {
-		m.reloaded(false, namespace)
+		m.reloader.acted(kind, namespace, false)
 	}
 }
 
-func (m *Metrics) reloaded(success bool, namespace string) {
-	s := strconv.FormatBool(success)
-	m.reloads.WithLabelValues(s).Inc()
-	if m.reloadsByNamespace != nil {
-		m.reloadsByNamespace.WithLabelValues(s, namespace).Inc()
-	}
-}
-
-// Decided counts a reconcile's decision for a workload of kind.
+// Decided counts a reconcile's decision for a workload of kind; a Roll also
+// in Reloader's reloader_workloads_matched_total.
 func (m *Metrics) Decided(kind string, a rollout.Action) {
 	if m != nil {
 		m.decisions.WithLabelValues(kind, a.String()).Inc()
+		if a == rollout.Roll {
+			m.reloader.matched.WithLabelValues(kind).Inc()
+		}
 	}
 }
 
@@ -130,10 +112,12 @@ func (m *Metrics) Warned(reason string) {
 }
 
 // Waited records the time from nudge seeing a source change to the rollout
-// of a workload of kind it caused.
+// of a workload of kind it caused, also in Reloader's
+// reloader_action_latency_seconds.
 func (m *Metrics) Waited(kind string, d time.Duration) {
 	if m != nil {
 		m.latency.WithLabelValues(kind).Observe(d.Seconds())
+		m.reloader.actionSeconds.WithLabelValues(kind).Observe(d.Seconds())
 	}
 }
 

@@ -144,9 +144,22 @@ type Options struct {
 	Reloader Reloader
 
 	// LogFormat is "text" (default) or "json"; LogLevel one of LogLevels.
+	// In "json" each line is one object in the shape of Reloader's
+	// (logrus's JSON formatter): "level" named as Reloader names it
+	// ("info", "warning", "error", "debug", "trace"), "msg", and "time" in
+	// RFC 3339.
 	LogFormat string
 	LogLevel  string
+
+	// EventReasons names the reasons of the Events of a rollout: "nudge"
+	// (the default: Normal Rolled) or "reloader" (Reloader's: Normal
+	// Reloaded, and Warning ReloadFail for a rollout write that failed,
+	// with Reloader's messages).
+	EventReasons string
 }
+
+// EventReasonSets are the accepted values of --event-reasons.
+var EventReasonSets = []string{"nudge", "reloader"}
 
 // LogLevels are the accepted values of --log-level, as Reloader names them.
 var LogLevels = []string{"trace", "debug", "info", "warning", "error", "fatal", "panic"}
@@ -218,6 +231,7 @@ func Default() Options {
 		LogFormat:           "text",
 		ReloadStrategy:      "annotations",
 		LogLevel:            "info",
+		EventReasons:        "nudge",
 		Reloader:            DefaultReloader(),
 	}
 }
@@ -260,8 +274,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ValueBindings, "value-bindings", o.ValueBindings, "Reconcile ValueBindings (nudge.dev/v1alpha1): keep fields of a resource equal to Secret or ConfigMap keys.")
 	fs.StringSliceVar(&o.ValueBindingTargets, "value-binding-targets", o.ValueBindingTargets, `Comma-separated kinds a ValueBinding may write, as "Kind.group" ("Harbor.goharbor.io"; a core kind is plain "Kind"); any other target is refused.`)
 	fs.IntVar(&o.ValueBindingWorkers, "value-binding-workers", o.ValueBindingWorkers, "Concurrent reconciles of ValueBindings (applies to their targets).")
-	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "text" or "json".`)
+	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "text" or "json" (Reloader's JSON lines: level, msg, time).`)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: "+strings.Join(LogLevels, ", ")+".")
+	fs.StringVar(&o.EventReasons, "event-reasons", o.EventReasons, `Reasons of a rollout's Events: "nudge" (Rolled) or "reloader" (Reloader's Reloaded and ReloadFail).`)
 	o.bindReloaderFlags(fs)
 }
 
@@ -301,6 +316,9 @@ func (o *Options) Validate() error {
 	}
 	if !slices.Contains(LogLevels, o.LogLevel) {
 		errs = append(errs, fmt.Errorf("--log-level must be one of %s, got %q", strings.Join(LogLevels, ", "), o.LogLevel))
+	}
+	if !slices.Contains(EventReasonSets, o.EventReasons) {
+		errs = append(errs, fmt.Errorf(`--event-reasons must be "nudge" or "reloader", got %q`, o.EventReasons))
 	}
 	if o.ReloadStrategy != "annotations" && o.ReloadStrategy != "env-vars" {
 		errs = append(errs, fmt.Errorf(`--reload-strategy must be "annotations" or "env-vars", got %q`, o.ReloadStrategy))

@@ -42,6 +42,17 @@ func TestFlags(t *testing.T) {
 			args:    []string{"--log-level=loud"},
 			wantErr: `--log-level must be one of`,
 		},
+		"--event-reasons=reloader picks Reloader's reasons": {
+			args:  []string{"--event-reasons=reloader"},
+			check: func(g Gomega, o options.Options) { g.Expect(o.EventReasons).To(Equal("reloader")) },
+		},
+		"nudge's reasons by default": {
+			check: func(g Gomega, o options.Options) { g.Expect(o.EventReasons).To(Equal("nudge")) },
+		},
+		"an unknown set of event reasons is refused": {
+			args:    []string{"--event-reasons=flux"},
+			wantErr: `--event-reasons must be "nudge" or "reloader", got "flux"`,
+		},
 		"a negative window is refused": {
 			args:    []string{"--rollout-window=-1s"},
 			wantErr: "--rollout-window must not be negative",

@@ -5,6 +5,13 @@ package record
 const (
 	// ReasonRolled (Normal): nudge rolled a workload.
 	ReasonRolled = "Rolled"
+	// ReasonReloaded (Normal) is Reloader's ReasonRolled, recorded instead
+	// with --event-reasons=reloader (Reloader 1.4,
+	// internal/pkg/handler/upgrade.go).
+	ReasonReloaded = "Reloaded"
+	// ReasonReloadFail is Reloader's Warning for a rollout write that
+	// failed, recorded with --event-reasons=reloader only, at each failure.
+	ReasonReloadFail = "ReloadFail"
 	// ReasonSourceMissing: a source the workload references does not exist.
 	ReasonSourceMissing = "SourceMissing"
 	// ReasonMalformedAnnotation: an annotation of a dialect could not be read.

@@ -133,21 +133,36 @@ func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 	return out
 }
 
-// trimPodSpec replaces a pod spec with one container that reads exactly the
-// sources the pod spec reads (refs.FromPodSpec), in the fewest objects (a
-// SecretProviderClass as a csi volume that mounts it): a
-// whole source as an envFrom entry, a source read only in part as one env
-// entry per key read, each as optional as the reference. FromPodSpec reads
-// the same references from the trimmed spec as from the whole one, and
-// nothing else reads the cached pod spec: the env-vars strategy reads the
-// live object.
+// trimPodSpec replaces a pod spec with containers that read exactly the
+// sources the pod spec reads (refs.FromPodSpec), in the fewest objects: each
+// source in the container that uses it (workload.ContainerFor: the first for
+// a source no container uses, as one only an init container or an unmounted
+// volume reads), as a whole source an envFrom entry, a source read only in
+// part one env entry per key read, each as optional as the reference; a
+// SecretProviderClass as a csi volume that mounts it, mounted by that
+// container. Of the containers it keeps the first (for its name) and those
+// that read a source, in their order, with their names and nothing else.
+// FromPodSpec reads the same references from the trimmed spec as from the
+// whole one, and ContainerFor finds the same container of each source by
+// name (Reloader's last-reloaded-from names it); nothing else reads the
+// cached pod spec: the env-vars strategy reads the live object.
 func trimPodSpec(p *corev1.PodSpec) {
-	var c corev1.Container
+	// One container at least, unnamed when the pod spec has none (a
+	// template of a custom kind), to hold the references.
+	containers := make([]corev1.Container, max(len(p.Containers), 1))
+	for i, c := range p.Containers {
+		containers[i].Name = c.Name
+	}
 	var volumes []corev1.Volume
 	for _, r := range refs.FromPodSpec("", p) {
+		c := &containers[0]
+		if len(p.Containers) > 0 {
+			c = &containers[workload.ContainerFor(p, r.Source)]
+		}
 		if r.Kind == refs.SecretProviderClass {
 			volumes = append(volumes, corev1.Volume{Name: r.Name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{
 				Driver: refs.CSIDriver, VolumeAttributes: map[string]string{refs.SecretProviderClassAttribute: r.Name}}}})
+			c.VolumeMounts = append(c.VolumeMounts, corev1.VolumeMount{Name: r.Name})
 			continue
 		}
 		optional := r.Optional
@@ -173,7 +188,9 @@ func trimPodSpec(p *corev1.PodSpec) {
 		}
 	}
 	*p = corev1.PodSpec{Volumes: volumes}
-	if len(c.Env) > 0 || len(c.EnvFrom) > 0 {
-		p.Containers = []corev1.Container{c}
+	for i, c := range containers {
+		if (i == 0 && c.Name != "") || len(c.Env) > 0 || len(c.EnvFrom) > 0 || len(c.VolumeMounts) > 0 {
+			p.Containers = append(p.Containers, c)
+		}
 	}
 }

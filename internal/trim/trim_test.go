@@ -117,9 +117,16 @@ func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
 
 	g.Expect(refs.FromPodSpec("ns", trimmed)).To(Equal(refs.FromPodSpec("ns", whole)))
 	g.Expect(refs.FromPodSpec("ns", trimmed)).To(HaveLen(5))
-	g.Expect(trimmed.Containers).To(HaveLen(1), "every container's references in one")
-	g.Expect(trimmed.Containers[0].Env).To(HaveLen(2), "a key each of db and tls")
-	g.Expect(trimmed.Containers[0].EnvFrom).To(HaveLen(3), "the whole of app, extra and debug")
+	g.Expect(trimmed.Containers).To(HaveExactElements(HaveField("Name", "side"), HaveField("Name", "app")),
+		"the first container, and those that read a source, by name")
+	for _, r := range refs.FromPodSpec("ns", whole) {
+		g.Expect(trimmed.Containers[workload.ContainerFor(trimmed, r.Source)].Name).To(
+			Equal(whole.Containers[workload.ContainerFor(whole, r.Source)].Name), "the container that uses %s", r.Source)
+	}
+	g.Expect(trimmed.Containers[0].Env).To(HaveLen(1), "a key of db, read by an init container only: the first container's")
+	g.Expect(trimmed.Containers[0].EnvFrom).To(HaveLen(2), "the whole of extra (no container mounts it) and debug (an ephemeral container's)")
+	g.Expect(trimmed.Containers[1].Env).To(HaveLen(1), "a key of tls, mounted by app")
+	g.Expect(trimmed.Containers[1].EnvFrom).To(HaveLen(1), "the whole of app")
 	g.Expect(trimmed.InitContainers).To(BeNil())
 	g.Expect(trimmed.Containers[0].Image).To(BeEmpty(), "images are not kept")
 	g.Expect(trimmed.NodeSelector).To(BeNil())
@@ -162,7 +169,8 @@ func TestTrimWorkloadKeepsSecretProviderClasses(t *testing.T) {
 	trimPodSpec(&spec)
 	g.Expect(refs.FromPodSpec("shop", &spec)).To(Equal(refs.FromPodSpec("shop", whole)))
 	g.Expect(refs.FromPodSpec("shop", &spec)).To(Equal([]refs.Reference{{Source: refs.Source{Kind: refs.SecretProviderClass, Namespace: "shop", Name: "vault-db"}}}))
-	g.Expect(spec.Containers).To(BeEmpty())
+	g.Expect(spec.Containers).To(Equal([]corev1.Container{{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "vault-db"}}}}),
+		"the container that mounts it, by name")
 	g.Expect(spec.Volumes).To(HaveLen(1))
 	g.Expect(spec.Volumes[0].CSI.VolumeAttributes).To(Equal(map[string]string{refs.SecretProviderClassAttribute: "vault-db"}))
 	g.Expect(spec.Volumes[0].CSI.NodePublishSecretRef).To(BeNil())

@@ -3,6 +3,7 @@ package workload_test
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -134,4 +135,33 @@ func TestChangePatchRefusesContainersWithoutTemplate(t *testing.T) {
 
 func metaWithAnnotations(a map[string]string) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Annotations: a}
+}
+
+// TestReloadSource: Reloader's last-reloaded-from in its JSON shape, keys in
+// Reloader's order, the type in Reloader's upper case.
+func TestReloadSource(t *testing.T) {
+	at := time.Date(2026, 11, 25, 12, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		src  refs.Source
+		want string
+	}{
+		"a ConfigMap": {
+			src:  refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"},
+			want: `{"type":"CONFIGMAP","name":"app","namespace":"shop","hash":"d1","containerRefs":["web"],"observedAt":1795608000}`,
+		},
+		"a Secret": {
+			src:  refs.Source{Kind: refs.Secret, Namespace: "shop", Name: "db"},
+			want: `{"type":"SECRET","name":"db","namespace":"shop","hash":"d1","containerRefs":["web"],"observedAt":1795608000}`,
+		},
+		"a SecretProviderClass": {
+			src:  refs.Source{Kind: refs.SecretProviderClass, Namespace: "shop", Name: "vault"},
+			want: `{"type":"SECRETPROVIDERCLASS","name":"vault","namespace":"shop","hash":"d1","containerRefs":["web"],"observedAt":1795608000}`,
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(workload.NewReloadSource(tc.src, "d1", "web", at).String()).To(Equal(tc.want))
+		})
+	}
 }

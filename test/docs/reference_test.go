@@ -45,6 +45,7 @@ func TestEveryFlagIsDocumented(t *testing.T) {
 var annotationFiles = []string{
 	"internal/dialect/annotations.go",
 	"internal/workload/keys.go",
+	"internal/workload/reloaded.go",
 	"internal/fleet/annotations.go",
 	"internal/controller/roll.go",
 }
