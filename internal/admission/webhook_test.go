@@ -53,7 +53,7 @@ func TestOwnerReplaceWithWebhookRollsNothing(t *testing.T) {
 		// rollouts after nudge's rollout and the owner's replace.
 		rollouts int64
 	}{
-		"with the webhook the owner's replace rolls nothing":            {webhook: true, rollouts: 1},
+		"with the webhook the owner's replace rolls nothing":              {webhook: true, rollouts: 1},
 		"without the webhook the owner's replace is a rollout of its own": {webhook: false, rollouts: 2},
 	}
 	for name, tc := range tests {
@@ -185,4 +185,3 @@ func TestEveryKindKeepsItsTrigger(t *testing.T) {
 		})
 	}
 }
-
