@@ -52,34 +52,42 @@ type env struct {
 }
 
 // setup creates a namespace for t and starts a nudge watching it (rollout
-// window 0), serving the admission webhook on 127.0.0.1 with a certificate
-// of a CA made for the test when webhook is true, and registering it for
-// the test's namespace alone, by URL.
-func setup(t *testing.T, webhook bool) *env {
+// window 0, then mutate applied), serving the admission webhook on
+// 127.0.0.1 with a certificate of a CA made for the test when webhook is
+// true, and registering it for the test's namespace alone, by URL.
+func setup(t *testing.T, webhook bool, mutate ...func(*options.Options)) *env {
 	t.Helper()
 	e := &env{Env: nt.Setup(t, plane, k8s, false, nil)}
-	if !webhook {
-		e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
-		return e
+	var dir string
+	if webhook {
+		dir = t.TempDir()
+		e.ca = servingCert(t, dir)
+		e.addr = freeAddr(t)
 	}
-	dir := t.TempDir()
-	e.ca = servingCert(t, dir)
-	e.addr = freeAddr(t)
+	envVars := false
 	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) {
 		o.RolloutWindow = 0
-		o.AdmissionWebhook, o.AdmissionWebhookAddr, o.AdmissionWebhookCertDir = true, e.addr, dir
+		if webhook {
+			o.AdmissionWebhook, o.AdmissionWebhookAddr, o.AdmissionWebhookCertDir = true, e.addr, dir
+		}
+		for _, m := range mutate {
+			m(o)
+		}
+		envVars = o.ReloadStrategy == "env-vars"
 	})
-	e.register()
+	if webhook {
+		e.register(envVars)
+	}
 	return e
 }
 
 // register creates a MutatingWebhookConfiguration, the webhooks of
-// admission.Webhooks, for the test's namespace alone, that calls the
+// admission.Webhooks (for Reloader's env-vars strategy when envVars), for the test's namespace alone, that calls the
 // webhook at https://<e.addr>/keep-trigger; deleted when the test ends.
-func (e *env) register() {
+func (e *env) register(envVars bool) {
 	e.T.Helper()
 	cc := admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + e.addr + admission.Path), CABundle: e.ca}
-	hooks := admission.Webhooks(cc, false)
+	hooks := admission.Webhooks(cc, envVars)
 	for i := range hooks {
 		hooks[i].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: e.NS}}
 	}

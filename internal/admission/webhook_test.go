@@ -5,12 +5,14 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -87,6 +89,57 @@ func TestOwnerReplaceWithWebhookRollsNothing(t *testing.T) {
 			e.RolledTo("web", tc.rollouts+1)
 		})
 	}
+}
+
+// The webhook keeps nudge's state with the template, so that a change nudge
+// has not rolled yet when the owner replaces the workload (here one that
+// waits for the end of the rollout window) is still rolled: the replace
+// strips nudge's applied state, and a nudge that saw none would record the
+// new content as what the pods run (rule 3) while the kept template keeps
+// the pods on the old content.
+func TestChangeWaitingAtTheReplaceIsRolled(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 20 * time.Second })
+	manifest := func() client.Object {
+		return nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app"))
+	}
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), manifest())
+	e.Baselined("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.G.Eventually(e.Rollouts("web")).WithTimeout(20*time.Second).Should(BeEquivalentTo(1), "nudge's first rollout")
+	e.webhookServes(workload.Deployment, manifest)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" }) // waits for the window's end
+
+	e.G.Expect(e.replace(manifest())).To(Succeed(), "the owner replacing the Deployment with its manifest")
+	e.G.Expect(e.Rollouts("web")()).To(BeEquivalentTo(1), "the replace rolled nothing")
+	e.G.Eventually(e.Rollouts("web")).WithTimeout(40*time.Second).Should(BeEquivalentTo(2), "the waiting change rolled at the window's end")
+	e.G.Consistently(e.Rollouts("web")).WithTimeout(3 * time.Second).Should(BeEquivalentTo(2))
+	e.G.Expect(e.Deployment("web").Spec.Template.Annotations).To(HaveKeyWithValue(workload.RestartedForAnnotation, "ConfigMap "+e.NS+"/app"))
+}
+
+// Under Reloader's env-vars strategy the trigger is a STAKATER_ env var:
+// the webhook keeps it too.
+func TestEnvVarsTriggerIsKept(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.ReloadStrategy = "env-vars" })
+	manifest := func() client.Object {
+		return nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app"))
+	}
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), manifest())
+	e.Baselined("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
+	rolled := e.Deployment("web")
+	e.G.Expect(rolled.Spec.Template.Spec.Containers[0].Env).To(ContainElement(HaveField("Name", "STAKATER_APP_CONFIGMAP")))
+	e.G.Eventually(func() []corev1.EnvVar {
+		d := manifest().(*appsv1.Deployment)
+		if err := e.replace(d, client.DryRunAll); err != nil {
+			return nil
+		}
+		return d.Spec.Template.Spec.Containers[0].Env
+	}).WithTimeout(30*time.Second).Should(ContainElement(HaveField("Name", "STAKATER_APP_CONFIGMAP")), "the API server to call the webhook")
+
+	e.G.Expect(e.replace(manifest())).To(Succeed(), "the owner replacing the Deployment with its manifest")
+	e.RolledTo("web", 1)
+	e.G.Expect(e.Deployment("web").Spec.Template).To(Equal(rolled.Spec.Template))
 }
 
 // An owner whose write changes the pod template beyond the trigger (a new
