@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -154,4 +155,19 @@ func TestRenderAdmissionWebhookNamespaces(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRenderAdmissionWebhookNetworkPolicy: with reloader.netpol the API
+// server may still reach the webhook's port.
+func TestRenderAdmissionWebhookNetworkPolicy(t *testing.T) {
+	g := NewWithT(t)
+	values := charttest.Values{"admissionWebhook": map[string]any{"enabled": true},
+		"reloader": map[string]any{"netpol": map[string]any{"enabled": true}}}
+	r := render(t, values)
+	checkInvariants(t, r, values)
+	var np networkingv1.NetworkPolicy
+	charttest.Into(t, r.m.OfKind("NetworkPolicy")[0], &np)
+	g.Expect(np.Spec.Ingress).To(ContainElement(And(
+		HaveField("From", BeEmpty()),
+		HaveField("Ports", ConsistOf(HaveField("Port", HaveValue(HaveField("StrVal", "webhook"))))))))
 }
