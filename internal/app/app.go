@@ -124,7 +124,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}
 	co := cacheOptions(opts, custom)
 	co.NewInformer = caches.NewInformer
+	hooks, err := webhookServer(opts)
+	if err != nil {
+		return err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+		WebhookServer:                 hooks,
 		Scheme:                        scheme,
 		Cache:                         co,
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
@@ -161,6 +166,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		}
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := addAdmissionWebhook(mgr, opts, custom); err != nil {
 		return err
 	}
 	synced := &atomic.Bool{}

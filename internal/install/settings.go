@@ -44,7 +44,7 @@ const (
 var private = []string{
 	"kubeconfig", "webhook-url", "custom-kinds-file",
 	"metrics-bind-address", "metrics-addr", "health-probe-bind-address", "health-addr",
-	"pprof-bind-address", "pprof-addr",
+	"pprof-bind-address", "pprof-addr", "admission-webhook-bind-address", "admission-webhook-cert-dir",
 }
 
 // Args returns opts as the flags that give it, "--name=value" for every

@@ -7,9 +7,11 @@ package options
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -139,6 +141,19 @@ type Options struct {
 	// Reloader's environment variable METRICS_COUNT_BY_NAMESPACE=enabled.
 	MetricsByNamespace bool
 
+	// AdmissionWebhook serves the mutating admission webhook that keeps
+	// nudge's trigger on a workload's pod template when an owner's update
+	// only drops it (package admission; SAP pod-reloader's webhook). The
+	// webhook is registered by a MutatingWebhookConfiguration (the chart's
+	// admissionWebhook values); nudge only serves it, on every replica.
+	AdmissionWebhook bool
+	// AdmissionWebhookAddr is the webhook server's bind address, host:port.
+	AdmissionWebhookAddr string
+	// AdmissionWebhookCertDir holds the webhook server's tls.crt and
+	// tls.key, read again when they change; "" is controller-runtime's
+	// default, <temp dir>/k8s-webhook-server/serving-certs.
+	AdmissionWebhookCertDir string
+
 	// Reloader holds Reloader's other flags: annotation names, pprof,
 	// leader-election timings, alerts, and those nudge accepts only to start.
 	Reloader Reloader
@@ -208,6 +223,18 @@ func (o *Options) BindingTargets() ([]schema.GroupKind, error) {
 	return gks, errors.Join(errs...)
 }
 
+// AdmissionWebhookHostPort returns AdmissionWebhookAddr split into host
+// ("" for every address) and port; an error unless it is host:port with a
+// port from 1 to 65535.
+func (o *Options) AdmissionWebhookHostPort() (string, int, error) {
+	host, p, err := net.SplitHostPort(o.AdmissionWebhookAddr)
+	port, perr := strconv.Atoi(p)
+	if err != nil || perr != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("--admission-webhook-bind-address must be host:port with a port from 1 to 65535, got %q", o.AdmissionWebhookAddr)
+	}
+	return host, port, nil
+}
+
 // kindName is what a Kubernetes kind looks like: CamelCase, a letter first.
 var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
@@ -228,11 +255,13 @@ func Default() Options {
 		RolloutTimeout:    10 * time.Minute,
 		// The fan-out of one Secret to many bound targets: docs/performance.md.
 		ValueBindingWorkers: 64,
-		LogFormat:           "text",
-		ReloadStrategy:      "annotations",
-		LogLevel:            "info",
-		EventReasons:        "nudge",
-		Reloader:            DefaultReloader(),
+		// controller-runtime's default port of a webhook server.
+		AdmissionWebhookAddr: ":9443",
+		LogFormat:            "text",
+		ReloadStrategy:       "annotations",
+		LogLevel:             "info",
+		EventReasons:         "nudge",
+		Reloader:             DefaultReloader(),
 	}
 }
 
@@ -274,6 +303,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.ValueBindings, "value-bindings", o.ValueBindings, "Reconcile ValueBindings (nudge.dev/v1alpha1): keep fields of a resource equal to Secret or ConfigMap keys.")
 	fs.StringSliceVar(&o.ValueBindingTargets, "value-binding-targets", o.ValueBindingTargets, `Comma-separated kinds a ValueBinding may write, as "Kind.group" ("Harbor.goharbor.io"; a core kind is plain "Kind"); any other target is refused.`)
 	fs.IntVar(&o.ValueBindingWorkers, "value-binding-workers", o.ValueBindingWorkers, "Concurrent reconciles of ValueBindings (applies to their targets).")
+	fs.BoolVar(&o.AdmissionWebhook, "admission-webhook", o.AdmissionWebhook, "Serve the mutating admission webhook that puts back nudge's trigger when an owner's update of a workload only drops it (register it with the chart's admissionWebhook values).")
+	fs.StringVar(&o.AdmissionWebhookAddr, "admission-webhook-bind-address", o.AdmissionWebhookAddr, "Address (host:port) of the admission webhook server.")
+	fs.StringVar(&o.AdmissionWebhookCertDir, "admission-webhook-cert-dir", o.AdmissionWebhookCertDir, "Directory of the admission webhook server's tls.crt and tls.key; when empty <temp dir>/k8s-webhook-server/serving-certs.")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "text" or "json" (Reloader's JSON lines: level, msg, time).`)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: "+strings.Join(LogLevels, ", ")+".")
 	fs.StringVar(&o.EventReasons, "event-reasons", o.EventReasons, `Reasons of a rollout's Events: "nudge" (Rolled) or "reloader" (Reloader's Reloaded and ReloadFail).`)
@@ -343,6 +375,11 @@ func (o *Options) Validate() error {
 	if o.WebhookURL != "" {
 		if u, err := url.Parse(o.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, errors.New("--webhook-url must be an http or https URL"))
+		}
+	}
+	if o.AdmissionWebhook {
+		if _, _, err := o.AdmissionWebhookHostPort(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if o.Alert.Enabled {

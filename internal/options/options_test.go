@@ -107,6 +107,33 @@ func TestFlags(t *testing.T) {
 			args:    []string{"--value-binding-targets=Harbor.Goharbor_io"},
 			wantErr: "the group is not a DNS subdomain",
 		},
+		"the admission webhook is off by default and serves on :9443": {
+			check: func(g Gomega, o options.Options) {
+				g.Expect(o.AdmissionWebhook).To(BeFalse())
+				host, port, err := o.AdmissionWebhookHostPort()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(host).To(BeEmpty())
+				g.Expect(port).To(Equal(9443))
+			},
+		},
+		"the admission webhook takes a host and port": {
+			args: []string{"--admission-webhook", "--admission-webhook-bind-address=127.0.0.1:8443", "--admission-webhook-cert-dir=/certs"},
+			check: func(g Gomega, o options.Options) {
+				host, port, err := o.AdmissionWebhookHostPort()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(host).To(Equal("127.0.0.1"))
+				g.Expect(port).To(Equal(8443))
+				g.Expect(o.AdmissionWebhookCertDir).To(Equal("/certs"))
+			},
+		},
+		"an admission webhook address without a port is refused": {
+			args:    []string{"--admission-webhook", "--admission-webhook-bind-address=127.0.0.1"},
+			wantErr: "--admission-webhook-bind-address must be host:port",
+		},
+		"an admission webhook on port 0 is refused": {
+			args:    []string{"--admission-webhook", "--admission-webhook-bind-address=:0"},
+			wantErr: "--admission-webhook-bind-address must be host:port",
+		},
 		"zero workers are refused": {
 			args:    []string{"--workers=0"},
 			wantErr: "--workers must be at least 1",

@@ -34,7 +34,9 @@ func TestRewrittenWorkloadIsNotRolledAgain(t *testing.T) {
 		}).Should(Succeed(), "replacing the Deployment with its manifest")
 	}
 	// The first replace changed the pod template (the trigger went away):
-	// that is its own rollout. The second changed nothing.
+	// that is its own rollout. The second changed nothing. With
+	// --admission-webhook the first changes nothing either
+	// (TestOwnerReplaceWithWebhookRollsNothing in internal/admission).
 	e.RolledTo("web", 2)
 	e.Baselined("web")
 	e.G.Expect(e.Deployment("web").Spec.Template.Annotations).NotTo(HaveKey(workload.RestartedAtAnnotation))

@@ -28,7 +28,13 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	valueBindings := bindings["enabled"] == true
 	targets := valueBindingTargets(values)
 
+	webhook := nested(values, "admissionWebhook", "enabled") == true
 	for _, o := range r.m {
+		if o.GetKind() == "MutatingWebhookConfiguration" {
+			g.Expect(webhook).To(BeTrue(), "%s: the admission webhook when enabled only", o.GetName())
+			g.Expect(o.GetNamespace()).To(BeEmpty(), "%s is cluster-scoped", o.GetName())
+			continue
+		}
 		if slices.Contains(admissionKinds, o.GetKind()) {
 			g.Expect(valueBindings).To(BeTrue(), "%s %s: the admission policy with value bindings only", o.GetKind(), o.GetName())
 			g.Expect(o.GetNamespace()).To(BeEmpty(), "%s %s is cluster-scoped", o.GetKind(), o.GetName())
@@ -154,7 +160,14 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 		g.Expect(spec.Volumes).To(ContainElement(And(HaveField("Name", "custom-kinds"), HaveField("ConfigMap", Not(BeNil())))),
 			"the custom kinds' ConfigMap")
 	}
-	g.Expect(spec.Volumes).To(HaveLen(want), "the volumes asked for and the custom kinds' ConfigMap alone")
+	if webhook {
+		want++
+		g.Expect(spec.Volumes).To(ContainElement(And(HaveField("Name", "webhook-certs"), HaveField("Secret", Not(BeNil())))),
+			"the admission webhook's certificate")
+	}
+	g.Expect(spec.Volumes).To(HaveLen(want), "the volumes asked for, the custom kinds' ConfigMap and the webhook's certificate alone")
+	g.Expect(r.m.OfKind("MutatingWebhookConfiguration")).To(HaveLen(map[bool]int{true: 1}[webhook]), "the admission webhook registered when enabled, else not")
+	g.Expect(r.opts.AdmissionWebhook).To(Equal(webhook), "--admission-webhook")
 
 	g.Expect(c.Env).To(ContainElement(And(HaveField("Name", "POD_NAMESPACE"),
 		HaveField("ValueFrom.FieldRef.FieldPath", "metadata.namespace"))))

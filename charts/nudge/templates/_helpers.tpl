@@ -149,6 +149,17 @@ apiece, within the API server's CEL budget for one request (about 28). */}}
 {{- end }}
 {{- end }}
 
+{{/* The name of the admission webhook's Service, Certificate and
+MutatingWebhookConfiguration (admissionWebhook.enabled). */}}
+{{- define "nudge.webhookName" -}}
+{{- printf "%s-webhook" (include "nudge.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* The Secret of the admission webhook's serving certificate. */}}
+{{- define "nudge.webhookSecret" -}}
+{{- printf "%s-webhook-tls" (include "nudge.fullname" .) | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
 {{/* nudge's command-line flags, one list item a flag. */}}
 {{- define "nudge.args" -}}
 {{- $r := .Values.reloader }}
@@ -238,6 +249,11 @@ apiece, within the API server's CEL budget for one request (about 28). */}}
 {{- $args = append $args (printf "--value-binding-workers=%v" .Values.valueBindings.workers) }}
 {{- end }}
 {{- end }}
+{{- if .Values.admissionWebhook.enabled }}
+{{- $args = append $args "--admission-webhook" }}
+{{- $args = append $args (printf "--admission-webhook-bind-address=:%v" .Values.admissionWebhook.port) }}
+{{- $args = append $args "--admission-webhook-cert-dir=/etc/nudge/webhook-certs" }}
+{{- end }}
 {{- range include "nudge.reloaderArgs" . | fromJsonArray }}
 {{- $args = append $args . }}
 {{- end }}
@@ -261,5 +277,36 @@ reloader.rbac.enabled. */}}
 {{ include "nudge.labels" . }}
 {{- with (.Values.reloader.rbac | default dict).labels }}
 {{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* A CEL test that every field of a dotted path from a root variable is
+set: "has(a.b) && has(a.b.c)" (admission.Webhooks' matchConditions). */}}
+{{- define "nudge.celHas" -}}
+{{- $parts := splitList "." . }}
+{{- $tests := list }}
+{{- range $i, $_ := $parts }}
+{{- if ge $i 1 }}{{ $tests = append $tests (printf "has(%s)" (join "." (slice $parts 0 (add1 $i)))) }}{{ end }}
+{{- end }}
+{{- join " && " $tests }}
+{{- end }}
+
+{{/* The matchConditions of one webhook of the admission webhook, for the
+pod template at .template (dotted): as admission.Webhooks renders them. */}}
+{{- define "nudge.webhookMatchConditions" -}}
+{{- $carries := dict }}
+{{- range list "oldObject" "object" }}
+{{- $path := printf "%s.%s" . $.template }}
+{{- $_ := set $carries . (printf "%s && 'nudge.dev/restarted-at' in %s.metadata.annotations" (include "nudge.celHas" (printf "%s.metadata.annotations" $path)) $path) }}
+{{- end }}
+{{- if eq .strategy "env-vars" }}
+{{- $path := printf "oldObject.%s" .template }}
+- name: carries-the-trigger
+  expression: {{ printf "(%s) || (%s && %s.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('STAKATER_'))))" $carries.oldObject (include "nudge.celHas" (printf "%s.spec.containers" $path)) $path | quote }}
+{{- else }}
+- name: carries-the-trigger
+  expression: {{ $carries.oldObject | quote }}
+- name: drops-the-trigger
+  expression: {{ printf "!(%s)" $carries.object | quote }}
 {{- end }}
 {{- end }}

@@ -1,0 +1,81 @@
+package admission
+
+import (
+	"fmt"
+	"strings"
+
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/utils/ptr"
+
+	"nudge.dev/nudge/internal/workload"
+)
+
+// TimeoutSeconds is how long the API server waits for the webhook before it
+// admits the write as it is (failurePolicy Ignore): the webhook reads
+// nothing but the request.
+const TimeoutSeconds = 5
+
+// Webhooks returns the webhooks of a MutatingWebhookConfiguration that
+// registers the webhook at cc (whose path must be Path) for every built-in
+// kind nudge rolls and Argo Rollouts, on UPDATE only, as the chart renders
+// them: failurePolicy Ignore (a webhook down or slow admits the write as it
+// is), no side effects, never reinvoked, and matchConditions that send only
+// the writes that may drop the trigger (the stored template carries it and,
+// but under Reloader's env-vars strategy, the written one lacks it), so that
+// the API server calls the webhook for nothing else.
+func Webhooks(cc admissionregistrationv1.WebhookClientConfig, envVars bool) []admissionregistrationv1.MutatingWebhook {
+	update := []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
+	rule := func(group, version string, resources ...string) admissionregistrationv1.RuleWithOperations {
+		return admissionregistrationv1.RuleWithOperations{Operations: update, Rule: admissionregistrationv1.Rule{
+			APIGroups: []string{group}, APIVersions: []string{version}, Resources: resources, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
+		}}
+	}
+	hook := func(name, template string, rules ...admissionregistrationv1.RuleWithOperations) admissionregistrationv1.MutatingWebhook {
+		return admissionregistrationv1.MutatingWebhook{
+			Name:                    name,
+			ClientConfig:            cc,
+			Rules:                   rules,
+			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+			MatchPolicy:             ptr.To(admissionregistrationv1.Equivalent),
+			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+			TimeoutSeconds:          ptr.To[int32](TimeoutSeconds),
+			AdmissionReviewVersions: []string{"v1"},
+			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
+			MatchConditions:         matchConditions(template, envVars),
+		}
+	}
+	return []admissionregistrationv1.MutatingWebhook{
+		hook("templates.keep-trigger.nudge.dev", "spec.template",
+			rule("apps", "v1", "deployments", "statefulsets", "daemonsets"), rule("batch", "v1", "jobs"), rule("argoproj.io", "v1alpha1", "rollouts")),
+		hook("cronjobs.keep-trigger.nudge.dev", "spec.jobTemplate.spec.template", rule("batch", "v1", "cronjobs")),
+	}
+}
+
+// matchConditions returns the CEL conditions that send a write of a
+// workload whose pod template is at template (dotted) to the webhook.
+func matchConditions(template string, envVars bool) []admissionregistrationv1.MatchCondition {
+	carries := func(obj string) string {
+		path := obj + "." + template
+		return fmt.Sprintf("%s && '%s' in %s.metadata.annotations", has(path+".metadata.annotations"), workload.RestartedAtAnnotation, path)
+	}
+	if envVars {
+		path := "oldObject." + template
+		env := fmt.Sprintf("(%s && %s.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('STAKATER_'))))", has(path+".spec.containers"), path)
+		return []admissionregistrationv1.MatchCondition{{Name: "carries-the-trigger", Expression: "(" + carries("oldObject") + ") || " + env}}
+	}
+	return []admissionregistrationv1.MatchCondition{
+		{Name: "carries-the-trigger", Expression: carries("oldObject")},
+		{Name: "drops-the-trigger", Expression: "!(" + carries("object") + ")"},
+	}
+}
+
+// has returns a CEL test that every field of path (dotted, from a root
+// variable) is set: has(a.b) && has(a.b.c) ...
+func has(path string) string {
+	parts := strings.Split(path, ".")
+	var tests []string
+	for i := 2; i <= len(parts); i++ {
+		tests = append(tests, "has("+strings.Join(parts[:i], ".")+")")
+	}
+	return strings.Join(tests, " && ")
+}
