@@ -19,10 +19,10 @@ type logLine struct {
 	raw     string // the whole line, time and fields included
 }
 
-// parseLogLine splits a line of nudge's JSON log (--log-format json: log/slog's
-// JSON handler, an object with time, level, msg and the line's key-value
-// pairs). A line in another format (a fatal error printed by main) has only
-// raw.
+// parseLogLine splits a line of nudge's JSON log (--log-format json:
+// Reloader's JSON lines, an object with time, level, msg and the line's
+// key-value pairs); the level is kept upper-case ("INFO", "WARNING"). A line
+// in another format (a fatal error printed by main) has only raw.
 func parseLogLine(raw string) logLine {
 	l := logLine{raw: raw}
 	var obj map[string]any
@@ -34,7 +34,7 @@ func parseLogLine(raw string) logLine {
 	if level == "" {
 		return l
 	}
-	l.level, l.message = level, msg
+	l.level, l.message = strings.ToUpper(level), msg
 	delete(obj, "time")
 	delete(obj, "level")
 	delete(obj, "msg")
@@ -57,7 +57,7 @@ func (l logLine) interesting() bool {
 	switch l.level {
 	case "":
 		return strings.TrimSpace(l.raw) != ""
-	case "DEBUG", "INFO":
+	case "TRACE", "DEBUG", "INFO":
 		return strings.HasPrefix(l.message, "Starting nudge") || strings.HasPrefix(l.message, rolledMessage)
 	default:
 		return true
