@@ -118,6 +118,7 @@ func run(p *printer, nudgeBin string, exit bool) (err error) {
 	p.detailf("export KUBECONFIG=%s", plane.Kubeconfig())
 	p.detailf("alias kubectl=%s", filepath.Join(plane.BinDir(), "kubectl"))
 	p.detailf("kubectl -n %s get pods -w", shopNamespace)
+	p.detailf("bin/kubectl-nudge explain -n %s deploy/web   # or put bin/ on PATH: kubectl nudge explain; kubectl nudge status -A", shopNamespace)
 	p.detailf("nudge's log: %s (rollouts are shown here too)", n.logPath)
 	select {
 	case <-ctx.Done():
