@@ -2,7 +2,6 @@ package main
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/dialect"
@@ -34,10 +32,8 @@ const explainExample = `  # Why does (or doesn't) nudge roll Deployment web?
 // explainCommand is `nudge explain`. systemNamespace, when set, is the
 // default of --system-namespace ($POD_NAMESPACE, as for the controller).
 func explainCommand(systemNamespace string) *cobra.Command {
-	defaults := options.Default()
-	defaults.SystemNamespace = cmp.Or(systemNamespace, defaultSystemNamespace)
-	opts := explain.Options{SystemNamespace: defaults.SystemNamespace, KeySecret: defaults.KeySecret, RolloutWindow: defaults.RolloutWindow,
-		RolloutTimeout: defaults.RolloutTimeout}
+	opts := options.Default()
+	opts.SystemNamespace = cmp.Or(systemNamespace, defaultSystemNamespace)
 	var conn connection
 	var output string
 	cmd := &cobra.Command{
@@ -72,7 +68,8 @@ does not exist, the API refused a read); 2 a usage error.`,
 			if err != nil {
 				return err
 			}
-			e := explain.Explainer{Client: c, Options: withInstall(cmd.Context(), c, cmd.Flags(), opts, namespace)}
+			found, err := install.Find(cmd.Context(), c, opts.SystemNamespace, namespace)
+			e := explain.Explainer{Client: c, Options: withInstall(cmd.Flags(), opts, found, err)}
 			var report any
 			if target.Workload != nil {
 				report, err = e.Workload(cmd.Context(), target.Workload, namespace, target.Name)
@@ -108,24 +105,43 @@ const defaultSystemNamespace = "nudge-system"
 // settings.
 var explainFlags = []string{"system-namespace", "key-secret", "auto-reload-all", "rollout-window", "max-concurrent-rollouts", "rollout-timeout"}
 
-// withInstall returns the explain options of the install that handles
-// namespace (install.Find, from given.SystemNamespace), with the flags of
-// fs the user gave winning over its settings; given alone, with the reason,
-// when none is found.
-func withInstall(ctx context.Context, c client.Reader, fs *pflag.FlagSet, given explain.Options, namespace string) explain.Options {
+// withInstall returns the explain options of install s, found by
+// install.Find or Pick: its settings, with the flags of fs the user gave
+// (those of explainFlags) set on them; given alone, with findErr as the
+// reason, when none was found.
+func withInstall(fs *pflag.FlagSet, given options.Options, s *install.Settings, findErr error) explain.Options {
 	var changed []string
 	for _, name := range explainFlags {
 		if f := fs.Lookup(name); f != nil && f.Changed {
 			changed = append(changed, "--"+name+"="+f.Value.String())
 		}
 	}
-	s, err := install.Find(ctx, c, given.SystemNamespace, namespace)
-	if err != nil {
-		given.Install = explain.Install{Flags: changed, Reason: err.Error()}
-		return given
+	if findErr != nil {
+		out := explainOptions(given)
+		out.Install = explain.Install{Flags: changed, Reason: findErr.Error()}
+		return out
 	}
 	o := s.Options
-	out := explain.Options{
+	if o.SystemNamespace == "" {
+		o.SystemNamespace = s.Namespace
+	}
+	if s.NotifyOnly {
+		o.MaxConcurrentRollouts = 0 // waves are off with --webhook-url
+	}
+	settings := pflag.NewFlagSet("settings", pflag.ContinueOnError)
+	o.BindFlags(settings)
+	for _, g := range changed {
+		name, value, _ := strings.Cut(strings.TrimPrefix(g, "--"), "=")
+		_ = settings.Set(name, value) // parsed once already, by fs
+	}
+	out := explainOptions(o)
+	out.Install = explain.Install{ConfigMap: s.Namespace + "/" + s.Name, Version: s.Version, Flags: override(s.Args, changed)}
+	return out
+}
+
+// explainOptions returns what explain must know of a nudge run with o.
+func explainOptions(o options.Options) explain.Options {
+	return explain.Options{
 		SystemNamespace:       o.SystemNamespace,
 		KeySecret:             o.KeySecret,
 		AutoReloadAll:         o.AutoReloadAll,
@@ -134,35 +150,7 @@ func withInstall(ctx context.Context, c client.Reader, fs *pflag.FlagSet, given 
 		RolloutTimeout:        o.RolloutTimeout,
 		Dialect:               dialect.NewParser(o.Reloader.Annotations),
 		Behaviour:             app.Behaviour(o),
-		Now:                   given.Now,
 	}
-	if s.NotifyOnly {
-		out.MaxConcurrentRollouts = 0 // waves are off with --webhook-url
-	}
-	if out.SystemNamespace == "" {
-		out.SystemNamespace = s.Namespace
-	}
-	for _, name := range explainFlags {
-		if f := fs.Lookup(name); f == nil || !f.Changed {
-			continue
-		}
-		switch name {
-		case "system-namespace":
-			out.SystemNamespace = given.SystemNamespace
-		case "key-secret":
-			out.KeySecret = given.KeySecret
-		case "auto-reload-all":
-			out.AutoReloadAll = given.AutoReloadAll
-		case "rollout-window":
-			out.RolloutWindow = given.RolloutWindow
-		case "max-concurrent-rollouts":
-			out.MaxConcurrentRollouts = given.MaxConcurrentRollouts
-		case "rollout-timeout":
-			out.RolloutTimeout = given.RolloutTimeout
-		}
-	}
-	out.Install = explain.Install{ConfigMap: s.Namespace + "/" + s.Name, Version: s.Version, Flags: override(s.Args, changed)}
-	return out
 }
 
 // override returns args, "--name=value" each, with those of given in place

@@ -25,8 +25,8 @@ func statusCommand(systemNamespace string) *cobra.Command {
 	var conn connection
 	var output string
 	var all bool
-	opts := explain.Options{SystemNamespace: cmp.Or(systemNamespace, defaultSystemNamespace), KeySecret: options.Default().KeySecret,
-		RolloutTimeout: options.Default().RolloutTimeout}
+	opts := options.Default()
+	opts.SystemNamespace = cmp.Or(systemNamespace, defaultSystemNamespace)
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show nudge's fleet at a glance: rollouts in flight, halts, missing sources, ValueBindings not Ready, leaders",
@@ -53,11 +53,12 @@ Exit codes: 0 shown; 1 an error talking to the API; 2 a usage error.`,
 				namespace = ""
 			}
 			ctx := cmd.Context()
-			e := explain.Explainer{Client: c, Options: withInstall(ctx, c, cmd.Flags(), opts, namespace)}
 			installs, err := install.List(ctx, c, opts.SystemNamespace)
-			if err != nil {
-				installs = nil // e.Install says why
+			var found *install.Settings
+			if err == nil {
+				found = install.Pick(ctx, c, installs, namespace)
 			}
+			e := explain.Explainer{Client: c, Options: withInstall(cmd.Flags(), opts, found, err)} // err, if any, is said in e.Install
 			f, err := e.Status(ctx, namespace, installs)
 			if err != nil {
 				return err

@@ -62,7 +62,7 @@ func setup(t *testing.T, webhook bool, mutate ...func(*options.Options)) *env {
 	if webhook {
 		dir = t.TempDir()
 		e.ca = servingCert(t, dir)
-		e.addr = freeAddr(t)
+		e.addr = nt.FreeAddr(t)
 	}
 	envVars := false
 	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) {
@@ -99,17 +99,6 @@ func (e *env) register(envVars bool) {
 			e.T.Errorf("Deleting %s: %v", cfg.Name, err)
 		}
 	})
-}
-
-// freeAddr returns 127.0.0.1 with a port free a moment ago.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // servingCert writes tls.crt and tls.key for 127.0.0.1, issued by a CA made

@@ -54,10 +54,14 @@ func (l *lag) wait(key types.NamespacedName) bool {
 	return true
 }
 
+// forget drops the waits of key; it costs a map lookup when there are none,
+// as on every reconcile that misses no source.
 func (l *lag) forget(key types.NamespacedName) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	delete(l.waits, key)
+	if len(l.waits) > 0 {
+		delete(l.waits, key)
+	}
 }
 
 // cacheBehind reports whether a source the cache misses, for a SourceMissing
@@ -67,19 +71,21 @@ func (l *lag) forget(key types.NamespacedName) {
 // per such source (nudge may list, not get, Secrets), at most behindRetries
 // reconciles in a row per workload. It returns the API server's error.
 func (r *Reconciler) cacheBehind(ctx context.Context, key types.NamespacedName, resolved []Resolved, causes []record.Cause) (bool, error) {
-	if r.APIReader == nil {
+	var missing []Resolved
+	for _, c := range resolved {
+		if (c.Outcome == Missing || c.Outcome == Kept) && (c.Kind == refs.ConfigMap || c.Kind == refs.Secret) {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) == 0 || r.APIReader == nil {
+		r.lag.forget(key)
 		return false, nil
 	}
 	fresh := r.warnings.unseen(key, causes)
-	missing := false
-	for _, c := range resolved {
-		if c.Outcome != Missing && c.Outcome != Kept || (c.Kind != refs.ConfigMap && c.Kind != refs.Secret) {
-			continue
-		}
+	for _, c := range missing {
 		if !fresh[sourceMissingNote(c)] {
 			continue
 		}
-		missing = true
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(c.Kind) + "List"))
 		if err := r.APIReader.List(ctx, list, client.InNamespace(c.Namespace),
@@ -89,9 +95,6 @@ func (r *Reconciler) cacheBehind(ctx context.Context, key types.NamespacedName, 
 		if len(list.Items) > 0 {
 			return r.lag.wait(key), nil
 		}
-	}
-	if !missing {
-		r.lag.forget(key)
 	}
 	return false, nil
 }

@@ -3,7 +3,6 @@ package controller_test
 import (
 	"bufio"
 	"fmt"
-	"net"
 	"net/http"
 	"strconv"
 	"strings"
@@ -118,7 +117,7 @@ func TestRenamedPauseAnnotations(t *testing.T) {
 // other series nudge serves, with their types and label names, counting
 // the rollout and the refused write.
 func TestReloaderMetrics(t *testing.T) {
-	addr := freeAddr(t)
+	addr := nt.FreeAddr(t)
 	e := setup(t, true, func(o *options.Options) {
 		o.MetricsAddr, o.MetricsByNamespace, o.RolloutWindow = addr, true, 0
 	})
@@ -203,17 +202,6 @@ func (e *env) refuseRollouts() (allow func()) {
 			d.Spec.Template.Annotations = map[string]string{"nudge.dev/restarted-at": "probe"}
 			return k8s.Create(e.Ctx, d, client.DryRunAll)
 		})
-}
-
-// freeAddr returns a free 127.0.0.1 address.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().String()
 }
 
 // scrape returns the samples of the metrics endpoint at addr, keyed by

@@ -195,13 +195,22 @@ func List(ctx context.Context, c client.Reader, systemNamespace string) ([]*Sett
 }
 
 // Find returns the settings of the install that handles namespace, among
-// those List finds: the one that watches namespace, reading the
-// Namespace's labels for a --namespace-selector when it may; else one that
-// may; else the first. It returns List's errors.
+// those List finds (see Pick). It returns List's errors.
 func Find(ctx context.Context, c client.Reader, systemNamespace, namespace string) (*Settings, error) {
 	all, err := List(ctx, c, systemNamespace)
 	if err != nil {
 		return nil, err
+	}
+	return Pick(ctx, c, all, namespace), nil
+}
+
+// Pick returns the install of all (not empty) that handles namespace: the
+// one that watches it, reading the Namespace's labels for a
+// --namespace-selector when it may; else one that may; else the first. With
+// one install it reads nothing.
+func Pick(ctx context.Context, c client.Reader, all []*Settings, namespace string) *Settings {
+	if len(all) == 1 {
+		return all[0]
 	}
 	var nsLabels labels.Set
 	var nsObj corev1.Namespace
@@ -212,7 +221,7 @@ func Find(ctx context.Context, c client.Reader, systemNamespace, namespace strin
 	for _, s := range all {
 		switch watches(s.Options, namespace, nsLabels) {
 		case yes:
-			return s, nil
+			return s
 		case maybe:
 			if unsure == nil {
 				unsure = s
@@ -220,9 +229,9 @@ func Find(ctx context.Context, c client.Reader, systemNamespace, namespace strin
 		}
 	}
 	if unsure != nil {
-		return unsure, nil
+		return unsure
 	}
-	return all[0], nil
+	return all[0]
 }
 
 // read reads a settings ConfigMap.

@@ -3,9 +3,12 @@ package nudgetest
 import (
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -154,4 +157,30 @@ func WriteKubeconfig(path string, cfg *rest.Config, namespace string) error {
 		return fmt.Errorf("writing kubeconfig: %w", err)
 	}
 	return nil
+}
+
+// FreeAddr returns a 127.0.0.1 address whose port was free a moment ago
+// (testbed.FreePorts), for a server a test starts.
+func FreeAddr(t testing.TB) string {
+	t.Helper()
+	ports, err := testbed.FreePorts(1)
+	if err != nil {
+		t.Fatalf("finding a free port: %v", err)
+	}
+	return "127.0.0.1:" + strconv.Itoa(ports[0])
+}
+
+// Get returns the body of an HTTP GET of url, "" when it fails or its
+// status is not 200 OK.
+func Get(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return ""
+	}
+	return string(b)
 }

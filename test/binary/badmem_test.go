@@ -76,7 +76,7 @@ func measure(t *testing.T, g Gomega, pprof, metrics string) memory {
 	t.Helper()
 	var m memory
 	for range 2 {
-		body := get("http://" + pprof + "/debug/pprof/heap?gc=1&debug=1")
+		body := nt.Get("http://" + pprof + "/debug/pprof/heap?gc=1&debug=1")
 		found := heapInuse.FindStringSubmatch(body)
 		g.Expect(found).To(HaveLen(2), "HeapInuse in the heap profile")
 		n, err := strconv.ParseUint(found[1], 10, 64)
@@ -84,7 +84,7 @@ func measure(t *testing.T, g Gomega, pprof, metrics string) memory {
 		m.heap = float64(n)
 	}
 	parser := expfmt.NewTextParser(model.UTF8Validation)
-	families, err := parser.TextToMetricFamilies(strings.NewReader(get("http://" + metrics + "/metrics")))
+	families, err := parser.TextToMetricFamilies(strings.NewReader(nt.Get("http://" + metrics + "/metrics")))
 	g.Expect(err).NotTo(HaveOccurred(), "parsing /metrics")
 	rss, ok := families["process_resident_memory_bytes"]
 	g.Expect(ok).To(BeTrue(), "process_resident_memory_bytes in /metrics")
@@ -120,7 +120,7 @@ func TestBadInputMemory(t *testing.T) {
 	ctx := t.Context()
 	ns, err := plane.GenerateNamespace(ctx, "bin-mem-")
 	g.Expect(err).NotTo(HaveOccurred())
-	metrics, pprof := freeAddr(t), freeAddr(t)
+	metrics, pprof := nt.FreeAddr(t), nt.FreeAddr(t)
 	p := start(t, nil, "--kubeconfig="+kubeconfig(t, ns), "--namespaces="+ns, "--metrics-bind-address="+metrics,
 		"--pprof-bind-address="+pprof, "--health-probe-bind-address=0", "--rollout-window=0")
 	create := func(objs ...client.Object) {
@@ -150,7 +150,7 @@ func TestBadInputMemory(t *testing.T) {
 			nt.Deployment(ns, name, 1, auto, nt.EnvFrom("ConfigMap", name), nt.Volume("Secret", name)))
 	}
 	baselined("plain-0", "plain-1", "plain-2")
-	g.Eventually(func() string { return get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).
+	g.Eventually(func() string { return nt.Get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).
 		Should(ContainSubstring("process_resident_memory_bytes"), "nudge's metrics")
 	before := measure(t, g, pprof, metrics)
 

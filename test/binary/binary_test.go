@@ -5,9 +5,6 @@ package binary
 
 import (
 	"context"
-	"io"
-	"net"
-	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -74,31 +71,6 @@ func start(t *testing.T, env []string, args ...string) *nudgetest.Process {
 	return nudgetest.StartProcess(t, nudgeBin, env, args...)
 }
 
-// freeAddr returns a free 127.0.0.1 address.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// get returns the body of an HTTP GET, "" when it fails or is not 200.
-func get(url string) string {
-	resp, err := http.Get(url)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return ""
-	}
-	return string(b)
-}
-
 // keySecret returns a func that reports whether nudge's key Secret exists
 // in ns.
 func keySecret(ctx context.Context, ns string) func() error {
@@ -123,11 +95,11 @@ func TestBareBinaryKeepsItsKeyInTheContextNamespace(t *testing.T) {
 	noNudgeSystem(t, g)
 	ns, err := plane.GenerateNamespace(t.Context(), "bin-")
 	g.Expect(err).NotTo(HaveOccurred())
-	probe := freeAddr(t)
+	probe := nudgetest.FreeAddr(t)
 	p := start(t, nil, "--kubeconfig="+kubeconfig(t, ns), "--metrics-bind-address=0", "--health-probe-bind-address="+probe,
 		"--namespaces="+ns)
 	g.Eventually(keySecret(t.Context(), ns)).WithTimeout(30*time.Second).Should(Succeed(), "nudge's key Secret in namespace %s", ns)
-	g.Eventually(func() string { return get("http://" + probe + "/readyz") }).WithTimeout(30*time.Second).Should(Equal("ok"), "nudge ready")
+	g.Eventually(func() string { return nudgetest.Get("http://" + probe + "/readyz") }).WithTimeout(30*time.Second).Should(Equal("ok"), "nudge ready")
 	g.Expect(p.Output()).To(ContainSubstring("systemNamespace="+ns), "the log names where the key is")
 	g.Expect(p.Exited()).To(BeFalse())
 	noNudgeSystem(t, g)
@@ -163,7 +135,7 @@ func TestReloaderArgsStartTheBinary(t *testing.T) {
 	g := NewWithT(t)
 	ns, err := plane.GenerateNamespace(t.Context(), "bin-reloader-")
 	g.Expect(err).NotTo(HaveOccurred())
-	metrics, probe, pprof := freeAddr(t), freeAddr(t), freeAddr(t)
+	metrics, probe, pprof := nudgetest.FreeAddr(t), nudgetest.FreeAddr(t), nudgetest.FreeAddr(t)
 	p := start(t, []string{"POD_NAMESPACE=" + ns, "KUBERNETES_NAMESPACE=" + ns, "METRICS_COUNT_BY_NAMESPACE=enabled"},
 		"--kubeconfig="+kubeconfig(t, ""), "--metrics-addr="+metrics, "--health-addr="+probe,
 		"--log-format=json", "--resources-to-ignore=secrets", "--namespaces-to-ignore=kube-system",
@@ -173,10 +145,10 @@ func TestReloaderArgsStartTheBinary(t *testing.T) {
 		"--reload-strategy=annotations", "--enable-ha=true", "--enable-pprof", "--pprof-addr="+pprof,
 		"--enable-csi-integration=true", "--leader-election-lease-duration=15s", "--leader-election-renew-deadline=10s",
 		"--leader-election-retry-period=2s", "--log-level=info")
-	g.Eventually(func() string { return get("http://" + probe + "/readyz") }).WithTimeout(30*time.Second).Should(Equal("ok"), "nudge ready")
-	g.Eventually(func() string { return get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).Should(
+	g.Eventually(func() string { return nudgetest.Get("http://" + probe + "/readyz") }).WithTimeout(30*time.Second).Should(Equal("ok"), "nudge ready")
+	g.Eventually(func() string { return nudgetest.Get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).Should(
 		ContainSubstring(`reloader_reload_executed_total{success="true"} 0`), "Reloader's counter at 0")
-	g.Expect(get("http://"+pprof+"/debug/pprof/")).NotTo(BeEmpty(), "pprof on --pprof-addr")
+	g.Expect(nudgetest.Get("http://"+pprof+"/debug/pprof/")).NotTo(BeEmpty(), "pprof on --pprof-addr")
 	g.Eventually(p.Output).WithTimeout(30*time.Second).Should(ContainSubstring("SecretProviderClassPodStatus"),
 		"--enable-csi-integration waits for (or watches) the Secrets Store CSI driver's kind")
 	g.Expect(p.Exited()).To(BeFalse())

@@ -15,8 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,31 +185,6 @@ func TestSBOMListsTheBinarysModules(t *testing.T) {
 	g.Expect(listed).To(HaveKeyWithValue("sigs.k8s.io/controller-runtime", string(m[1])))
 }
 
-// freeAddr returns a free 127.0.0.1 address.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
-// get returns the body of an HTTP GET, "" when it fails or is not 200.
-func get(url string) string {
-	resp, err := http.Get(url)
-	if err != nil {
-		return ""
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != http.StatusOK {
-		return ""
-	}
-	return string(b)
-}
-
 // chartContainer returns the chart's Deployment, rendered with its default
 // values in namespace, and its nudge container.
 func chartContainer(t *testing.T, namespace string) (*appsv1.Deployment, corev1.Container) {
@@ -280,11 +253,11 @@ func TestImageBinaryRollsOncePerChangeWithTheChartsArgs(t *testing.T) {
 
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(nudgetest.WriteKubeconfig(kubeconfig, plane.Config(), "")).To(Succeed())
-	metrics, probe := freeAddr(t), freeAddr(t)
+	metrics, probe := nudgetest.FreeAddr(t), nudgetest.FreeAddr(t)
 	p := nudgetest.StartProcess(t, extract(t, l), []string{"POD_NAMESPACE=" + ns},
 		localArgs(t, c, ns, metrics, probe, kubeconfig)...)
-	g.Eventually(func() string { return get("http://" + probe + "/readyz") }).WithTimeout(60*time.Second).Should(Equal("ok"), "nudge ready")
-	g.Eventually(func() string { return get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).Should(ContainSubstring("nudge_"), "nudge's metrics")
+	g.Eventually(func() string { return nudgetest.Get("http://" + probe + "/readyz") }).WithTimeout(60*time.Second).Should(Equal("ok"), "nudge ready")
+	g.Eventually(func() string { return nudgetest.Get("http://" + metrics + "/metrics") }).WithTimeout(30*time.Second).Should(ContainSubstring("nudge_"), "nudge's metrics")
 
 	cm := nudgetest.ConfigMap(ns, "web-config", map[string]string{"greeting": "hello"})
 	g.Expect(k8s.Create(ctx, cm)).To(Succeed())
