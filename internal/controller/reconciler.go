@@ -83,6 +83,8 @@ type Reconciler struct {
 	history  history               // nudge's last write per workload, to tell a stale cache
 	changes  changes               // when nudge saw a source change of a workload, for its latency
 	lag      lag                   // reconciles in a row that found the cache behind (see cacheBehind)
+	births   births                // workloads seen created, for first sight (see births)
+	updates  sources.Updates       // content updates of sources, for first sight (see births)
 	taken    ownership.Takeovers   // states taken over from another key
 	index    sources.Index         // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
@@ -161,6 +163,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.taken.Forget(req.NamespacedName)
 			r.changes.forget(req.NamespacedName)
 			r.lag.forget(req.NamespacedName)
+			r.births.forget(req.NamespacedName)
 			r.Waves.Gone(r.waveKey(req.NamespacedName))
 			return ctrl.Result{}, nil
 		}
@@ -207,6 +210,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	causes = append(causes, more...)
+	in.Young = r.births.young(req.NamespacedName, in.Desired, &r.updates, r.now())
 	d := rollout.Decide(in)
 	var hold fleet.Hold
 	if r.Waves != nil {
@@ -231,6 +235,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	stakater := slices.Contains(spec.Dialects, dialect.Reloader) || (len(spec.Dialects) == 0 && r.AutoReloadAll)
 	result, err := r.act(ctx, obj, in, d, stakater)
 	r.changes.settle(req.NamespacedName, d.Action)
+	r.births.decided(req.NamespacedName, in.Young, d.Action, err == nil)
 	if r.Waves == nil {
 		return result, err
 	}

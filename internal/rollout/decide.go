@@ -21,7 +21,8 @@ const (
 	None Action = iota
 	// Baseline: write the desired state without a trigger. Chosen on first
 	// sight (no applied state, another key, unreadable) and when only the set
-	// of references changed, never the content of one already applied.
+	// of references changed, never the content of one already applied (nor
+	// of a young source, see Input.Young).
 	Baseline
 	// Roll: write the trigger and the desired state in one patch.
 	Roll
@@ -83,6 +84,13 @@ type Input struct {
 	// instead of keeping its applied entry, so that its return rolls
 	// whatever its content (Reloader's --reload-on-create).
 	CreateRolls bool
+	// Young lists the sources whose content nudge saw change after the
+	// workload was created, while it has not rolled it since (for a minute
+	// after the creation; see controller's births): its pods were made with
+	// older content. Each that is in Desired is a change, rolled even on
+	// first sight and even when Applied already holds its digest (a first
+	// sight that read the new content recorded it as the old).
+	Young []refs.Source
 	// LastRollout is when nudge last rolled the workload; zero if never.
 	LastRollout time.Time
 	// Now is the current time.
@@ -114,7 +122,8 @@ type Decision struct {
 	// Hold).
 	Changed []refs.Source
 	// FirstSight is true when no usable applied state was found: none, not
-	// sealed, unreadable, or of another key.
+	// sealed, unreadable, or of another key. Its action is Baseline, or Roll
+	// for a young source (Input.Young).
 	FirstSight bool
 	// RequeueAfter is when to look again, for Wait.
 	RequeueAfter time.Duration
@@ -135,6 +144,11 @@ type Decision struct {
 // fingerprint.Absent, so it rolls. A missing required or kept source keeps
 // its applied entry, so its return with other content rolls and with the
 // same content does not; only a missing required one holds other changes.
+//
+// A young source (Input.Young) in the desired state is a change, whatever
+// the applied state says: first sight rolls for it (unless a required
+// source is missing, when the baseline is written), and so does a state
+// that already holds its new digest.
 //
 // A change that would roll is Halted while the workload is held for the
 // current content of one of the changed sources (Input.Halted), and Pending
@@ -171,20 +185,20 @@ func decide(in Input) Decision {
 			write.Entries[ref.Source] = fingerprint.Entry{Shape: fingerprint.Shape(ref), Digest: fingerprint.Absent}
 		}
 	}
-	if first {
-		return Decision{Action: Baseline, Write: write, FirstSight: true}
-	}
-	if in.Restored {
-		return Decision{Action: Restored}
-	}
-
 	var changed []refs.Source
 	for src, d := range in.Desired.Entries {
-		if a, ok := applied.Entries[src]; ok && a.Shape == d.Shape && a.Digest != d.Digest {
+		a, ok := applied.Entries[src]
+		if slices.Contains(in.Young, src) || (!first && ok && a.Shape == d.Shape && a.Digest != d.Digest) {
 			changed = append(changed, src)
 		}
 	}
 	slices.SortFunc(changed, refs.Source.Compare)
+	if first && (len(changed) == 0 || len(in.Missing) > 0) {
+		return Decision{Action: Baseline, Write: write, FirstSight: true}
+	}
+	if in.Restored && !first {
+		return Decision{Action: Restored}
+	}
 
 	switch {
 	case len(changed) > 0 && len(in.Missing) > 0:
@@ -192,7 +206,7 @@ func decide(in Input) Decision {
 	case len(changed) > 0 && !in.LastRollout.IsZero() && in.Now.Before(in.LastRollout.Add(in.Window)):
 		return Decision{Action: Wait, Changed: changed, RequeueAfter: in.LastRollout.Add(in.Window).Sub(in.Now)}
 	case len(changed) > 0:
-		return Decision{Action: Roll, Write: write, Changed: changed}
+		return Decision{Action: Roll, Write: write, Changed: changed, FirstSight: first}
 	case !write.Equal(applied):
 		return Decision{Action: Baseline, Write: write}
 	default:
