@@ -10,7 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
@@ -72,9 +71,10 @@ func (b *births) born(key types.NamespacedName, version string, now time.Time) {
 	b.of[key] = birth{version: version, at: now}
 }
 
-// young returns, sorted, the sources of desired whose content nudge saw
-// change after key's creation, while key is young or holds such a change.
-func (b *births) young(key types.NamespacedName, desired fingerprint.State, updates *sources.Updates, now time.Time) []refs.Source {
+// young returns, sorted, the sources of counted (references whose source
+// exists) of which nudge saw what the reference reads change after key's
+// creation, while key is young or holds such a change.
+func (b *births) young(key types.NamespacedName, counted []refs.Reference, updates *sources.Updates, now time.Time) []refs.Source {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of[key]
@@ -86,9 +86,9 @@ func (b *births) young(key types.NamespacedName, desired fingerprint.State, upda
 		return nil
 	}
 	var out []refs.Source
-	for src := range desired.Entries {
-		if slices.Contains(e.held, src) || updates.After(src, e.version) {
-			out = append(out, src)
+	for _, ref := range counted {
+		if slices.Contains(e.held, ref.Source) || updates.After(ref, e.version) {
+			out = append(out, ref.Source)
 		}
 	}
 	slices.SortFunc(out, refs.Source.Compare)
@@ -121,7 +121,8 @@ func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollou
 	}
 }
 
-// forget drops what is known of key (deleted).
+// forget drops what is known of key (deleted, or not opted in: opting in
+// later is first sight as rule 3 says, whatever changed meanwhile).
 func (b *births) forget(key types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()

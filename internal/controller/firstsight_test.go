@@ -82,6 +82,26 @@ func TestSourceCreatedJustAfterItsWorkloadRollsNothing(t *testing.T) {
 	e.G.Expect(rolloutsOf(e, "queue-%d")).To(HaveEach(int64(0)), "no other Deployment rolled")
 }
 
+// Rule 2 and 3: a key a Deployment does not read, changed just after its
+// creation, rolls nothing, though first sight (behind a queue) reads the
+// ConfigMap after the change.
+func TestUnreadKeyChangedJustAfterCreationRollsNothing(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow, o.Workers = 0, 1 })
+	watching(e)
+	queue(e)
+	for i := range firstSightPairs {
+		cm, web := fmt.Sprintf("app-%d", i), fmt.Sprintf("web-%d", i)
+		e.Create(nt.ConfigMap(e.NS, cm, map[string]string{"a": "1", "b": "1"}),
+			nt.Deployment(e.NS, web, 1, auto, nt.EnvKey("ConfigMap", cm, "a", false)))
+		e.UpdateConfigMap(cm, func(c *corev1.ConfigMap) { c.Data["b"] = "2" })
+	}
+	for i := range firstSightPairs {
+		e.Baselined(fmt.Sprintf("web-%d", i))
+	}
+	e.G.Consistently(func() map[string]int64 { return rolloutsOf(e, "web-%d") }).WithTimeout(3*time.Second).
+		Should(HaveEach(int64(0)), "no Deployment rolled")
+}
+
 // watching returns once nudge watches e's namespace: it has recorded a
 // Deployment created after it started, so its caches of Deployments and
 // ConfigMaps have synced, and later creations reach it as watch events (a

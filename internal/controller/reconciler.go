@@ -185,6 +185,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", pause, v)})
 	}
 	if !spec.Enabled(r.AutoReloadAll) {
+		r.births.forget(req.NamespacedName)
 		r.warn(ctx, obj, causes)
 		// A malformed annotation may be a mistyped opt-in: keep the state,
 		// so that once it is mended a change made meanwhile still rolls.
@@ -210,7 +211,6 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return ctrl.Result{}, err
 	}
 	causes = append(causes, more...)
-	in.Young = r.births.young(req.NamespacedName, in.Desired, &r.updates, r.now())
 	d := rollout.Decide(in)
 	var hold fleet.Hold
 	if r.Waves != nil {
@@ -292,7 +292,8 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 }
 
 // inputs gathers what rollout.Decide needs from the cache (see
-// Resolver.Inputs), with the Warning causes found on the way (missing
+// Resolver.Inputs) and the young sources of a workload nudge saw created
+// (see births), with the Warning causes found on the way (missing
 // sources, unwatched namespaces). It returns errCacheBehind when a source
 // the cache misses exists (see cacheBehind).
 func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, error) {
@@ -317,6 +318,13 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	if behind {
 		return in, nil, errCacheBehind
 	}
+	var counted []refs.Reference
+	for _, c := range resolved {
+		if c.Outcome == Counted {
+			counted = append(counted, c.Reference)
+		}
+	}
+	in.Young = r.births.young(client.ObjectKeyFromObject(obj), counted, &r.updates, r.now())
 	return in, causes, nil
 }
 

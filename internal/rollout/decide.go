@@ -84,12 +84,14 @@ type Input struct {
 	// instead of keeping its applied entry, so that its return rolls
 	// whatever its content (Reloader's --reload-on-create).
 	CreateRolls bool
-	// Young lists the sources whose content nudge saw change after the
-	// workload was created, while it has not rolled it since (for a minute
-	// after the creation; see controller's births): its pods were made with
-	// older content. Each that is in Desired is a change, rolled even on
-	// first sight and even when Applied already holds its digest (a first
-	// sight that read the new content recorded it as the old).
+	// Young lists the sources of which nudge saw what the workload reads
+	// change after the workload was created, while it has not rolled it
+	// since (for a minute after the creation; see controller's births):
+	// its pods were made with older content. Each that is in Desired is a
+	// change, rolled on first sight, and when Applied holds it read the
+	// same way (same shape) even with the same digest (a first sight that
+	// read the new content recorded it as the old). One that enters the
+	// references or is read another way is baselined, as any.
 	Young []refs.Source
 	// LastRollout is when nudge last rolled the workload; zero if never.
 	LastRollout time.Time
@@ -145,10 +147,10 @@ type Decision struct {
 // its applied entry, so its return with other content rolls and with the
 // same content does not; only a missing required one holds other changes.
 //
-// A young source (Input.Young) in the desired state is a change, whatever
-// the applied state says: first sight rolls for it (unless a required
-// source is missing, when the baseline is written), and so does a state
-// that already holds its new digest.
+// A young source (Input.Young) in the desired state is a change on first
+// sight (unless a required source is missing: the baseline is written)
+// and, when the applied state holds it with the same shape, even with the
+// same digest.
 //
 // A change that would roll is Halted while the workload is held for the
 // current content of one of the changed sources (Input.Halted), and Pending
@@ -188,7 +190,8 @@ func decide(in Input) Decision {
 	var changed []refs.Source
 	for src, d := range in.Desired.Entries {
 		a, ok := applied.Entries[src]
-		if slices.Contains(in.Young, src) || (!first && ok && a.Shape == d.Shape && a.Digest != d.Digest) {
+		young := slices.Contains(in.Young, src) && (first || (ok && a.Shape == d.Shape))
+		if young || (!first && ok && a.Shape == d.Shape && a.Digest != d.Digest) {
 			changed = append(changed, src)
 		}
 	}

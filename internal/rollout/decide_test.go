@@ -115,6 +115,16 @@ func TestDecide(t *testing.T) {
 			wantChanged: []refs.Source{cm},
 			wantAfter:   4 * time.Second,
 		},
+		"a young source read another way is baselined without a rollout": {
+			in:        rollout.Input{Applied: applied("k", base), Desired: state("k", entries{cm: {Shape: "k2", Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}}), Young: []refs.Source{cm}},
+			want:      rollout.Baseline,
+			wantWrite: entries{cm: {Shape: "k2", Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}},
+		},
+		"a young source entering the references is baselined without a rollout": {
+			in:        rollout.Input{Applied: applied("k", entries{secret: {Shape: "k1", Digest: "bbbb"}}), Desired: state("k", base), Young: []refs.Source{cm}},
+			want:      rollout.Baseline,
+			wantWrite: base,
+		},
 		"a young source of a restored state is left alone": {
 			in:   rollout.Input{Applied: applied("k", base), Restored: true, Desired: state("k", base), Young: []refs.Source{cm}},
 			want: rollout.Restored,
