@@ -21,8 +21,9 @@ const TimeoutSeconds = 5
 // them: failurePolicy Ignore (a webhook down or slow admits the write as it
 // is), no side effects, never reinvoked, and matchConditions that send only
 // the writes that may drop the trigger (the stored template carries it and,
-// but under Reloader's env-vars strategy, the written one lacks it), so that
-// the API server calls the webhook for nothing else.
+// but under Reloader's env-vars strategy, the written one lacks it; for an
+// Argo Rollout, likewise spec.restartAt), so that the API server calls the
+// webhook for nothing else.
 func Webhooks(cc admissionregistrationv1.WebhookClientConfig, envVars bool) []admissionregistrationv1.MutatingWebhook {
 	update := []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
 	rule := func(group, version string, resources ...string) admissionregistrationv1.RuleWithOperations {
@@ -30,7 +31,7 @@ func Webhooks(cc admissionregistrationv1.WebhookClientConfig, envVars bool) []ad
 			APIGroups: []string{group}, APIVersions: []string{version}, Resources: resources, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
 		}}
 	}
-	hook := func(name, template string, rules ...admissionregistrationv1.RuleWithOperations) admissionregistrationv1.MutatingWebhook {
+	hook := func(name, template string, restartAt bool, rules ...admissionregistrationv1.RuleWithOperations) admissionregistrationv1.MutatingWebhook {
 		return admissionregistrationv1.MutatingWebhook{
 			Name:                    name,
 			ClientConfig:            cc,
@@ -41,27 +42,42 @@ func Webhooks(cc admissionregistrationv1.WebhookClientConfig, envVars bool) []ad
 			TimeoutSeconds:          ptr.To[int32](TimeoutSeconds),
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
-			MatchConditions:         matchConditions(template, envVars),
+			MatchConditions:         matchConditions(template, envVars, restartAt),
 		}
 	}
 	return []admissionregistrationv1.MutatingWebhook{
-		hook("templates.keep-trigger.nudge.dev", "spec.template",
-			rule("apps", "v1", "deployments", "statefulsets", "daemonsets"), rule("batch", "v1", "jobs"), rule("argoproj.io", "v1alpha1", "rollouts")),
-		hook("cronjobs.keep-trigger.nudge.dev", "spec.jobTemplate.spec.template", rule("batch", "v1", "cronjobs")),
+		hook("templates.keep-trigger.nudge.dev", "spec.template", false,
+			rule("apps", "v1", "deployments", "statefulsets", "daemonsets"), rule("batch", "v1", "jobs")),
+		hook("cronjobs.keep-trigger.nudge.dev", "spec.jobTemplate.spec.template", false, rule("batch", "v1", "cronjobs")),
+		hook("rollouts.keep-trigger.nudge.dev", "spec.template", true, rule("argoproj.io", "v1alpha1", "rollouts")),
 	}
 }
 
 // matchConditions returns the CEL conditions that send a write of a
-// workload whose pod template is at template (dotted) to the webhook.
-func matchConditions(template string, envVars bool) []admissionregistrationv1.MatchCondition {
+// workload whose pod template is at template (dotted) to the webhook; with
+// restartAt (Argo Rollouts), also one that drops spec.restartAt
+// (Input.RestartAt).
+func matchConditions(template string, envVars, restartAt bool) []admissionregistrationv1.MatchCondition {
 	carries := func(obj string) string {
 		path := obj + "." + template
 		return fmt.Sprintf("%s && '%s' in %s.metadata.annotations", has(path+".metadata.annotations"), workload.RestartedAtAnnotation, path)
 	}
+	restarts := func(obj string) string { return "(" + has(obj+".spec.restartAt") + ")" }
 	if envVars {
 		path := "oldObject." + template
 		env := fmt.Sprintf("(%s && %s.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('STAKATER_'))))", has(path+".spec.containers"), path)
-		return []admissionregistrationv1.MatchCondition{{Name: "carries-the-trigger", Expression: "(" + carries("oldObject") + ") || " + env}}
+		expr := "(" + carries("oldObject") + ") || " + env
+		if restartAt {
+			expr += " || " + restarts("oldObject")
+		}
+		return []admissionregistrationv1.MatchCondition{{Name: "carries-the-trigger", Expression: expr}}
+	}
+	if restartAt {
+		return []admissionregistrationv1.MatchCondition{
+			{Name: "carries-the-trigger", Expression: "(" + carries("oldObject") + ") || " + restarts("oldObject")},
+			{Name: "drops-the-trigger", Expression: fmt.Sprintf("((%s) && !(%s)) || (%s && !%s)",
+				carries("oldObject"), carries("object"), restarts("oldObject"), restarts("object"))},
+		}
 	}
 	return []admissionregistrationv1.MatchCondition{
 		{Name: "carries-the-trigger", Expression: carries("oldObject")},

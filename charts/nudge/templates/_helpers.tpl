@@ -292,17 +292,29 @@ set: "has(a.b) && has(a.b.c)" (admission.Webhooks' matchConditions). */}}
 {{- end }}
 
 {{/* The matchConditions of one webhook of the admission webhook, for the
-pod template at .template (dotted): as admission.Webhooks renders them. */}}
+pod template at .template (dotted), with .restartAt for an Argo Rollout's
+spec.restartAt: as admission.Webhooks renders them. */}}
 {{- define "nudge.webhookMatchConditions" -}}
 {{- $carries := dict }}
+{{- $restarts := dict }}
 {{- range list "oldObject" "object" }}
 {{- $path := printf "%s.%s" . $.template }}
 {{- $_ := set $carries . (printf "%s && 'nudge.dev/restarted-at' in %s.metadata.annotations" (include "nudge.celHas" (printf "%s.metadata.annotations" $path)) $path) }}
+{{- $_ := set $restarts . (printf "(%s)" (include "nudge.celHas" (printf "%s.spec.restartAt" .))) }}
 {{- end }}
 {{- if eq .strategy "env-vars" }}
 {{- $path := printf "oldObject.%s" .template }}
+{{- $expr := printf "(%s) || (%s && %s.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('STAKATER_'))))" $carries.oldObject (include "nudge.celHas" (printf "%s.spec.containers" $path)) $path }}
+{{- if .restartAt }}
+{{- $expr = printf "%s || %s" $expr $restarts.oldObject }}
+{{- end }}
 - name: carries-the-trigger
-  expression: {{ printf "(%s) || (%s && %s.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('STAKATER_'))))" $carries.oldObject (include "nudge.celHas" (printf "%s.spec.containers" $path)) $path | quote }}
+  expression: {{ $expr | quote }}
+{{- else if .restartAt }}
+- name: carries-the-trigger
+  expression: {{ printf "(%s) || %s" $carries.oldObject $restarts.oldObject | quote }}
+- name: drops-the-trigger
+  expression: {{ printf "((%s) && !(%s)) || (%s && !%s)" $carries.oldObject $carries.object $restarts.oldObject $restarts.object | quote }}
 {{- else }}
 - name: carries-the-trigger
   expression: {{ $carries.oldObject | quote }}
