@@ -292,14 +292,15 @@ set: "has(a.b) && has(a.b.c)" (admission.Webhooks' matchConditions). */}}
 {{- end }}
 
 {{/* The matchConditions of one webhook of the admission webhook, for the
-pod template at .template (dotted), with .restartAt for an Argo Rollout's
-spec.restartAt: as admission.Webhooks renders them. */}}
+pod template at .template and the trigger's annotations at .trigger (both
+dotted), with .restartAt for an Argo Rollout's spec.restartAt: as
+admission.Webhooks renders them. */}}
 {{- define "nudge.webhookMatchConditions" -}}
 {{- $carries := dict }}
 {{- $restarts := dict }}
 {{- range list "oldObject" "object" }}
-{{- $path := printf "%s.%s" . $.template }}
-{{- $_ := set $carries . (printf "%s && 'nudge.dev/restarted-at' in %s.metadata.annotations" (include "nudge.celHas" (printf "%s.metadata.annotations" $path)) $path) }}
+{{- $path := printf "%s.%s" . $.trigger }}
+{{- $_ := set $carries . (printf "%s && 'nudge.dev/restarted-at' in %s" (include "nudge.celHas" $path) $path) }}
 {{- $_ := set $restarts . (printf "(%s)" (include "nudge.celHas" (printf "%s.spec.restartAt" .))) }}
 {{- end }}
 {{- if eq .strategy "env-vars" }}
