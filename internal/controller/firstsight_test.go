@@ -27,29 +27,19 @@ const firstSightPairs = 20
 // the new content as what the pods run with). One worker and a queue of
 // other Deployments ahead make the second order the usual one.
 func TestChangeJustAfterCreationRollsOnce(t *testing.T) {
-	e := setup(t, true, func(o *options.Options) { o.RolloutWindow, o.Workers = 0, 1 })
-	watching(e)
-	queue(e)
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			for i := w; i < firstSightPairs; i += 4 {
-				cm, web := fmt.Sprintf("app-%d", i), fmt.Sprintf("web-%d", i)
-				e.Create(nt.ConfigMap(e.NS, cm, map[string]string{"a": "1"}),
-					nt.Deployment(e.NS, web, 1, auto, nt.EnvFrom("ConfigMap", cm)))
-				e.UpdateConfigMap(cm, func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
-			}
-		})
-	}
-	wg.Wait()
+	e := queued(t)
+	inPairs(func(i int) {
+		cm, web := fmt.Sprintf("app-%d", i), fmt.Sprintf("web-%d", i)
+		e.Create(nt.ConfigMap(e.NS, cm, map[string]string{"a": "1"}),
+			nt.Deployment(e.NS, web, 1, auto, nt.EnvFrom("ConfigMap", cm)))
+		e.UpdateConfigMap(cm, func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	})
 	for i := range firstSightPairs {
 		web := fmt.Sprintf("web-%d", i)
 		e.G.Eventually(e.Rollouts(web)).WithTimeout(20*time.Second).Should(BeNumerically(">=", 1),
 			"Deployment %s to be rolled for its ConfigMap's change", web)
 	}
-	e.G.Consistently(func() map[string]int64 { return rolloutsOf(e, "web-%d") }).WithTimeout(3*time.Second).
-		Should(HaveEach(int64(1)), "each Deployment rolled exactly once")
-	e.G.Expect(rolloutsOf(e, "queue-%d")).To(HaveEach(int64(0)), "no other Deployment rolled")
+	e.settled(1)
 }
 
 // Rule 3: a ConfigMap created just after its Deployment is what the
@@ -57,49 +47,68 @@ func TestChangeJustAfterCreationRollsOnce(t *testing.T) {
 // its first reconcile of the Deployment (behind a queue, as above) sees a
 // ConfigMap newer than the Deployment.
 func TestSourceCreatedJustAfterItsWorkloadRollsNothing(t *testing.T) {
-	e := setup(t, true, func(o *options.Options) { o.RolloutWindow, o.Workers = 0, 1 })
-	watching(e)
-	queue(e)
-	var wg sync.WaitGroup
-	for w := range 4 {
-		wg.Go(func() {
-			for i := w; i < firstSightPairs; i += 4 {
-				cm, web := fmt.Sprintf("app-%d", i), fmt.Sprintf("web-%d", i)
-				e.Create(nt.Deployment(e.NS, web, 1, auto, nt.EnvFrom("ConfigMap", cm)),
-					nt.ConfigMap(e.NS, cm, map[string]string{"a": "1"}))
-			}
-		})
-	}
-	wg.Wait()
+	e := queued(t)
+	inPairs(func(i int) {
+		cm, web := fmt.Sprintf("app-%d", i), fmt.Sprintf("web-%d", i)
+		e.Create(nt.Deployment(e.NS, web, 1, auto, nt.EnvFrom("ConfigMap", cm)),
+			nt.ConfigMap(e.NS, cm, map[string]string{"a": "1"}))
+	})
 	for i := range firstSightPairs {
 		web := fmt.Sprintf("web-%d", i)
 		e.G.Eventually(func() string { return e.Deployment(web).Annotations[workload.AppliedAnnotation] }).
 			WithTimeout(20*time.Second).Should(ContainSubstring(fmt.Sprintf("ConfigMap/app-%d", i)),
 			"nudge to record Deployment %s's ConfigMap", web)
 	}
-	e.G.Consistently(func() map[string]int64 { return rolloutsOf(e, "web-%d") }).WithTimeout(3*time.Second).
-		Should(HaveEach(int64(0)), "no Deployment rolled")
-	e.G.Expect(rolloutsOf(e, "queue-%d")).To(HaveEach(int64(0)), "no other Deployment rolled")
+	e.settled(0)
 }
 
 // Rule 2 and 3: a key a Deployment does not read, changed just after its
 // creation, rolls nothing, though first sight (behind a queue) reads the
 // ConfigMap after the change.
 func TestUnreadKeyChangedJustAfterCreationRollsNothing(t *testing.T) {
-	e := setup(t, true, func(o *options.Options) { o.RolloutWindow, o.Workers = 0, 1 })
-	watching(e)
-	queue(e)
-	for i := range firstSightPairs {
+	e := queued(t)
+	inPairs(func(i int) {
 		cm, web := fmt.Sprintf("app-%d", i), fmt.Sprintf("web-%d", i)
 		e.Create(nt.ConfigMap(e.NS, cm, map[string]string{"a": "1", "b": "1"}),
 			nt.Deployment(e.NS, web, 1, auto, nt.EnvKey("ConfigMap", cm, "a", false)))
 		e.UpdateConfigMap(cm, func(c *corev1.ConfigMap) { c.Data["b"] = "2" })
-	}
+	})
 	for i := range firstSightPairs {
 		e.Baselined(fmt.Sprintf("web-%d", i))
 	}
+	e.settled(0)
+}
+
+// queued returns t's env with a nudge of one worker and no rollout window
+// that watches its namespace (see watching), with 100 Deployments in its
+// queue (see queue).
+func queued(t *testing.T) *env {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow, o.Workers = 0, 1 })
+	watching(e)
+	queue(e)
+	return e
+}
+
+// inPairs runs pair for 0 to firstSightPairs-1, four at a time.
+func inPairs(pair func(i int)) {
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := w; i < firstSightPairs; i += 4 {
+				pair(i)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// settled checks for 3 s that each Deployment web-<i> has had n rollouts,
+// and the queue's none.
+func (e *env) settled(n int64) {
+	e.T.Helper()
 	e.G.Consistently(func() map[string]int64 { return rolloutsOf(e, "web-%d") }).WithTimeout(3*time.Second).
-		Should(HaveEach(int64(0)), "no Deployment rolled")
+		Should(HaveEach(n), "each Deployment rolled %d time(s)", n)
+	e.G.Expect(rolloutsOf(e, "queue-%d")).To(HaveEach(int64(0)), "no other Deployment rolled")
 }
 
 // watching returns once nudge watches e's namespace: it has recorded a
