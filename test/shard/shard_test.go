@@ -102,3 +102,68 @@ func clusterWide(u string) bool {
 	parsed, err := url.Parse(u)
 	return err == nil && clusterWideCollection(parsed.Path)
 }
+
+// TestReshard: the shard set goes from two shards to three as a rolling
+// update would (the third started, then each old shard replaced by its
+// successor), every namespace's ConfigMap changed at each step while the
+// shards come and go. The nudges share one key, so the state each writes on
+// a workload (its applied-state annotation) is the hand-over: a namespace
+// two shards own for a while is rolled once per change (the second writer's
+// write conflicts and it then finds nothing to do), and a change made while
+// no running shard owns it is rolled once by its next owner, as after a
+// restart. A namespace created after the start lands in its shard.
+func TestReshard(t *testing.T) {
+	eachPlane(t, func(t *testing.T, pl *plane) {
+		c := newCluster(t, pl, true)
+		old := []*member{c.start("0/2"), c.start("1/2")}
+		var spaces []*space
+		for range 3 {
+			for _, m := range old {
+				spaces = append(spaces, c.space(m.s, nil))
+			}
+		}
+		c.g.Eventually(func() []string {
+			var missing []string
+			for _, n := range spaces {
+				if c.applied(n, "web") == "" {
+					missing = append(missing, n.name)
+				}
+			}
+			return missing
+		}).WithTimeout(30*time.Second).Should(BeEmpty(), "every Deployment baselined by the two shards")
+
+		changeAll := func(round int) {
+			for _, n := range spaces {
+				c.change(n, "app", strconv.Itoa(round+1))
+			}
+		}
+		rolled := func(round int) {
+			want := map[*space]int64{}
+			for _, n := range spaces {
+				want[n] = int64(round)
+			}
+			c.rolledTo(want)
+		}
+		changeAll(1)
+		third := c.start("2/3")
+		rolled(1)
+		changeAll(2)
+		old[1].nudge.Stop(t)
+		second := c.start("1/3")
+		rolled(2)
+		changeAll(3)
+		old[0].nudge.Stop(t)
+		first := c.start("0/3")
+		rolled(3)
+
+		late := c.space(second.s, nil)
+		c.g.Eventually(func() string { return c.applied(late, "web") }).WithTimeout(30*time.Second).
+			ShouldNot(BeEmpty(), "a namespace created after the start baselined")
+		c.change(late, "app", "2")
+		c.rolledTo(map[*space]int64{late: 1})
+		for _, m := range []*member{first, third} {
+			c.g.Expect(rolledBy(m, late)).To(BeZero(), "shard %s rolls nothing of a namespace of shard 1/3", m.s.Name)
+		}
+		c.g.Expect(rolledBy(second, late)).To(Equal(1), "shard 1/3 rolls its new namespace")
+	})
+}
