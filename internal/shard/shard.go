@@ -135,12 +135,16 @@ func (s Shard) Apply(opts *metav1.ListOptions) {
 	}
 }
 
-// LeaseName returns the leader-election Lease of s, base for the whole and
-// base-shard-<start>-<end> (the range's digits) for a shard, so that each
-// shard elects its own leader and a reshard (new ranges) starts new Leases.
+// LeaseName returns the leader-election Lease of s: base for the whole,
+// base-shard-i-of-N for "i/N", base-shard-START-END (the range's digits) for
+// an explicit range. Each shard elects its own leader, and a reshard (new
+// ranges) starts new Leases. The chart grants the Leases of i-of-N by name.
 func (s Shard) LeaseName(base string) string {
 	if s.Whole() {
 		return base
+	}
+	if i, n, ok := strings.Cut(s.Name, "/"); ok {
+		return base + "-shard-" + i + "-of-" + n
 	}
 	return base + "-shard-" + strings.TrimPrefix(s.Start, "0x") + "-" + strings.TrimPrefix(s.End, "0x")
 }

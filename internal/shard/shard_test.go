@@ -95,7 +95,9 @@ func TestApply(t *testing.T) {
 	opts = metav1.ListOptions{}
 	Shard{}.Apply(&opts)
 	g.Expect(opts.ShardSelector).To(BeEmpty(), "the whole sends no selector")
-	g.Expect(s.LeaseName("nudge.dev")).To(Equal("nudge.dev-shard-8000000000000000-10000000000000000"))
+	g.Expect(s.LeaseName("nudge.dev")).To(Equal("nudge.dev-shard-1-of-2"))
+	r, _ := Parse("0x8000000000000000-0x10000000000000000")
+	g.Expect(r.LeaseName("nudge.dev")).To(Equal("nudge.dev-shard-8000000000000000-10000000000000000"))
 	g.Expect(Shard{}.LeaseName("nudge.dev")).To(Equal("nudge.dev"))
 }
 
