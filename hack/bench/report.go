@@ -76,7 +76,8 @@ func figures(res *Results) []figure {
 				optSeconds(f.ReadySeconds), f.RSSMiB, f.ReceivedMiB)
 		}
 		add("shards", "largest shard over the single controller: RSS / received", &sh.Load, "%.2f× / %.2f× (ShardedListAndWatch %s)", sh.MaxRSSRatio, sh.MaxBytesRatio, map[bool]string{true: "on", false: "off"}[sh.Gate])
-		add("shards", fmt.Sprintf("%d changes: misses / other rollouts", sh.Changes), &sh.Load, "%d / %d", sh.Misses, sh.OtherRollouts)
+		add("shards", "quiet after the last shard was ready (first reconciles done)", &sh.Load, "%.1f s", sh.QuietSeconds)
+		add("shards", fmt.Sprintf("%d changes: late / misses / other rollouts", sh.Changes), &sh.Load, "%d / %d / %d", sh.Late, sh.Misses, sh.OtherRollouts)
 	}
 	if p := res.Process; p != nil {
 		add("end", "RSS / peak RSS / CPU of the first process at its end", nil, "%.1f / %.1f MiB / %.2f s", p.RSSMiB, p.PeakRSSMiB, p.CPUSeconds)

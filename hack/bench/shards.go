@@ -36,9 +36,15 @@ type ShardsResult struct {
 	// controller's; MaxBytesRatio the same of the bytes received.
 	MaxRSSRatio   float64 `json:"max_rss_ratio"`
 	MaxBytesRatio float64 `json:"max_bytes_ratio"`
-	Changes       int     `json:"changes"`
-	Misses        int     `json:"misses"`         // Deployments using a changed source that did not roll
-	OtherRollouts int     `json:"other_rollouts"` // a second rollout of such a Deployment, or one of another
+	// QuietSeconds is the time from the last shard ready until every
+	// shard's CPU was quiet (its first reconcile of every workload done).
+	QuietSeconds float64 `json:"quiet_seconds"`
+	Changes      int     `json:"changes"`
+	// Late are Deployments using a changed source that did not roll within
+	// -change-timeout; Misses those that did not roll within -wait-timeout.
+	Late          int `json:"late"`
+	Misses        int `json:"misses"`
+	OtherRollouts int `json:"other_rollouts"` // a second rollout of such a Deployment, or one of another
 }
 
 // ShardFigures are one controller's figures in the shards scenario.
@@ -122,6 +128,14 @@ func (b *bench) shards(ctx context.Context) error {
 		f.ReadySeconds = ptrSeconds(at.Sub(c.started))
 		res.Shards = append(res.Shards, f)
 	}
+	// Ready is synced caches; each shard then reconciles every workload
+	// of its namespaces once (baselined already: nothing to write). Wait
+	// until every shard is quiet, then cfg.Idle.
+	quiet, err := waitQuiet(ctx, ctrls, b.cfg.SyncTimeout)
+	if err != nil {
+		return err
+	}
+	res.QuietSeconds = seconds(quiet)
 	select {
 	case <-time.After(b.cfg.Idle):
 	case <-ctx.Done():
@@ -156,10 +170,16 @@ func (b *bench) shards(ctx context.Context) error {
 			return err
 		}
 		if _, missing := b.watcher.WaitRolled(ctx, users, sent, b.cfg.ChangeTimeout); len(missing) > 0 {
-			res.Misses += len(missing)
-			logf("Missed: %v did not roll within %v of a change of %s", missing, b.cfg.ChangeTimeout, use.Source)
+			res.Late += len(missing)
+			logf("Late: %v did not roll within %v of a change of %s", missing, b.cfg.ChangeTimeout, use.Source)
 		}
 	}
+	var keys []string
+	for k := range expected {
+		keys = append(keys, k)
+	}
+	_, missing := b.watcher.WaitRolled(ctx, keys, begin, b.cfg.WaitTimeout)
+	res.Misses = len(missing)
 	time.Sleep(b.cfg.Settle)
 	res.OtherRollouts = unexpected(b.rollouts(begin, time.Now()), expected)
 	for _, c := range ctrls {
@@ -167,9 +187,43 @@ func (b *bench) shards(ctx context.Context) error {
 			return err
 		}
 	}
-	logf("Shards: largest RSS %.2f× and bytes received %.2f× the single controller's; %d changes, %d misses, %d other rollouts",
-		res.MaxRSSRatio, res.MaxBytesRatio, res.Changes, res.Misses, res.OtherRollouts)
+	logf("Shards: largest RSS %.2f× and bytes received %.2f× the single controller's; %d changes, %d late, %d misses, %d other rollouts",
+		res.MaxRSSRatio, res.MaxBytesRatio, res.Changes, res.Late, res.Misses, res.OtherRollouts)
 	return nil
+}
+
+// waitQuiet returns once every controller of ctrls used less than 50 ms of
+// CPU in a second, with the time that took; an error after timeout or when
+// one exits.
+func waitQuiet(ctx context.Context, ctrls []*Controller, timeout time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for time.Since(start) < timeout {
+		before := make([]float64, len(ctrls))
+		for i, c := range ctrls {
+			s, err := c.Stats()
+			if err != nil {
+				return 0, err
+			}
+			before[i] = s.CPUSeconds
+		}
+		select {
+		case <-time.After(time.Second):
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		}
+		quiet := true
+		for i, c := range ctrls {
+			s, err := c.Stats()
+			if err != nil {
+				return 0, err
+			}
+			quiet = quiet && s.CPUSeconds-before[i] < 0.05
+		}
+		if quiet {
+			return time.Since(start), nil
+		}
+	}
+	return 0, fmt.Errorf("the shards were not quiet within %v", timeout)
 }
 
 // countingProxy forwards TCP connections to the API server and counts the
