@@ -1,8 +1,3 @@
-// Package shard splits a cluster between nudges by namespace hash
-// (--shard): each owns the namespaces whose FNV-1a 64 hash falls in its
-// range, lists and watches only their objects, and asks the API server to
-// send only those (Kubernetes' ShardedListAndWatch, KEP-5866, whose
-// selector and matcher are apimachinery's sharding package).
 package shard
 
 import (
