@@ -257,6 +257,7 @@ func (m *mergedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHa
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.handlers[m.gvk] = append(c.handlers[m.gvk], handler{h: h, opts: opts})
+	ctx := c.ctx
 	for k, n := range c.narrow {
 		if k.gvk != m.gvk {
 			continue
@@ -268,7 +269,7 @@ func (m *mergedInformer) AddEventHandlerWithOptions(h toolscache.ResourceEventHa
 			if n.cache == nil {
 				return
 			}
-			if inf, err := n.cache.GetInformerForKind(c.ctx, k.gvk); err == nil {
+			if inf, err := n.cache.GetInformerForKind(ctx, k.gvk); err == nil {
 				_, _ = inf.AddEventHandlerWithOptions(h, opts)
 			}
 		}()
