@@ -43,6 +43,14 @@ type bench struct {
 	terminated   map[string]int // apiserver_terminated_watchers_total by resource, at the phase's start
 
 	kubeconfig string // the controller's
+	// With -shards: the API server's address, the controller's identity,
+	// and the counting proxy the first controller talks through.
+	apiHost    string
+	userConfig *rest.Config
+	proxy      *countingProxy
+	// idleReceived is what the first controller received until the end of
+	// its idle phase.
+	idleReceived int64
 	workDir    string
 	ctrl       *Controller
 	cpuOffset  float64 // CPU seconds of controller processes already stopped
@@ -83,7 +91,11 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	}()
 
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	plane, err := testbed.Start(startCtx, testbed.Options{Mode: testbed.APIServer, AuditLog: true, BinDir: cfg.BinDir, Logf: logf})
+	opts := testbed.Options{Mode: testbed.APIServer, AuditLog: true, BinDir: cfg.BinDir, Logf: logf}
+	if cfg.Shards > 0 && cfg.ShardGate {
+		opts.FeatureGates = []string{"ShardedListAndWatch=true"}
+	}
+	plane, err := testbed.Start(startCtx, opts)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -92,6 +104,7 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 		if b.ctrl != nil {
 			err = errors.Join(err, b.ctrl.Stop(stopGrace))
 		}
+		b.proxy.Close()
 		err = errors.Join(err, plane.Stop(cfg.Keep || err != nil))
 	}()
 	if err := b.connect(ctx, plane); err != nil {
@@ -114,6 +127,7 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	if err := b.idle(ctx); err != nil {
 		return res, err
 	}
+	b.idleReceived = b.proxy.Received()
 	scenarios := map[string]func(context.Context) error{
 		"latency": b.latency, "fanout": b.fanout, "burst": b.burst,
 		"noop": b.noop, "coalesce": b.coalesce, "downtime": b.downtime,
@@ -136,6 +150,11 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 			return res, err
 		}
 		res.Process = processResult(s)
+	}
+	if cfg.Shards > 0 {
+		if err := b.shards(ctx); err != nil {
+			return res, fmt.Errorf("scenario shards: %w", err)
+		}
 	}
 	if err := b.endPhase(); err != nil {
 		return res, err
@@ -170,6 +189,15 @@ func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
 		return err
 	}
 	b.kubeconfig = filepath.Join(b.workDir, "controller.kubeconfig")
+	b.apiHost, b.userConfig = admin.Host, user
+	if b.cfg.Shards > 0 {
+		// The first controller's bytes are counted as the shards' are.
+		if b.proxy, err = newCountingProxy(admin.Host); err != nil {
+			return err
+		}
+		user = rest.CopyConfig(user)
+		user.Host = "https://" + b.proxy.Addr()
+	}
 	if err := writeKubeconfig(b.kubeconfig, b.cfg.ControllerUser, user); err != nil {
 		return err
 	}

@@ -58,6 +58,14 @@ type Config struct {
 	Keep       bool          // keep the plane's and controller's logs
 	ProfileFor time.Duration // CPU profile of the start, with {pprof-addr}
 	ScaleRun   bool          // preset, see scalePreset
+
+	// Shards, when above 0, runs the shards scenario last (see
+	// bench.shards): that many controllers with --shard; ShardGate runs
+	// kube-apiserver with ShardedListAndWatch; ShardChanges are the
+	// changes made while the shards run.
+	Shards       int
+	ShardGate    bool
+	ShardChanges int
 	BinDir     string        // control-plane binaries (testbed default when empty)
 }
 
@@ -112,6 +120,9 @@ func parseConfig(args []string) (Config, error) {
 	fs.BoolVar(&c.Keep, "keep", false, "keep the plane's logs (audit log included) and the work directory")
 	fs.DurationVar(&c.ProfileFor, "profile", 10*time.Second, "with {pprof-addr} in -controller-cmd: length of the CPU profile of the start (fan-out and burst get 4 s each, idle a heap profile), saved in the work directory")
 	fs.BoolVar(&c.ScaleRun, "scale-run", false, "scale run: 100 namespaces × (200 Secrets + 200 ConfigMaps), 10,000 Deployments; sync, idle and latency (flags given explicitly win)")
+	fs.IntVar(&c.Shards, "shards", 0, "after the scenarios, stop the controller and start this many with --shard over the same cluster: each one's memory and bytes received, and a round of changes (0: no shards scenario)")
+	fs.BoolVar(&c.ShardGate, "shard-gate", true, "with -shards, run kube-apiserver with the ShardedListAndWatch feature gate")
+	fs.IntVar(&c.ShardChanges, "shard-changes", 40, "with -shards, sources changed while the shards run, each used by one Deployment")
 	fs.StringVar(&c.BinDir, "kube-bins", "", "directory of the control-plane binaries (default: the testbed's)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -171,6 +182,9 @@ func (c *Config) validate() error {
 	}
 	if !strings.Contains(c.ControllerCmd, "{kubeconfig}") {
 		errs = append(errs, errors.New("-controller-cmd must contain {kubeconfig}"))
+	}
+	if c.Shards < 0 || (c.Shards > 0 && c.ShardChanges < 1) {
+		errs = append(errs, errors.New("-shards must not be negative, and -shard-changes must be at least 1 with -shards"))
 	}
 	if c.Creators < 1 {
 		errs = append(errs, errors.New("-creators must be at least 1"))

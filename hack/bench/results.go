@@ -25,6 +25,7 @@ type Results struct {
 	Downtime *DowntimeResult `json:"downtime,omitempty"`
 	Bindings *BindingsResult `json:"bindings,omitempty"`
 	Process  *ProcessResult  `json:"process,omitempty"`
+	Shards   *ShardsResult   `json:"shards,omitempty"`
 
 	Phases  []Phase  `json:"phases"`
 	Targets []Target `json:"targets"`

@@ -53,7 +53,7 @@ created unless either says not, named by either. */}}
 {{/* "true" when leader election is on: reloader.enableHA or more than one
 replica. */}}
 {{- define "nudge.leaderElect" -}}
-{{- if or .Values.reloader.enableHA (gt (int (include "nudge.replicas" .)) 1) }}true{{ end }}
+{{- if or .Values.reloader.enableHA (gt (int (include "nudge.replicas" .)) 1) ((.Values.sharding | default dict).shards) }}true{{ end }}
 {{- end }}
 
 {{/* "true" when nudge handles Argo Rollouts: unless reloader.isArgoRollouts
@@ -196,6 +196,10 @@ MutatingWebhookConfiguration (admissionWebhook.enabled). */}}
 {{- end }}
 {{- with $r.namespaceSelector }}
 {{- $args = append $args (printf "--namespace-selector=%s" .) }}
+{{- end }}
+{{- with (.Values.sharding | default dict).shards }}
+{{- /* $(NUDGE_SHARD), the pod's ordinal, expanded by the kubelet. */}}
+{{- $args = append $args (printf "--shard=$(NUDGE_SHARD)/%v" .) }}
 {{- end }}
 {{- with $r.resourceLabelSelector }}
 {{- $args = append $args (printf "--resource-label-selector=%s" .) }}
