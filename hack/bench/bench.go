@@ -41,10 +41,15 @@ type bench struct {
 	// restarted watch of Deployments delays what the benchmark sees.
 	adminWatches *AuditLog
 	terminated   map[string]int // apiserver_terminated_watchers_total by resource, at the phase's start
+	// harbors and statuses watch the bindings scenario's Harbors and
+	// ValueBindings, once it has started.
+	harbors  *targetWatcher
+	statuses *statusWatcher
 
 	kubeconfig string // the controller's
 	workDir    string
 	ctrl       *Controller
+	ctrlCmd    string  // ctrl's command line (the floor scenario runs two)
 	cpuOffset  float64 // CPU seconds of controller processes already stopped
 
 	phases   []Phase
@@ -117,7 +122,7 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	scenarios := map[string]func(context.Context) error{
 		"latency": b.latency, "fanout": b.fanout, "burst": b.burst,
 		"noop": b.noop, "coalesce": b.coalesce, "downtime": b.downtime,
-		"bindings": b.bindings,
+		"bindings": b.bindings, "floor": b.versus,
 	}
 	for _, name := range allScenarios {
 		if !cfg.Has(name) {
@@ -191,7 +196,7 @@ func (b *bench) startController() error {
 	if err != nil {
 		return err
 	}
-	b.ctrl = c
+	b.ctrl, b.ctrlCmd = c, b.cfg.ControllerCmd
 	return nil
 }
 
