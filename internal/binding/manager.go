@@ -13,6 +13,8 @@ package binding
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -20,7 +22,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -110,7 +114,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	r.watched = map[schema.GroupVersionKind]bool{}
 	r.conflicts = &overwrites{byBinding: map[string]map[string][]time.Time{}, before: map[string]written{}}
-	r.statuses = &pending{due: map[string]dueStatus{}}
+	r.statuses = newPending()
 	var err error
 	if r.ready, err = registerStates(r.Metrics, mgr); err != nil {
 		return fmt.Errorf("registering nudge_value_bindings: %w", err)
@@ -123,7 +127,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return fmt.Errorf("indexing ValueBindings by target: %w", err)
 	}
 	opts := r.TargetCache
-	opts.Scheme, opts.Mapper, opts.HTTPClient = mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()
+	opts.Scheme, opts.Mapper = mgr.GetScheme(), mgr.GetRESTMapper()
+	if opts.HTTPClient, err = ownConnection(mgr.GetConfig()); err != nil {
+		return fmt.Errorf("creating the target cache's HTTP client: %w", err)
+	}
 	opts.DefaultTransform = trimTarget
 	// The reconciler never changes a target read from the cache (an apply
 	// builds its own object), so reads skip the copy.
@@ -137,20 +144,38 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	r.targets = targets
 	toBindings := handler.EnqueueRequestsFromMapFunc(r.bindingsOfSource)
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("valuebinding").
 		For(&v1alpha1.ValueBinding{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			deletionPredicate))).
 		Watches(&corev1.Secret{}, toBindings, builder.WithPredicates(sourceChanged)).
 		Watches(&corev1.ConfigMap{}, toBindings, builder.WithPredicates(sourceChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
-		Build(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)})
+	if r.Lull != nil {
+		b = b.WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			go r.statuses.flush(ctx, r.Lull, q)
+			return nil
+		}))
+	}
+	c, err := b.Build(r)
 	if err != nil {
 		return err
 	}
 	r.ctrl = c
 	return nil
+}
+
+// ownConnection returns an HTTP client for cfg with a transport, and so
+// connections, of its own: the target watch's events do not queue on one
+// HTTP/2 connection behind the responses of a fan-out's applies, which
+// kube-apiserver writes on the same connection (it closes a watch whose
+// events it cannot hand on, docs/performance.md). A dial function of its own
+// keeps client-go from sharing a cached transport (transport.tlsCacheKey).
+func ownConnection(cfg *rest.Config) (*http.Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return rest.HTTPClientFor(cfg)
 }
 
 // watchTarget starts watching the targets of kind gvk, once: their events
