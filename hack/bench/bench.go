@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,15 +29,18 @@ const stopGrace = 10 * time.Second
 
 // bench is one run in progress.
 type bench struct {
-	cfg     Config
-	res     *Results
-	layout  Layout
-	alloc   allocator
-	cs      kubernetes.Interface
-	dyn     dynamic.Interface
-	changer *changer
-	watcher *Watcher
-	audit   *AuditLog
+	cfg    Config
+	res    *Results
+	layout Layout
+	alloc  allocator
+	cs     kubernetes.Interface
+	dyn    dynamic.Interface
+	// watchDyn is the client of the benchmark's watches of custom
+	// resources, on connections of their own (see connect).
+	watchDyn dynamic.Interface
+	changer  *changer
+	watcher  *Watcher
+	audit    *AuditLog
 	// adminWatches are the watches of the benchmark's own identity: a
 	// restarted watch of Deployments delays what the benchmark sees.
 	adminWatches *AuditLog
@@ -180,7 +184,19 @@ func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
 	}
 	b.audit = newAuditLog(plane.AuditLogPath(), b.cfg.ControllerUser, "")
 	b.adminWatches = newAuditLog(plane.AuditLogPath(), adminUser, "watch")
-	b.watcher, err = startWatcher(ctx, cs, b.cfg.BaselineAnnotation)
+	// The watches get connections of their own: on the writers' HTTP/2
+	// connection, kube-apiserver closes a watch that falls behind a burst of
+	// concurrent writes (the burst's patches, the apply floor's applies).
+	watches := rest.CopyConfig(admin)
+	watches.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if b.watchDyn, err = dynamic.NewForConfig(watches); err != nil {
+		return err
+	}
+	wcs, err := kubernetes.NewForConfig(watches)
+	if err != nil {
+		return err
+	}
+	b.watcher, err = startWatcher(ctx, wcs, b.cfg.BaselineAnnotation)
 	return err
 }
 

@@ -106,11 +106,11 @@ func (b *bench) bindings(ctx context.Context) error {
 	if err := b.phase("binding-setup"); err != nil {
 		return err
 	}
-	w, err := startTargetWatcher(ctx, b.dyn)
+	w, err := startTargetWatcher(ctx, b.watchDyn)
 	if err != nil {
 		return err
 	}
-	sw, err := startStatusWatcher(ctx, b.dyn)
+	sw, err := startStatusWatcher(ctx, b.watchDyn)
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func (r *Reconciler) applyTo(ctx context.Context, cfg *unstructured.Unstructured
 	meta.SetGroupVersionKind(cfg.GroupVersionKind())
 	meta.SetNamespace(cfg.GetNamespace())
 	meta.SetName(cfg.GetName())
-	err = r.Client.Patch(ctx, meta, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(FieldManager), client.ForceOwnership)
+	err = r.writer.Patch(ctx, meta, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(FieldManager), client.ForceOwnership)
 	return meta.GetResourceVersion(), err
 }
 
@@ -236,7 +236,7 @@ func (r *Reconciler) finalize(ctx context.Context, b *v1alpha1.ValueBinding) err
 	}
 	old := b.DeepCopy()
 	controllerutil.RemoveFinalizer(b, Finalizer)
-	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.writer.Patch(ctx, b, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	r.conflicts.reset(bindingKey(b))
@@ -308,7 +308,7 @@ func (r *Reconciler) record(ctx context.Context, b *v1alpha1.ValueBinding, out o
 		r.statuses.done(bindingKey(b))
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(old)); err != nil {
+	if err := r.writer.Status().Patch(ctx, b, client.MergeFrom(old)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	r.statuses.done(bindingKey(b))

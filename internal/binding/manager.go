@@ -52,8 +52,8 @@ const Finalizer = "nudge.dev/value-binding"
 // Reconciler reconciles ValueBindings. Build it with its exported fields
 // and register it with SetupWithManager.
 type Reconciler struct {
-	// Client writes (applies, binding status and finalizers) and reads
-	// bindings and sources from the manager's cache.
+	// Client reads bindings and sources from the manager's cache (the
+	// writes go on a connection of their own, see ownConnection).
 	Client client.Client
 	// APIReader reads a source's value when applying: never cached.
 	APIReader client.Reader
@@ -80,6 +80,9 @@ type Reconciler struct {
 	// Metrics, when not nil, is where nudge_value_bindings is registered.
 	Metrics prometheus.Registerer
 
+	// writer writes applies, statuses and finalizers on a connection of
+	// its own (see ownConnection).
+	writer    client.Client
 	targets   cache.Cache
 	reads     reads
 	ctrl      controller.Controller
@@ -131,6 +134,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if opts.HTTPClient, err = ownConnection(mgr.GetConfig()); err != nil {
 		return fmt.Errorf("creating the target cache's HTTP client: %w", err)
 	}
+	writes, err := ownConnection(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating the HTTP client of the writes: %w", err)
+	}
+	if r.writer, err = client.New(mgr.GetConfig(), client.Options{HTTPClient: writes, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}); err != nil {
+		return fmt.Errorf("creating the client of the writes: %w", err)
+	}
 	opts.DefaultTransform = trimTarget
 	// The reconciler never changes a target read from the cache (an apply
 	// builds its own object), so reads skip the copy.
@@ -167,11 +177,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 }
 
 // ownConnection returns an HTTP client for cfg with a transport, and so
-// connections, of its own: the target watch's events do not queue on one
-// HTTP/2 connection behind the responses of a fan-out's applies, which
-// kube-apiserver writes on the same connection (it closes a watch whose
-// events it cannot hand on, docs/performance.md). A dial function of its own
-// keeps client-go from sharing a cached transport (transport.tlsCacheKey).
+// connections, of its own. client-go otherwise shares one HTTP/2 connection
+// among every client of a config, and kube-apiserver closes a watch whose
+// events it cannot hand on within a short budget (docs/performance.md):
+// during a fan-out, the watches of the targets and of the bindings would
+// queue behind the responses of 64 concurrent applies, then status writes.
+// So the target watch and the reconciler's writes each get one, and the
+// manager's watches (bindings, sources) keep theirs. A dial function of its
+// own keeps client-go from sharing a cached transport (transport.tlsCacheKey).
 func ownConnection(cfg *rest.Config) (*http.Client, error) {
 	cfg = rest.CopyConfig(cfg)
 	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext

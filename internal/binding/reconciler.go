@@ -348,7 +348,7 @@ func (r *Reconciler) keepFinalizer(ctx context.Context, b *v1alpha1.ValueBinding
 	} else {
 		controllerutil.RemoveFinalizer(b, Finalizer)
 	}
-	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.writer.Patch(ctx, b, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("updating the finalizer of ValueBinding %s: %w", b.Name, err)
 	}
 	return nil
