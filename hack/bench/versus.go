@@ -124,19 +124,39 @@ func (b *bench) versus(ctx context.Context) error {
 
 // versusTurn measures one side once: the fan-out, the burst, the latency of
 // cfg.FloorLatency changes and, with bindings, the value-binding fan-out.
+// Before each figure it waits until the controller has written no Event for
+// a second: the Events of the figure before (one per rollout, written at the
+// recorder's pace once the rollouts pause) are that figure's cost, counted in
+// the phase's requests, not the next figure's.
 func (b *bench) versusTurn(ctx context.Context, side *VersusSide, round int, floor bool, harbors, floorHarbors []string) error {
+	quiet := func() error {
+		_, err := b.eventsQuiet(ctx, time.Second, b.cfg.WaitTimeout)
+		return err
+	}
+	if err := quiet(); err != nil {
+		return err
+	}
 	fan := &ManyResult{Load: loadAvg(), Changes: 1, Workloads: b.cfg.FanOut}
 	if err := b.changeFanOut(ctx, fan); err != nil {
 		return err
 	}
 	side.FanOutSeconds = append(side.FanOutSeconds, fan.AllSeconds)
+	if err := quiet(); err != nil {
+		return err
+	}
 	burst := &ManyResult{Load: loadAvg(), Changes: b.cfg.Burst}
 	if err := b.changeBurst(ctx, burst); err != nil {
 		return err
 	}
 	side.BurstSeconds = append(side.BurstSeconds, burst.AllSeconds)
+	if err := quiet(); err != nil {
+		return err
+	}
 	c, err := b.changeEach(ctx, b.alloc.take(b.cfg.FloorLatency))
 	if err != nil {
+		return err
+	}
+	if err := quiet(); err != nil {
 		return err
 	}
 	side.latencies = append(side.latencies, c.lats...)
