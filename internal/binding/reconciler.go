@@ -93,7 +93,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		waiting(r.Lull, due.at, time.Now()) {
 		// pending.flush queues it once the applies pause; this is the
 		// fallback.
-		return ctrl.Result{RequeueAfter: due.at.Add(statusMaxWait).Sub(time.Now())}, nil
+		return ctrl.Result{RequeueAfter: time.Until(due.at.Add(statusMaxWait))}, nil
 	}
 	if err := r.record(ctx, &b, out); err != nil {
 		return ctrl.Result{}, err
