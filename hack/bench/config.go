@@ -34,6 +34,10 @@ type Config struct {
 	BindingLatency int // sequential Secret changes, each bound into one Harbor
 	BindingFanOut  int // Harbors bound to the one shared Secret
 
+	FloorCmd     string // the floor controller's command line (floor scenario)
+	FloorRounds  int    // rounds of the floor scenario
+	FloorLatency int    // sequential changes per turn of the floor scenario
+
 	// Timing.
 	Idle          time.Duration // quiet time after sync before idle figures
 	Settle        time.Duration // quiet time that catches unwanted rollouts
@@ -71,7 +75,7 @@ type Config struct {
 
 // allScenarios lists every scenario in the order they run. "sync" and
 // "idle" always run: every other scenario needs a synced controller.
-var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings"}
+var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings", "floor"}
 
 // defaultControllerCmd runs bin/nudge as it ships, apart from the addresses
 // of its servers (free ports, so that runs never collide), with value
@@ -79,6 +83,9 @@ var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "d
 const defaultControllerCmd = "bin/nudge --kubeconfig {kubeconfig} --system-namespace nudge-system " +
 	"--metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr} " +
 	"--value-bindings --value-binding-targets=" + bindingTargets
+
+// defaultFloorCmd runs the floor controller as make bench builds it.
+const defaultFloorCmd = "bin/bench-floor --kubeconfig {kubeconfig}"
 
 // parseConfig returns the configuration of args. -scale-run sets the scale
 // run's preset for every flag not given explicitly.
@@ -101,6 +108,9 @@ func parseConfig(args []string) (Config, error) {
 	fs.IntVar(&c.Downtime, "downtime", 20, "changes made while the controller is stopped")
 	fs.IntVar(&c.BindingLatency, "binding-latency", 100, "sequential Secret changes in the bindings scenario, each bound into one Harbor")
 	fs.IntVar(&c.BindingFanOut, "binding-fanout", 1000, "Harbors bound to one shared Secret in the bindings scenario (0: no fan-out)")
+	fs.StringVar(&c.FloorCmd, "floor-cmd", defaultFloorCmd, "command line of the floor controller in the floor scenario, as -controller-cmd")
+	fs.IntVar(&c.FloorRounds, "floor-rounds", 4, "rounds of the floor scenario: in each, the controller and the floor take one turn each (fan-out, burst, -floor-latency changes, value-binding fan-out)")
+	fs.IntVar(&c.FloorLatency, "floor-latency", 100, "sequential single changes in each turn of the floor scenario")
 	fs.DurationVar(&c.Idle, "idle", 10*time.Second, "quiet time after sync before the idle figures are taken")
 	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "quiet time after a scenario that catches unwanted rollouts")
 	fs.DurationVar(&c.Window, "window", 5*time.Second, "the controller's rollout window (trailing rollouts are awaited this long)")
@@ -176,6 +186,9 @@ func (c *Config) validate() error {
 	}
 	if c.Has("fanout") && c.FanOut < 1 {
 		errs = append(errs, errors.New("the fanout scenario needs -fanout of at least 1"))
+	}
+	if c.Has("floor") && (c.FanOut < 1 || c.FloorRounds < 1 || c.FloorLatency < 1 || !strings.Contains(c.FloorCmd, "{kubeconfig}")) {
+		errs = append(errs, errors.New("the floor scenario needs -fanout, -floor-rounds and -floor-latency of at least 1, and {kubeconfig} in -floor-cmd"))
 	}
 	if c.Has("bindings") && c.BindingLatency < 1 {
 		errs = append(errs, errors.New("the bindings scenario needs -binding-latency of at least 1"))

@@ -114,6 +114,9 @@ func markdown(res *Results) string {
 	for _, t := range res.Targets {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, t.Target, t.Value, met(t.Met))
 	}
+	if res.Versus != nil {
+		b.WriteString(versusMarkdown(res.Versus, res.Controller))
+	}
 	b.WriteString("\nThe controller's API requests (audit log, its own identity), by phase:\n\n")
 	b.WriteString("| phase | s | load at start | controller CPU s | rollouts | writes / Events per rollout | requests | watches closed by the API server |\n|---|---|---|---|---|---|---|---|\n")
 	for _, p := range res.Phases {
