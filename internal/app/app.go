@@ -215,6 +215,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}
 	watched := watchedNamespaces(opts, mgr.GetClient())
 	csi := &csiWatch{ctx: ctx, mgr: mgr, on: &atomic.Bool{}}
+	changes := &sources.Changes{}
 	newReconciler := func(k workload.Kind) *controller.Reconciler {
 		return &controller.Reconciler{
 			CSI:           csi.on,
@@ -224,6 +225,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Key:           key,
 			Recorder:      recorder,
 			Window:        opts.RolloutWindow,
+			Changes:       changes,
 			Watched:       watched,
 			AutoReloadAll: opts.AutoReloadAll,
 			Dialect:       dialect.NewParser(opts.Reloader.Annotations),

@@ -80,6 +80,9 @@ type Resolver struct {
 	Key fingerprint.Key
 	// Window is the default rollout window (see rollout.Input.Window).
 	Window time.Duration
+	// Changes, when not nil, tells when the sources' content changed
+	// (rollout.Input.Changes).
+	Changes *sources.Changes
 	// Behaviour: ReloadOnCreate, ReloadOnDelete, SourceSelector and
 	// IgnoreSources are read.
 	Behaviour
@@ -124,6 +127,9 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 			return in, nil, err
 		}
 		out = append(out, Resolved{Reference: c.Reference, NeedsMatch: c.needsMatch, NamedOnly: c.namedOnly, Outcome: outcome})
+	}
+	for src := range in.Desired.Entries {
+		in.Changes = append(in.Changes, r.Changes.Times(src)...)
 	}
 	return in, out, nil
 }

@@ -57,11 +57,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Jobs != nil && r.Jobs.Journal != nil {
 		b = b.WatchesRawSource(source.Func(r.Jobs.Resume(r.watched)))
 	}
+	// The recorder comes after the filter: it sees what reaches the queue.
 	if !opts.IgnoreSources[refs.ConfigMap] {
-		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sources.Changed(r.Dialect)))
+		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sources.Changed(r.Dialect), r.Changes.Recorder()))
 	}
 	if !opts.IgnoreSources[refs.Secret] {
-		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sources.Changed(r.Dialect)))
+		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sources.Changed(r.Dialect), r.Changes.Recorder()))
 	}
 	if opts.NamespaceLabels {
 		ns := &metav1.PartialObjectMetadata{}
