@@ -117,7 +117,15 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	scenarios := map[string]func(context.Context) error{
 		"latency": b.latency, "fanout": b.fanout, "burst": b.burst,
 		"noop": b.noop, "coalesce": b.coalesce, "downtime": b.downtime,
-		"bindings": b.bindings,
+		"bindings": b.bindings, "churn": b.churn,
+		"steady": func(ctx context.Context) (err error) {
+			b.res.Steady, err = b.steady(ctx, false)
+			return err
+		},
+		"restart": func(ctx context.Context) (err error) {
+			b.res.Restart, err = b.steady(ctx, true)
+			return err
+		},
 	}
 	for _, name := range allScenarios {
 		if !cfg.Has(name) {

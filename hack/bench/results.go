@@ -24,6 +24,9 @@ type Results struct {
 	Coalesce *CoalesceResult `json:"coalesce,omitempty"`
 	Downtime *DowntimeResult `json:"downtime,omitempty"`
 	Bindings *BindingsResult `json:"bindings,omitempty"`
+	Steady   *SteadyResult   `json:"steady,omitempty"`
+	Churn    *ChurnResult    `json:"churn,omitempty"`
+	Restart  *SteadyResult   `json:"restart,omitempty"` // the steady stream with a kill -9 and restart halfway
 	Process  *ProcessResult  `json:"process,omitempty"`
 
 	Phases  []Phase  `json:"phases"`
