@@ -202,7 +202,7 @@ func TestBurstGivesAtMostTwoRollouts(t *testing.T) {
 				t, _ := time.Parse(time.RFC3339Nano, e.Deployment("web").Spec.Template.Annotations[workload.RestartedAtAnnotation])
 				return t
 			}).WithTimeout(10*time.Second).Should(BeTemporally(">=", last.Add(-200*time.Millisecond)),
-				"a rollout after the last change (the first came at least 450ms before it)")
+				"a rollout after the last change (the first rollout came with the first change, 450 ms or more before)")
 			e.G.Consistently(e.Rollouts("web")).WithTimeout(4*time.Second).Should(BeNumerically("<=", 2), "at most two rollouts")
 		})
 	}
