@@ -81,8 +81,9 @@ func (b *bench) steady(ctx context.Context, restart bool) (*SteadyResult, error)
 	for _, g := range ids {
 		keys = append(keys, b.layout.Deployment(g).String())
 	}
-	// The last change of each Deployment has no next change to bound it.
-	b.watcher.WaitRolled(ctx, keys, changes[len(changes)-1].at.Add(-time.Duration(len(ids))*period), b.cfg.ChangeTimeout)
+	// The last change of each Deployment has no next change to bound it:
+	// wait for a rollout of each after the first change of the last round.
+	b.watcher.WaitRolled(ctx, keys, changes[max(0, len(changes)-len(ids))].at, b.cfg.ChangeTimeout)
 	if err := b.settle(ctx, b.cfg.Settle); err != nil {
 		return nil, err
 	}
