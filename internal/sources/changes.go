@@ -36,39 +36,50 @@ type seen struct {
 	last, prev time.Time // when the last and the one before were seen
 }
 
-// Times returns when src's content was seen to change, the last two times at
-// most, latest first; nil when none is remembered.
-func (c *Changes) Times(src refs.Source) []time.Time {
+// Times returns when src's content was seen to change, the last two times
+// at most, latest first. version is the resourceVersion of src as the
+// reader of its content sees it (the cache): when the recorder has not seen
+// that version yet (the cache is updated before its event reaches the
+// recorder), its change counts as seen at now. nil when nothing is known.
+func (c *Changes) Times(src refs.Source, version string, now time.Time) []time.Time {
 	if c == nil {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.at[src]
-	switch {
-	case !ok:
-		return nil
-	case s.prev.IsZero():
-		return []time.Time{s.last}
+	if ok && s.version == version {
+		return nonZero(s.last, s.prev)
 	}
-	return []time.Time{s.last, s.prev}
+	return nonZero(now, s.last)
+}
+
+func nonZero(ts ...time.Time) []time.Time {
+	var out []time.Time
+	for _, t := range ts {
+		if !t.IsZero() {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // Recorder returns a predicate that records every content change of a
 // ConfigMap or Secret it is offered (creations after the initial list, and
-// updates of data or binaryData) and forgets a deleted one. It passes every
-// event: combine it after the predicates that filter them.
+// updates of data or binaryData), notes the resourceVersion of every other
+// update, and forgets a deleted source. It passes every event: put it
+// before the predicates that filter them, so that it sees every version.
 func (c *Changes) Recorder() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
 			if !e.IsInInitialList {
-				c.record(e.Object)
+				c.record(e.Object, true)
 			}
 			return true
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			if e.ObjectOld != nil && e.ObjectNew != nil && ContentChanged(e.ObjectOld, e.ObjectNew) {
-				c.record(e.ObjectNew)
+			if e.ObjectOld != nil && e.ObjectNew != nil {
+				c.record(e.ObjectNew, ContentChanged(e.ObjectOld, e.ObjectNew))
 			}
 			return true
 		},
@@ -79,9 +90,9 @@ func (c *Changes) Recorder() predicate.Funcs {
 	}
 }
 
-// record notes that obj's content changed now, unless its resourceVersion
-// was recorded already.
-func (c *Changes) record(obj client.Object) {
+// record notes obj's resourceVersion and, when changed, that its content
+// changed now; a version already noted is not recorded again.
+func (c *Changes) record(obj client.Object, changed bool) {
 	src, ok := sourceOf(obj)
 	if c == nil || !ok {
 		return
@@ -95,7 +106,11 @@ func (c *Changes) record(obj client.Object) {
 	if c.at == nil {
 		c.at = map[refs.Source]seen{}
 	}
-	c.at[src] = seen{version: obj.GetResourceVersion(), last: c.now(), prev: s.last}
+	s.version = obj.GetResourceVersion()
+	if changed {
+		s.last, s.prev = c.now(), s.last
+	}
+	c.at[src] = s
 }
 
 // forget drops what is remembered of obj.

@@ -1,6 +1,7 @@
 package sources
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -25,8 +26,9 @@ func TestChanges(t *testing.T) {
 		return func(p predicate.Funcs) { p.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new}) }
 	}
 	tests := map[string]struct {
-		events []func(predicate.Funcs)
-		want   []time.Time
+		events  []func(predicate.Funcs)
+		version string // the cache's resourceVersion of the source; "" for the last update's
+		want    []time.Time
 	}{
 		"a content change is remembered": {
 			events: []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y"))},
@@ -37,21 +39,41 @@ func TestChanges(t *testing.T) {
 			want:   []time.Time{t0.Add(3 * time.Second), t0.Add(2 * time.Second)},
 		},
 		"the same event offered by every kind's controller is one change": {
-			events: []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y")), update(cm("1", "x"), cm("2", "y")), update(cm("1", "x"), cm("2", "y"))},
-			want:   []time.Time{t0.Add(time.Second)},
+			events:  []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y")), update(cm("1", "x"), cm("2", "y")), update(cm("1", "x"), cm("2", "y"))},
+			version: "2",
+			want:    []time.Time{t0.Add(time.Second)},
 		},
 		"a metadata change is no change": {
 			events: []func(predicate.Funcs){update(cm("1", "x"), cm("2", "x"))},
 		},
+		"a version the recorder has not seen counts as a change now": {
+			events:  []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y"))},
+			version: "3",
+			want:    []time.Time{t0.Add(time.Hour), t0.Add(time.Second)},
+		},
+		"a metadata change's version is noted": {
+			events:  []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y")), update(cm("2", "y"), cm("3", "y"))},
+			version: "3",
+			want:    []time.Time{t0.Add(time.Second)},
+		},
+		"an unknown source's change counts as lone, now": {
+			version: "7",
+			want:    []time.Time{t0.Add(time.Hour)},
+		},
 		"a creation after the initial list is a change": {
-			events: []func(predicate.Funcs){func(p predicate.Funcs) { p.Create(event.CreateEvent{Object: cm("1", "x")}) }},
-			want:   []time.Time{t0.Add(time.Second)},
+			events:  []func(predicate.Funcs){func(p predicate.Funcs) { p.Create(event.CreateEvent{Object: cm("1", "x")}) }},
+			version: "1",
+			want:    []time.Time{t0.Add(time.Second)},
 		},
 		"the initial list brings no change": {
-			events: []func(predicate.Funcs){func(p predicate.Funcs) { p.Create(event.CreateEvent{Object: cm("1", "x"), IsInInitialList: true}) }},
+			events:  []func(predicate.Funcs){func(p predicate.Funcs) { p.Create(event.CreateEvent{Object: cm("1", "x"), IsInInitialList: true}) }},
+			version: "1",
+			want:    []time.Time{t0.Add(time.Hour)},
 		},
 		"a deleted source is forgotten": {
-			events: []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y")), func(p predicate.Funcs) { p.Delete(event.DeleteEvent{Object: cm("2", "y")}) }},
+			events:  []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y")), func(p predicate.Funcs) { p.Delete(event.DeleteEvent{Object: cm("2", "y")}) }},
+			version: "2",
+			want:    []time.Time{t0.Add(time.Hour)},
 		},
 	}
 	for name, tt := range tests {
@@ -59,10 +81,14 @@ func TestChanges(t *testing.T) {
 			g := NewWithT(t)
 			now := t0
 			c := &Changes{Now: func() time.Time { now = now.Add(time.Second); return now }}
+			version := tt.version
 			for _, ev := range tt.events {
 				ev(c.Recorder())
 			}
-			g.Expect(c.Times(app)).To(Equal(tt.want))
+			if version == "" {
+				version = fmt.Sprint(len(tt.events) + 1)
+			}
+			g.Expect(c.Times(app, version, t0.Add(time.Hour))).To(Equal(tt.want))
 		})
 	}
 }
@@ -74,5 +100,5 @@ func TestNilChanges(t *testing.T) {
 	old := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", ResourceVersion: "1"}}
 	new := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", ResourceVersion: "2"}, Data: map[string]string{"a": "1"}}
 	g.Expect(c.Recorder().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new})).To(BeTrue())
-	g.Expect(c.Times(refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "app"})).To(BeNil())
+	g.Expect(c.Times(refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "app"}, "2", time.Now())).To(BeNil())
 }
