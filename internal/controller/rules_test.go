@@ -210,13 +210,15 @@ func TestBurstGivesAtMostTwoRollouts(t *testing.T) {
 
 // Rule 1: a steady stream of changes, each workload's source changing again
 // once its last change rolled, rolls every change on its own. The window
-// is an hour: a change that waited for it would never roll here.
+// is an hour: a change that waited for it would never roll here. Each
+// Deployment also reads a ConfigMap that never changes.
 func TestSteadyStreamRollsEveryChange(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = time.Hour })
 	names := []string{"a", "b", "c", "d"}
+	e.Create(nt.ConfigMap(e.NS, "common", map[string]string{"c": "1"}))
 	for _, n := range names {
 		e.Create(nt.ConfigMap(e.NS, n, map[string]string{"n": "0"}),
-			nt.Deployment(e.NS, n, 1, auto, nt.EnvFrom("ConfigMap", n)))
+			nt.Deployment(e.NS, n, 1, auto, nt.EnvFrom("ConfigMap", n), nt.EnvFrom("ConfigMap", "common")))
 	}
 	for _, n := range names {
 		e.Baselined(n)

@@ -40,7 +40,9 @@ type seen struct {
 // at most, latest first. version is the resourceVersion of src as the
 // reader of its content sees it (the cache): when the recorder has not seen
 // that version yet (the cache is updated before its event reaches the
-// recorder), its change counts as seen at now. nil when nothing is known.
+// recorder), its change counts as seen at now. nil when nothing is known of
+// src: no event since the start but the initial list, which brings no
+// change (nor its version: a source nudge never saw change is lone).
 func (c *Changes) Times(src refs.Source, version string, now time.Time) []time.Time {
 	if c == nil {
 		return nil
@@ -48,7 +50,10 @@ func (c *Changes) Times(src refs.Source, version string, now time.Time) []time.T
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s, ok := c.at[src]
-	if ok && s.version == version {
+	switch {
+	case !ok:
+		return nil
+	case s.version == version:
 		return nonZero(s.last, s.prev)
 	}
 	return nonZero(now, s.last)
