@@ -299,7 +299,7 @@ func newFixture(t *testing.T) *fixture {
 	}
 	exported := nt.Deployment(ns, "restored", 1, nil) // kubectl get -o yaml, committed to Git
 	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(exported), exported)).To(Succeed())
-	// One rollout of windowed, so its next change waits for its window, and
+	// One rollout of windowed, so its next change comes within its window, and
 	// of restored, whose exported state a GitOps tool then writes back.
 	updateData(t, ns, "win")
 	for _, name := range []string{"windowed", "restored"} {

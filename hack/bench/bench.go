@@ -59,10 +59,10 @@ type bench struct {
 	// idleReceived is what the first controller received until the end of
 	// its idle phase.
 	idleReceived int64
-	workDir    string
-	ctrl       *Controller
-	ctrlCmd    string  // ctrl's command line (the floor scenario runs two)
-	cpuOffset  float64 // CPU seconds of controller processes already stopped
+	workDir      string
+	ctrl         *Controller
+	ctrlCmd      string  // ctrl's command line (the floor scenario runs two)
+	cpuOffset    float64 // CPU seconds of controller processes already stopped
 
 	phases   []Phase
 	phaseCPU float64 // total controller CPU when the current phase began
@@ -140,7 +140,15 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	scenarios := map[string]func(context.Context) error{
 		"latency": b.latency, "fanout": b.fanout, "burst": b.burst,
 		"noop": b.noop, "coalesce": b.coalesce, "downtime": b.downtime,
-		"bindings": b.bindings, "floor": b.versus,
+		"bindings": b.bindings, "floor": b.versus, "churn": b.churn,
+		"steady": func(ctx context.Context) (err error) {
+			b.res.Steady, err = b.steady(ctx, false)
+			return err
+		},
+		"restart": func(ctx context.Context) (err error) {
+			b.res.Restart, err = b.steady(ctx, true)
+			return err
+		},
 	}
 	for _, name := range allScenarios {
 		if !cfg.Has(name) {

@@ -31,6 +31,14 @@ type Config struct {
 	CoalesceGap time.Duration // ... this far apart
 	Downtime    int           // changes while the controller is stopped
 
+	SteadyRate    float64       // changes a second in the steady streams ...
+	SteadySources int           // ... spread over this many sources, one Deployment each ...
+	SteadyFor     time.Duration // ... for this long
+	ChurnFor      time.Duration // Deployments created for this long, ...
+	ChurnEvery    time.Duration // ... one every ChurnEvery, ...
+	ChurnLife     time.Duration // ... each deleted this long after its creation; ...
+	ChurnChange   time.Duration // ... their shared ConfigMap changed this often
+
 	BindingLatency int // sequential Secret changes, each bound into one Harbor
 	BindingFanOut  int // Harbors bound to the one shared Secret
 
@@ -70,12 +78,12 @@ type Config struct {
 	Shards       int
 	ShardGate    bool
 	ShardChanges int
-	BinDir     string        // control-plane binaries (testbed default when empty)
+	BinDir       string // control-plane binaries (testbed default when empty)
 }
 
 // allScenarios lists every scenario in the order they run. "sync" and
 // "idle" always run: every other scenario needs a synced controller.
-var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings", "floor"}
+var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings", "steady", "churn", "restart", "floor"}
 
 // defaultControllerCmd runs bin/nudge as it ships, apart from the addresses
 // of its servers (free ports, so that runs never collide), with value
@@ -106,6 +114,13 @@ func parseConfig(args []string) (Config, error) {
 	fs.IntVar(&c.Coalesce, "coalesce", 10, "changes to one ConfigMap in the coalescing scenario")
 	fs.DurationVar(&c.CoalesceGap, "coalesce-gap", 50*time.Millisecond, "time between the coalescing scenario's changes")
 	fs.IntVar(&c.Downtime, "downtime", 20, "changes made while the controller is stopped")
+	fs.Float64Var(&c.SteadyRate, "steady-rate", 20, "changes a second in the steady and restart scenarios")
+	fs.IntVar(&c.SteadySources, "steady-sources", 100, "sources the steady streams spread their changes over, each used by one Deployment")
+	fs.DurationVar(&c.SteadyFor, "steady-for", 20*time.Second, "length of each steady stream")
+	fs.DurationVar(&c.ChurnFor, "churn-for", 20*time.Second, "how long the churn scenario creates Deployments")
+	fs.DurationVar(&c.ChurnEvery, "churn-every", 250*time.Millisecond, "time between the churn scenario's Deployment creations")
+	fs.DurationVar(&c.ChurnLife, "churn-life", 2500*time.Millisecond, "how long each churned Deployment lives")
+	fs.DurationVar(&c.ChurnChange, "churn-change", 2*time.Second, "time between changes of the churned Deployments' shared ConfigMap")
 	fs.IntVar(&c.BindingLatency, "binding-latency", 100, "sequential Secret changes in the bindings scenario, each bound into one Harbor")
 	fs.IntVar(&c.BindingFanOut, "binding-fanout", 1000, "Harbors bound to one shared Secret in the bindings scenario (0: no fan-out)")
 	fs.StringVar(&c.FloorCmd, "floor-cmd", defaultFloorCmd, "command line of the floor controller in the floor scenario, as -controller-cmd")
@@ -189,6 +204,12 @@ func (c *Config) validate() error {
 	}
 	if c.Has("floor") && (c.FanOut < 1 || c.FloorRounds < 1 || c.FloorLatency < 1 || !strings.Contains(c.FloorCmd, "{kubeconfig}")) {
 		errs = append(errs, errors.New("the floor scenario needs -fanout, -floor-rounds and -floor-latency of at least 1, and {kubeconfig} in -floor-cmd"))
+	}
+	if (c.Has("steady") || c.Has("restart")) && (c.SteadyRate <= 0 || c.SteadySources < 1 || c.SteadyFor < time.Duration(float64(2*time.Second)/c.SteadyRate)) {
+		errs = append(errs, errors.New("the steady and restart scenarios need a positive -steady-rate, -steady-sources of at least 1 and -steady-for of at least two changes"))
+	}
+	if c.Has("churn") && (c.ChurnEvery <= 0 || c.ChurnChange <= 0 || c.ChurnLife <= 0 || c.ChurnFor < c.ChurnChange) {
+		errs = append(errs, errors.New("the churn scenario needs positive -churn-every, -churn-life and -churn-change, and -churn-for of at least -churn-change"))
 	}
 	if c.Has("bindings") && c.BindingLatency < 1 {
 		errs = append(errs, errors.New("the bindings scenario needs -binding-latency of at least 1"))

@@ -87,6 +87,18 @@ func (c *Controller) Exited() error {
 	}
 }
 
+// Kill sends SIGKILL and returns once the controller has exited.
+func (c *Controller) Kill() error {
+	if c.Exited() != nil {
+		return nil
+	}
+	if err := c.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return err
+	}
+	<-c.done
+	return nil
+}
+
 // Stop sends SIGTERM, then SIGKILL after grace, and returns once the
 // controller has exited.
 func (c *Controller) Stop(grace time.Duration) error {

@@ -79,6 +79,23 @@ func figures(res *Results) []figure {
 		add("shards", "quiet after the last shard was ready (first reconciles done)", &sh.Load, "%.1f s", sh.QuietSeconds)
 		add("shards", fmt.Sprintf("%d changes: late / misses / other rollouts", sh.Changes), &sh.Load, "%d / %d / %d", sh.Late, sh.Misses, sh.OtherRollouts)
 	}
+	steady := func(scenario string, s *SteadyResult) {
+		if s == nil {
+			return
+		}
+		add(scenario, s.String()+": change → rollout p50 / p99 / max", &s.Load, "%.1f / %.1f / %.1f ms", s.Latency.P50, s.Latency.P99, s.Latency.Max)
+		add(scenario, "changes: missed / doubled", &s.Load, "%d: %d / %d", s.Changes, s.Missed, s.Doubled)
+		add(scenario, "longest time with no rollout", &s.Load, "%.3f s", s.GapSeconds)
+		add(scenario, "controller CPU / API requests per update", &s.Load, "%.2f ms / %.3f", s.CPUPerUpdate, s.RequestsPerUpdate)
+	}
+	steady("steady", res.Steady)
+	if c := res.Churn; c != nil {
+		add("churn", fmt.Sprintf("%d Deployments (one every %.0f ms, each for %.0f ms), %d changes every %.0f ms: expected / seen rollouts",
+			c.Deployments, c.EveryMS, c.LifeMS, c.Changes, c.ChangeMS), &c.Load, "%d / %d", c.Expected, c.Seen)
+		add("churn", "missed / doubled", &c.Load, "%d / %d", c.Missed, c.Doubled)
+		add("churn", "controller CPU / API requests per update", &c.Load, "%.2f ms / %.3f", c.CPUPerUpdate, c.RequestsPerUpdate)
+	}
+	steady("restart", res.Restart)
 	if p := res.Process; p != nil {
 		add("end", "RSS / peak RSS / CPU of the first process at its end", nil, "%.1f / %.1f MiB / %.2f s", p.RSSMiB, p.PeakRSSMiB, p.CPUSeconds)
 	}

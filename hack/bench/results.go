@@ -25,6 +25,9 @@ type Results struct {
 	Downtime *DowntimeResult `json:"downtime,omitempty"`
 	Bindings *BindingsResult `json:"bindings,omitempty"`
 	Versus   *VersusResult   `json:"versus,omitempty"`
+	Steady   *SteadyResult   `json:"steady,omitempty"`
+	Churn    *ChurnResult    `json:"churn,omitempty"`
+	Restart  *SteadyResult   `json:"restart,omitempty"` // the steady stream with a kill -9 and restart halfway
 	Process  *ProcessResult  `json:"process,omitempty"`
 	Shards   *ShardsResult   `json:"shards,omitempty"`
 

@@ -7,7 +7,7 @@ import (
 
 // steadyPhases are the phases after the controller's start in which it must
 // not LIST: every lookup is a cache read. (sync and downtime hold starts.)
-var steadyPhases = []string{"idle", "latency", "fanout", "burst", "noop", "coalesce", "binding-latency", "binding-fanout"}
+var steadyPhases = []string{"idle", "latency", "fanout", "burst", "noop", "coalesce", "binding-latency", "binding-fanout", "steady", "churn"}
 
 // rolloutPhases are the phases whose rollouts count for the writes per
 // rollout.
@@ -80,6 +80,18 @@ func targets(res *Results) []Target {
 	if d := res.Downtime; d != nil {
 		add("changes made while stopped, caught after start", fmt.Sprintf("%d/%d, nothing else rolled", d.Workloads, d.Workloads),
 			fmt.Sprintf("%d/%d, %d other rollouts", d.Caught, d.Workloads, d.OtherRollouts), true, d.Caught == d.Workloads && d.OtherRollouts == 0)
+	}
+	for _, s := range []struct {
+		name string
+		res  *SteadyResult
+	}{{"steady stream", res.Steady}, {"steady stream, kill -9 and restart halfway", res.Restart}} {
+		if s.res != nil {
+			add(s.name+": missed / doubled", "0 / 0", fmt.Sprintf("%d / %d", s.res.Missed, s.res.Doubled), true, s.res.Missed == 0 && s.res.Doubled == 0)
+		}
+	}
+	if c := res.Churn; c != nil {
+		add("churn: every Deployment alive at a change rolled, once", "0 missed / 0 doubled", fmt.Sprintf("%d / %d of %d", c.Missed, c.Doubled, c.Expected),
+			true, c.Missed == 0 && c.Doubled == 0)
 	}
 	return ts
 }

@@ -221,6 +221,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}
 	watched := watchedNamespaces(opts, mgr.GetClient())
 	csi := &csiWatch{ctx: ctx, mgr: mgr, on: &atomic.Bool{}}
+	changes := &sources.Changes{}
 	newReconciler := func(k workload.Kind) *controller.Reconciler {
 		return &controller.Reconciler{
 			CSI:           csi.on,
@@ -230,6 +231,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Key:           key,
 			Recorder:      recorder,
 			Window:        opts.RolloutWindow,
+			Changes:       changes,
 			Watched:       watched,
 			AutoReloadAll: opts.AutoReloadAll,
 			Dialect:       dialect.NewParser(opts.Reloader.Annotations),
@@ -283,9 +285,29 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			return err
 		}
 	}
+	if err := startSourceInformers(ctx, mgr, b.IgnoreSources); err != nil {
+		return err
+	}
 	ctrl.LoggerFrom(ctx).Info("Starting nudge", "version", version.Get(), "goVersion", version.GoVersion(), "keyID", key.ID(),
 		"systemNamespace", opts.SystemNamespace, "namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
 	return mgr.Start(ctx)
+}
+
+// startSourceInformers asks the manager's cache for the ConfigMap and
+// Secret informers before it starts, so that they list at the same time as
+// the workload kinds' (which the source indexes asked for). Left to the
+// controllers, they would start only once the workload caches had synced,
+// and a restart would wait for the two lists one after the other.
+func startSourceInformers(ctx context.Context, mgr ctrl.Manager, ignore map[refs.Kind]bool) error {
+	for kind, obj := range map[refs.Kind]client.Object{refs.ConfigMap: &corev1.ConfigMap{}, refs.Secret: &corev1.Secret{}} {
+		if ignore[kind] {
+			continue
+		}
+		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
+			return fmt.Errorf("watching %ss: %w", kind, err)
+		}
+	}
+	return nil
 }
 
 // cacheOptions keeps ConfigMaps and Secrets as per-key digests (never their

@@ -80,6 +80,9 @@ type Resolver struct {
 	Key fingerprint.Key
 	// Window is the default rollout window (see rollout.Input.Window).
 	Window time.Duration
+	// Changes, when not nil, tells when the sources' content changed
+	// (rollout.Input.Changes).
+	Changes *sources.Changes
 	// Behaviour: ReloadOnCreate, ReloadOnDelete, SourceSelector and
 	// IgnoreSources are read.
 	Behaviour
@@ -118,18 +121,23 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 		return in, nil, err
 	}
 	out := make([]Resolved, 0, len(candidates))
+	versions := map[refs.Source]string{} // of every source read that counts
 	for _, c := range candidates {
-		outcome, err := r.resolve(ctx, c, &in)
+		outcome, err := r.resolve(ctx, c, &in, versions)
 		if err != nil {
 			return in, nil, err
 		}
 		out = append(out, Resolved{Reference: c.Reference, NeedsMatch: c.needsMatch, NamedOnly: c.namedOnly, Outcome: outcome})
 	}
+	for src, version := range versions {
+		in.Changes = append(in.Changes, r.Changes.Times(src, version, now)...)
+	}
 	return in, out, nil
 }
 
-// resolve reads the source of c and records it in in.
-func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input) (Outcome, error) {
+// resolve reads the source of c and records it in in, and its
+// resourceVersion in versions when it counts.
+func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, versions map[refs.Source]string) (Outcome, error) {
 	if !r.watched(ctx, c.Namespace) {
 		return Unwatched, nil
 	}
@@ -169,6 +177,7 @@ func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input) (
 		Shape:  fingerprint.Shape(c.Reference),
 		Digest: r.Key.Source(c.Reference, sources.Digests(src)),
 	}
+	versions[c.Source] = src.GetResourceVersion()
 	return Counted, nil
 }
 

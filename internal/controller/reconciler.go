@@ -72,6 +72,10 @@ type Reconciler struct {
 	// Waves, when not nil, bounds the rollouts in flight and halts a change
 	// whose rollout fails (--max-concurrent-rollouts); shared by every kind.
 	Waves *fleet.Waves
+	// Changes, shared by every kind, remembers when the sources' content
+	// changed, to tell a lone change from a burst (rule 1); when nil, every
+	// change is lone.
+	Changes *sources.Changes
 	// Jobs, for the Job kind with --recreate-jobs, re-creates the Jobs whose
 	// sources changed; it must be set for that kind.
 	Jobs *jobs.Recreator
@@ -334,6 +338,7 @@ func (r *Reconciler) resolver() Resolver {
 		Selector:  Selector{Reader: r.Client, AutoReloadAll: r.AutoReloadAll, Watched: r.Watched, CSI: r.CSI},
 		Key:       r.Key,
 		Window:    r.Window,
+		Changes:   r.Changes,
 		Behaviour: r.Behaviour,
 		Dialect:   r.Dialect,
 	}

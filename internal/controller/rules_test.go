@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -179,27 +180,98 @@ func TestDeletedNamedSource(t *testing.T) {
 }
 
 // Rule 1: a burst of changes gives at most two rollouts, the last after the
-// last change.
+// last change, once the sources are quiet. The quiet gap is a second with
+// these windows: a shorter one (window 2s, 400ms) splits the burst when the
+// machine is loaded enough that the test's own writes come further apart.
 func TestBurstGivesAtMostTwoRollouts(t *testing.T) {
-	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 2 * time.Second })
-	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"n": "0"}),
-		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.Baselined("web")
+	for _, window := range []time.Duration{5 * time.Second, time.Hour} {
+		t.Run(window.String(), func(t *testing.T) {
+			e := setup(t, true, func(o *options.Options) { o.RolloutWindow = window })
+			e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"n": "0"}),
+				nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+			e.Baselined("web")
 
-	var last time.Time
-	for i := range 10 {
-		e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = string(rune('a' + i)) })
-		last = time.Now()
-		time.Sleep(50 * time.Millisecond) // the spacing of the burst under test, not a wait
+			var last time.Time
+			for i := range 10 {
+				e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["n"] = string(rune('a' + i)) })
+				last = time.Now()
+				time.Sleep(50 * time.Millisecond) // the spacing of the burst under test, not a wait
+			}
+			e.G.Eventually(e.Rollouts("web")).WithTimeout(20*time.Second).Should(BeNumerically(">=", 1), "a first rollout")
+			e.G.Eventually(func() time.Time {
+				t, _ := time.Parse(time.RFC3339Nano, e.Deployment("web").Spec.Template.Annotations[workload.RestartedAtAnnotation])
+				return t
+			}).WithTimeout(10*time.Second).Should(BeTemporally(">=", last.Add(-200*time.Millisecond)),
+				"a rollout after the last change (the first rollout came with the first change, 450 ms or more before)")
+			e.G.Consistently(e.Rollouts("web")).WithTimeout(4*time.Second).Should(BeNumerically("<=", 2), "at most two rollouts")
+		})
 	}
-	e.G.Eventually(e.Rollouts("web")).WithTimeout(20*time.Second).Should(BeNumerically(">=", 1), "a first rollout")
-	// The trailing rollout comes at the end of the window after the first.
-	e.G.Eventually(func() time.Time {
-		t, _ := time.Parse(time.RFC3339Nano, e.Deployment("web").Spec.Template.Annotations[workload.RestartedAtAnnotation])
-		return t
-	}).WithTimeout(10*time.Second).Should(BeTemporally(">=", last.Add(-time.Second)), "a rollout after the last change")
-	e.G.Consistently(e.Rollouts("web")).WithTimeout(4*time.Second).Should(BeNumerically("<=", 2), "at most two rollouts")
-	e.G.Expect(e.Rollouts("web")()).To(BeNumerically(">=", 1))
+}
+
+// Rule 1: a steady stream of changes, each workload's source changing again
+// once its last change rolled, rolls every change on its own. The window
+// is an hour: a change that waited for it would never roll here. Each
+// Deployment also reads a ConfigMap that never changes.
+func TestSteadyStreamRollsEveryChange(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = time.Hour })
+	names := []string{"a", "b", "c", "d"}
+	e.Create(nt.ConfigMap(e.NS, "common", map[string]string{"c": "1"}))
+	for _, n := range names {
+		e.Create(nt.ConfigMap(e.NS, n, map[string]string{"n": "0"}),
+			nt.Deployment(e.NS, n, 1, auto, nt.EnvFrom("ConfigMap", n), nt.EnvFrom("ConfigMap", "common")))
+	}
+	for _, n := range names {
+		e.Baselined(n)
+	}
+	const rounds = 4
+	for round := int64(1); round <= rounds; round++ {
+		for _, n := range names {
+			e.UpdateConfigMap(n, func(c *corev1.ConfigMap) { c.Data["n"] = strconv.FormatInt(round, 10) })
+		}
+		for _, n := range names {
+			e.G.Eventually(e.Rollouts(n)).WithTimeout(10*time.Second).Should(BeNumerically(">=", round),
+				"Deployment %s rolled for change %d", n, round)
+		}
+	}
+	for _, n := range names {
+		e.G.Consistently(e.Rollouts(n)).WithTimeout(3*time.Second).Should(Equal(int64(rounds)),
+			"Deployment %s rolled once per change, none doubled", n)
+	}
+}
+
+// Rule 1 under churn: Deployments come and go while the ConfigMap they share
+// changes; every Deployment alive at a change rolls for it, once. The window
+// is an hour: a change that waited for it would never roll here.
+func TestChurnRollsEveryDeploymentAliveAtAChange(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = time.Hour })
+	e.Create(nt.ConfigMap(e.NS, "shared", map[string]string{"n": "0"}))
+	want := map[string]int64{} // rollouts expected, per Deployment alive
+	var alive []string
+	for i := range 6 {
+		name := "web-" + strconv.Itoa(i)
+		e.Create(nt.Deployment(e.NS, name, 1, auto, nt.EnvFrom("ConfigMap", "shared")))
+		e.Baselined(name)
+		alive = append(alive, name)
+		want[name] = 0
+
+		e.UpdateConfigMap("shared", func(c *corev1.ConfigMap) { c.Data["n"] = strconv.Itoa(i + 1) })
+		for _, n := range alive {
+			want[n]++
+			e.G.Eventually(e.Rollouts(n)).WithTimeout(10*time.Second).Should(BeNumerically(">=", want[n]),
+				"Deployment %s, alive at change %d, rolled for it", n, i+1)
+		}
+		if len(alive) == 3 {
+			gone := alive[0]
+			alive = alive[1:]
+			e.G.Expect(e.Rollouts(gone)()).To(Equal(want[gone]), "Deployment %s rolled once per change while alive", gone)
+			e.G.Expect(k8s.Delete(e.Ctx, e.Deployment(gone))).To(Succeed())
+			delete(want, gone)
+		}
+	}
+	for _, n := range alive {
+		e.G.Consistently(e.Rollouts(n)).WithTimeout(3*time.Second).Should(Equal(want[n]),
+			"Deployment %s rolled once per change, none doubled", n)
+	}
 }
 
 // The window is also an annotation, overriding the flag.

@@ -117,8 +117,10 @@ const (
 	StateUpToDate = "UpToDate"
 	// StateWouldRoll: a source changed; nudge rolls the workload.
 	StateWouldRoll = "WouldRoll"
-	// StateWaiting: a source changed within the rollout window after the
-	// last rollout; nudge rolls at the window's end.
+	// StateWaiting: a source changed in a burst of changes within the
+	// rollout window after the last rollout; nudge rolls once the sources
+	// are quiet, at the window's end at the latest. Only a Resolver given
+	// the times of the changes (rollout.Input.Changes) can tell.
 	StateWaiting = "Waiting"
 	// StateHeld: a source changed but a required source is missing, so new
 	// pods could not start; nudge waits for it.

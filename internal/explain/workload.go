@@ -166,10 +166,17 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, h
 		s.State, s.Message = StateUpToDate, "every source is as the running pods started with it"
 	case rollout.Roll:
 		s.State, s.Message = StateWouldRoll, "changed since the pods started: nudge rolls it: "+strings.Join(changed, ", ")
+		// Explain does not see the changes as they come (rollout.Input.Changes),
+		// so it cannot tell a lone change from one of a burst.
+		if end := in.LastRollout.Add(in.Window); !in.LastRollout.IsZero() && in.Now.Before(end) {
+			s.Message = fmt.Sprintf("changed since the pods started, within the rollout window (%s) after the last rollout: "+
+				"nudge rolls it at once if the change came alone, else once its sources have been quiet for %s, by %s at the latest: %s",
+				in.Window, rollout.Quiet(in.Window), end.UTC().Format(time.RFC3339), strings.Join(changed, ", "))
+		}
 	case rollout.Wait:
 		until := in.Now.Add(d.RequeueAfter).UTC()
 		s.State, s.Until = StateWaiting, &until
-		s.Message = fmt.Sprintf("changed within the rollout window (%s) after the last rollout: nudge rolls it when the window ends: %s",
+		s.Message = fmt.Sprintf("changed in a burst of changes, within the rollout window (%s) after the last rollout: nudge rolls it once its sources are quiet, by the window's end at the latest: %s",
 			in.Window, strings.Join(changed, ", "))
 	case rollout.Hold:
 		var missing []string

@@ -26,8 +26,9 @@ const (
 	Baseline
 	// Roll: write the trigger and the desired state in one patch.
 	Roll
-	// Wait: a change is pending inside the rollout window; reconcile again
-	// after RequeueAfter. Nothing is written.
+	// Wait: a change is pending, part of a burst inside the rollout window
+	// (see Input.Changes); reconcile again after RequeueAfter. Nothing is
+	// written.
 	Wait
 	// Hold: a change is pending but a required source is missing, so new pods
 	// could not start. Nothing is written; the change stays pending until the
@@ -97,9 +98,18 @@ type Input struct {
 	LastRollout time.Time
 	// Now is the current time.
 	Now time.Time
-	// Window is the rollout window: a change within Window after a rollout
-	// waits for the window's end, so a burst gives at most two rollouts.
+	// Window is the rollout window: a change that is part of a burst (see
+	// Changes) waits, at the latest, until Window after the last rollout, so
+	// a burst gives at most two rollouts and a never-ending stream of
+	// changes one rollout per Window.
 	Window time.Duration
+	// Changes holds when nudge saw the content of the workload's sources
+	// change (sources.Changes: at most the last two per source), in any
+	// order; empty when nothing is remembered, as after a restart. The
+	// pending change is lone, and rolls at once, unless its latest two are
+	// less than Quiet(Window) apart: then it is part of a burst and rolls
+	// once the sources have been quiet for Quiet(Window).
+	Changes []time.Time
 
 	// Waves is true when --max-concurrent-rollouts bounds the rollouts in
 	// flight; Slot then says whether this workload may take one now.
@@ -171,6 +181,44 @@ func Decide(in Input) Decision {
 	return d
 }
 
+// Quiet returns how long a workload's sources must go without a change for
+// a burst of changes to be over, for a rollout window w: min(1 s, w/5). One
+// edit that writes several objects (kubectl apply, a Helm upgrade, a
+// GitOps sync) writes them within a few hundred milliseconds; a second is
+// above that and well below a steady stream's period per workload, and w/5
+// keeps a short window's guard as short (a zero window never waits).
+func Quiet(w time.Duration) time.Duration {
+	return min(time.Second, w/5)
+}
+
+// rollsAt returns when a pending change may roll: the zero time (at once)
+// when there was no rollout within the window or the change is lone;
+// otherwise when the sources have been quiet for Quiet(Window), at the
+// latest at the window's end. A time not after Now means at once.
+func (in Input) rollsAt() time.Time {
+	end := in.LastRollout.Add(in.Window)
+	if in.LastRollout.IsZero() || !in.Now.Before(end) {
+		return time.Time{}
+	}
+	var last, prev time.Time
+	for _, t := range in.Changes {
+		switch {
+		case t.After(last):
+			last, prev = t, last
+		case t.After(prev):
+			prev = t
+		}
+	}
+	q := Quiet(in.Window)
+	if prev.IsZero() || last.Sub(prev) >= q {
+		return time.Time{} // a lone change, or none remembered
+	}
+	if quiet := last.Add(q); quiet.Before(end) {
+		return quiet
+	}
+	return end
+}
+
 // decide is Decide without waves and holds.
 func decide(in Input) Decision {
 	applied, err := fingerprint.Parse(in.Applied, in.Namespace)
@@ -206,8 +254,8 @@ func decide(in Input) Decision {
 	switch {
 	case len(changed) > 0 && len(in.Missing) > 0:
 		return Decision{Action: Hold, Changed: changed}
-	case len(changed) > 0 && !in.LastRollout.IsZero() && in.Now.Before(in.LastRollout.Add(in.Window)):
-		return Decision{Action: Wait, Changed: changed, RequeueAfter: in.LastRollout.Add(in.Window).Sub(in.Now)}
+	case len(changed) > 0 && in.rollsAt().After(in.Now):
+		return Decision{Action: Wait, Changed: changed, RequeueAfter: in.rollsAt().Sub(in.Now)}
 	case len(changed) > 0:
 		return Decision{Action: Roll, Write: write, Changed: changed, FirstSight: first}
 	case !write.Equal(applied):

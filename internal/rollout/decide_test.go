@@ -28,6 +28,7 @@ func applied(keyID string, e entries) string { return state(keyID, e).Format("sh
 
 func TestDecide(t *testing.T) {
 	base := entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}}
+	changedCM := state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}})
 	tests := map[string]struct {
 		in          rollout.Input
 		unsealed    bool
@@ -264,40 +265,146 @@ func TestDecide(t *testing.T) {
 			wantWrite: entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
 			wantFirst: true,
 		},
-		"a change inside the window waits for the window's end": {
+		"a lone change inside the window rolls at once": {
 			in: rollout.Input{
 				Applied:     applied("k", base),
-				Desired:     state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Desired:     changedCM,
 				LastRollout: t0,
 				Now:         t0.Add(2 * time.Second),
 				Window:      5 * time.Second,
+				Changes:     []time.Time{t0.Add(2 * time.Second), t0.Add(-3 * time.Second)},
 			},
-			want:        rollout.Wait,
+			want:        rollout.Roll,
 			wantChanged: []refs.Source{cm},
-			wantAfter:   3 * time.Second,
+			wantWrite:   changedCM.Entries,
 		},
-		"a change after the window rolls at once": {
+		"a change with nothing remembered rolls at once, as after a restart": {
 			in: rollout.Input{
 				Applied:     applied("k", base),
-				Desired:     state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Desired:     changedCM,
 				LastRollout: t0,
-				Now:         t0.Add(5 * time.Second),
+				Now:         t0.Add(200 * time.Millisecond),
 				Window:      5 * time.Second,
 			},
 			want:        rollout.Roll,
 			wantChanged: []refs.Source{cm},
-			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
+			wantWrite:   changedCM.Entries,
+		},
+		"a single remembered change rolls at once": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     changedCM,
+				LastRollout: t0,
+				Now:         t0.Add(200 * time.Millisecond),
+				Window:      5 * time.Second,
+				Changes:     []time.Time{t0.Add(150 * time.Millisecond)},
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   changedCM.Entries,
+		},
+		"a change less than the quiet gap after another is part of a burst and waits for the sources to be quiet": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     changedCM,
+				LastRollout: t0,
+				Now:         t0.Add(250 * time.Millisecond),
+				Window:      5 * time.Second,
+				Changes:     []time.Time{t0.Add(100 * time.Millisecond), t0.Add(200 * time.Millisecond)},
+			},
+			want:        rollout.Wait,
+			wantChanged: []refs.Source{cm},
+			wantAfter:   950 * time.Millisecond,
+		},
+		"a burst that has been quiet for the quiet gap rolls": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     changedCM,
+				LastRollout: t0,
+				Now:         t0.Add(1200 * time.Millisecond),
+				Window:      5 * time.Second,
+				Changes:     []time.Time{t0.Add(100 * time.Millisecond), t0.Add(200 * time.Millisecond)},
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   changedCM.Entries,
+		},
+		"the latest two changes count, in any order and across sources": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     changedCM,
+				LastRollout: t0,
+				Now:         t0.Add(200 * time.Millisecond),
+				Window:      5 * time.Second,
+				Changes:     []time.Time{t0.Add(150 * time.Millisecond), t0.Add(-10 * time.Second), t0.Add(100 * time.Millisecond), t0.Add(-20 * time.Second)},
+			},
+			want:        rollout.Wait,
+			wantChanged: []refs.Source{cm},
+			wantAfter:   950 * time.Millisecond,
+		},
+		"a burst that never goes quiet waits for the window's end at the latest": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     changedCM,
+				LastRollout: t0,
+				Now:         t0.Add(4700 * time.Millisecond),
+				Window:      5 * time.Second,
+				Changes:     []time.Time{t0.Add(4600 * time.Millisecond), t0.Add(4500 * time.Millisecond)},
+			},
+			want:        rollout.Wait,
+			wantChanged: []refs.Source{cm},
+			wantAfter:   300 * time.Millisecond,
+		},
+		"a change of a burst after the window rolls at once": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     changedCM,
+				LastRollout: t0,
+				Now:         t0.Add(5 * time.Second),
+				Window:      5 * time.Second,
+				Changes:     []time.Time{t0.Add(4900 * time.Millisecond), t0.Add(4950 * time.Millisecond)},
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   changedCM.Entries,
+		},
+		"a burst with no rollout before rolls at once": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     changedCM,
+				LastRollout: time.Time{},
+				Now:         t0.Add(200 * time.Millisecond),
+				Window:      5 * time.Second,
+				Changes:     []time.Time{t0.Add(100 * time.Millisecond), t0.Add(150 * time.Millisecond)},
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   changedCM.Entries,
+		},
+		"a short window has a shorter quiet gap": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     changedCM,
+				LastRollout: t0,
+				Now:         t0.Add(300 * time.Millisecond),
+				Window:      time.Second,
+				Changes:     []time.Time{t0.Add(100 * time.Millisecond), t0.Add(200 * time.Millisecond)},
+			},
+			want:        rollout.Wait,
+			wantChanged: []refs.Source{cm},
+			wantAfter:   100 * time.Millisecond,
 		},
 		"a zero window never waits": {
 			in: rollout.Input{
 				Applied:     applied("k", base),
-				Desired:     state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Desired:     changedCM,
 				LastRollout: t0,
 				Now:         t0,
+				Changes:     []time.Time{t0, t0},
 			},
 			want:        rollout.Roll,
 			wantChanged: []refs.Source{cm},
-			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
+			wantWrite:   changedCM.Entries,
 		},
 		"with waves on, a change rolls when a slot is free": {
 			in: rollout.Input{
@@ -349,6 +456,7 @@ func TestDecide(t *testing.T) {
 				LastRollout:  t0,
 				Now:          t0.Add(time.Second),
 				Window:       5 * time.Second,
+				Changes:      []time.Time{t0.Add(900 * time.Millisecond), t0.Add(950 * time.Millisecond)},
 				Halted:       "k.h1",
 				HaltedSource: cm,
 				HaltedNow:    "k.h1",
@@ -425,6 +533,20 @@ func TestDecide(t *testing.T) {
 				g.Expect(d.Write.Entries).To(Equal(tc.wantWrite), "write")
 				g.Expect(d.Write.KeyID).To(Equal("k"), "write key")
 			}
+		})
+	}
+}
+
+func TestQuiet(t *testing.T) {
+	tests := map[string]struct{ window, want time.Duration }{
+		"the default window's quiet gap is a second": {5 * time.Second, time.Second},
+		"a long window's is a second":                {time.Hour, time.Second},
+		"a short window's is a fifth of it":          {2 * time.Second, 400 * time.Millisecond},
+		"a zero window has none":                     {0, 0},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			NewWithT(t).Expect(rollout.Quiet(tt.window)).To(Equal(tt.want))
 		})
 	}
 }
