@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -123,9 +124,10 @@ func packedOf(m metav1.ObjectMeta) (packed string, ok bool) {
 	return strings.CutPrefix(m.SelfLink, digestedMark)
 }
 
-// sourceMeta keeps what nudge reads of a source's metadata.
+// sourceMeta keeps what nudge reads of a source's metadata, with one copy of
+// each namespace's name for every object in it.
 func sourceMeta(m metav1.ObjectMeta, keepLabels bool, keep []string) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: unique.Make(m.Namespace).Value(), ResourceVersion: m.ResourceVersion,
 		DeletionTimestamp: m.DeletionTimestamp}
 	if keepLabels {
 		out.Labels = m.Labels
