@@ -107,7 +107,7 @@ func unpackDigests(p string) fingerprint.Digests {
 	d := fingerprint.Digests{}
 	for p != "" {
 		n, w := binary.Uvarint([]byte(p[:min(len(p), binary.MaxVarintLen64)]))
-		if w <= 0 || uint64(len(p)-w) < n+sha256.Size {
+		if w <= 0 || n > uint64(len(p)-w) || uint64(len(p)-w)-n < sha256.Size {
 			return nil
 		}
 		k := p[w : w+int(n)]

@@ -96,6 +96,8 @@ func TestDigestsPacked(t *testing.T) {
 		})
 	}
 	g := NewWithT(t)
-	g.Expect(unpackDigests("\x05ab")).To(BeNil(), "malformed")
+	for _, malformed := range []string{"\x05ab", "\x01a" + strings.Repeat("d", 31), "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"} {
+		g.Expect(unpackDigests(malformed)).To(BeNil(), "malformed %q", malformed)
+	}
 	g.Expect(ContentChanged(&corev1.ConfigMap{}, &corev1.Secret{})).To(BeTrue(), "mismatched types")
 }
