@@ -69,7 +69,9 @@ func BenchmarkRetained(b *testing.B) {
 					workload.AppliedAnnotation: "k1.cm=" + strings.Repeat("x", 43) + ",s=" + strings.Repeat("y", 43)}
 				d.Labels[workload.SealLabel] = strings.Repeat("z", 43)
 				d.Spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": d.Name}}
-				ref := func(n int) corev1.LocalObjectReference { return corev1.LocalObjectReference{Name: fmt.Sprintf("s-%06d", n)} }
+				ref := func(n int) corev1.LocalObjectReference {
+					return corev1.LocalObjectReference{Name: fmt.Sprintf("s-%06d", n)}
+				}
 				d.Spec.Template = corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": d.Name}},
 					Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "registry.example/app:1",
 						EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: ref(1)}}},
