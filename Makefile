@@ -82,11 +82,13 @@ demo: kube-bins build
 	$(GO) build -o $(BIN)/demo ./hack/demo
 	$(BIN)/demo -nudge $(BIN)/nudge
 
-## bench: measure nudge at the default scale (see docs/performance.md): a
+## bench: measure nudge at the default scale (see docs/performance.md), and
+## against the floor controllers in the same run (scenario floor): a
 ## markdown table on stdout, $(BIN)/bench.json and $(BIN)/bench.md; add flags
 ## with BENCH_FLAGS, e.g. BENCH_FLAGS=-scale-run.
 bench: kube-bins build
 	$(GO) build -o $(BIN)/bench ./hack/bench
+	$(GO) build -o $(BIN)/bench-floor ./hack/bench/floor
 	$(BIN)/bench -json $(BIN)/bench.json -md $(BIN)/bench.md $(BENCH_FLAGS)
 
 ## soak: run bin/nudge for DURATION (default 30m) under the model-based

@@ -10,15 +10,19 @@ import (
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/explain"
 	"nudge.dev/nudge/internal/fleet"
+	"nudge.dev/nudge/internal/install"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/workload"
@@ -148,4 +152,48 @@ func valueBindingCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	NewWithT(t).Expect(yaml.Unmarshal(b, crd)).To(Succeed())
 	return crd
+}
+
+// TestStatusShardedLeaders: an install sharded by --shard has a Lease per
+// shard and none of the plain name; status shows each shard of the set
+// held now (one of whose leaders is gone: NoLeader), not the expired
+// Leases of the set before a reshard.
+func TestStatusShardedLeaders(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	system, err := plane.GenerateNamespace(ctx, "status-shards-")
+	g.Expect(err).NotTo(HaveOccurred())
+	opts := options.Default()
+	opts.SystemNamespace = system
+	opts.LeaderElect = true
+	opts.LeaderElectionID = "nudge-sharded"
+	g.Expect(k8s.Create(ctx, install.ConfigMap(system, "nudge-settings", "v1", opts))).To(Succeed())
+
+	now := time.Now()
+	for name, renewed := range map[string]time.Time{
+		"0-of-2": now.Add(-time.Hour), "1-of-2": now.Add(-time.Hour), // before the reshard
+		"0-of-3": now, "1-of-3": now, "2-of-3": now.Add(-time.Hour),
+	} {
+		l := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Namespace: system, Name: "nudge-sharded-shard-" + name},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-" + name), LeaseDurationSeconds: ptr.To[int32](15),
+				RenewTime: &metav1.MicroTime{Time: renewed}},
+		}
+		g.Expect(k8s.Create(ctx, l)).To(Succeed(), "creating Lease %s", l.Name)
+	}
+
+	out, err := run(t, pluginCommand(), "status", "--kubeconfig", plane.Kubeconfig(), "--system-namespace", system, "-n", system, "-o", "json")
+	g.Expect(err).NotTo(HaveOccurred(), "status -o json:\n%s", out)
+	var got struct{ Fleet explain.Fleet }
+	g.Expect(json.Unmarshal([]byte(out), &got)).To(Succeed(), "JSON:\n%s", out)
+	cm := system + "/nudge-settings"
+	g.Expect(got.Fleet.Installs).To(ConsistOf(
+		explain.InstallStatus{ConfigMap: cm, Version: "v1", Shard: "0-of-3", Leader: "pod-0-of-3", LeaderState: "Held"},
+		explain.InstallStatus{ConfigMap: cm, Version: "v1", Shard: "1-of-3", Leader: "pod-1-of-3", LeaderState: "Held"},
+		explain.InstallStatus{ConfigMap: cm, Version: "v1", Shard: "2-of-3", LeaderState: "NoLeader"},
+	))
+
+	out, err = run(t, pluginCommand(), "status", "--kubeconfig", plane.Kubeconfig(), "--system-namespace", system, "-n", system)
+	g.Expect(err).NotTo(HaveOccurred(), "status:\n%s", out)
+	g.Expect(out).To(MatchRegexp(regexp.QuoteMeta(cm) + ` +v1 +2-of-3 +NoLeader`))
 }

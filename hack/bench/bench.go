@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,23 +29,39 @@ const stopGrace = 10 * time.Second
 
 // bench is one run in progress.
 type bench struct {
-	cfg     Config
-	res     *Results
-	layout  Layout
-	alloc   allocator
-	cs      kubernetes.Interface
-	dyn     dynamic.Interface
-	changer *changer
-	watcher *Watcher
-	audit   *AuditLog
+	cfg    Config
+	res    *Results
+	layout Layout
+	alloc  allocator
+	cs     kubernetes.Interface
+	dyn    dynamic.Interface
+	// watchDyn is the client of the benchmark's watches of custom
+	// resources, on connections of their own (see connect).
+	watchDyn dynamic.Interface
+	changer  *changer
+	watcher  *Watcher
+	audit    *AuditLog
 	// adminWatches are the watches of the benchmark's own identity: a
 	// restarted watch of Deployments delays what the benchmark sees.
 	adminWatches *AuditLog
 	terminated   map[string]int // apiserver_terminated_watchers_total by resource, at the phase's start
+	// harbors and statuses watch the bindings scenario's Harbors and
+	// ValueBindings, once it has started.
+	harbors  *targetWatcher
+	statuses *statusWatcher
 
 	kubeconfig string // the controller's
+	// With -shards: the API server's address, the controller's identity,
+	// and the counting proxy the first controller talks through.
+	apiHost    string
+	userConfig *rest.Config
+	proxy      *countingProxy
+	// idleReceived is what the first controller received until the end of
+	// its idle phase.
+	idleReceived int64
 	workDir    string
 	ctrl       *Controller
+	ctrlCmd    string  // ctrl's command line (the floor scenario runs two)
 	cpuOffset  float64 // CPU seconds of controller processes already stopped
 
 	phases   []Phase
@@ -83,7 +100,11 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	}()
 
 	startCtx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	plane, err := testbed.Start(startCtx, testbed.Options{Mode: testbed.APIServer, AuditLog: true, BinDir: cfg.BinDir, Logf: logf})
+	opts := testbed.Options{Mode: testbed.APIServer, AuditLog: true, BinDir: cfg.BinDir, Logf: logf}
+	if cfg.Shards > 0 && cfg.ShardGate {
+		opts.FeatureGates = []string{"ShardedListAndWatch=true"}
+	}
+	plane, err := testbed.Start(startCtx, opts)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -92,6 +113,7 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 		if b.ctrl != nil {
 			err = errors.Join(err, b.ctrl.Stop(stopGrace))
 		}
+		b.proxy.Close()
 		err = errors.Join(err, plane.Stop(cfg.Keep || err != nil))
 	}()
 	if err := b.connect(ctx, plane); err != nil {
@@ -114,10 +136,11 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	if err := b.idle(ctx); err != nil {
 		return res, err
 	}
+	b.idleReceived = b.proxy.Received()
 	scenarios := map[string]func(context.Context) error{
 		"latency": b.latency, "fanout": b.fanout, "burst": b.burst,
 		"noop": b.noop, "coalesce": b.coalesce, "downtime": b.downtime,
-		"bindings": b.bindings,
+		"bindings": b.bindings, "floor": b.versus,
 	}
 	for _, name := range allScenarios {
 		if !cfg.Has(name) {
@@ -136,6 +159,11 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 			return res, err
 		}
 		res.Process = processResult(s)
+	}
+	if cfg.Shards > 0 {
+		if err := b.shards(ctx); err != nil {
+			return res, fmt.Errorf("scenario shards: %w", err)
+		}
 	}
 	if err := b.endPhase(); err != nil {
 		return res, err
@@ -170,12 +198,33 @@ func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
 		return err
 	}
 	b.kubeconfig = filepath.Join(b.workDir, "controller.kubeconfig")
+	b.apiHost, b.userConfig = admin.Host, user
+	if b.cfg.Shards > 0 {
+		// The first controller's bytes are counted as the shards' are.
+		if b.proxy, err = newCountingProxy(admin.Host); err != nil {
+			return err
+		}
+		user = rest.CopyConfig(user)
+		user.Host = "https://" + b.proxy.Addr()
+	}
 	if err := writeKubeconfig(b.kubeconfig, b.cfg.ControllerUser, user); err != nil {
 		return err
 	}
 	b.audit = newAuditLog(plane.AuditLogPath(), b.cfg.ControllerUser, "")
 	b.adminWatches = newAuditLog(plane.AuditLogPath(), adminUser, "watch")
-	b.watcher, err = startWatcher(ctx, cs, b.cfg.BaselineAnnotation)
+	// The watches get connections of their own: on the writers' HTTP/2
+	// connection, kube-apiserver closes a watch that falls behind a burst of
+	// concurrent writes (the burst's patches, the apply floor's applies).
+	watches := rest.CopyConfig(admin)
+	watches.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	if b.watchDyn, err = dynamic.NewForConfig(watches); err != nil {
+		return err
+	}
+	wcs, err := kubernetes.NewForConfig(watches)
+	if err != nil {
+		return err
+	}
+	b.watcher, err = startWatcher(ctx, wcs, b.cfg.BaselineAnnotation)
 	return err
 }
 
@@ -191,7 +240,7 @@ func (b *bench) startController() error {
 	if err != nil {
 		return err
 	}
-	b.ctrl = c
+	b.ctrl, b.ctrlCmd = c, b.cfg.ControllerCmd
 	return nil
 }
 

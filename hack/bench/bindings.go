@@ -106,14 +106,15 @@ func (b *bench) bindings(ctx context.Context) error {
 	if err := b.phase("binding-setup"); err != nil {
 		return err
 	}
-	w, err := startTargetWatcher(ctx, b.dyn)
+	w, err := startTargetWatcher(ctx, b.watchDyn)
 	if err != nil {
 		return err
 	}
-	sw, err := startStatusWatcher(ctx, b.dyn)
+	sw, err := startStatusWatcher(ctx, b.watchDyn)
 	if err != nil {
 		return err
 	}
+	b.harbors, b.statuses = w, sw
 	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: bindingNamespace}}, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return err
 	}
@@ -206,19 +207,42 @@ func (b *bench) bindings(ctx context.Context) error {
 	before := sw.fingerprints()
 	defer b.prof().cpu(ctx, "cpu-binding-fanout.pprof", scenarioProfile)()
 	defer b.prof().apiserverCPU(ctx, b.cs.CoreV1().RESTClient(), "cpu-binding-fanout-apiserver.pprof", scenarioProfile)()
-	value := "AKIASHAREDROTATED"
-	sent, err := b.rotate(ctx, sharedSecret, value)
+	sent, err := b.rotateShared(ctx, &res.FanOut, harbors, "AKIASHAREDROTATED")
 	if err != nil {
 		return err
 	}
-	f := &res.FanOut
+	took, err = sw.recorded(ctx, harbors, before, sent, b.cfg.WaitTimeout)
+	if err != nil {
+		return err
+	}
+	res.FanOutStatusSeconds = ptrSeconds(took)
+	logf("Binding fan-out: every status recorded %.3f s after the change", took.Seconds())
+	return nil
+}
+
+// rotateShared sets the shared Secret's bound key to value and fills f with
+// the times until each of harbors held it, as w saw them. It returns when
+// the change was sent.
+func (b *bench) rotateShared(ctx context.Context, f *ManyResult, harbors []string, value string) (time.Time, error) {
+	sent, err := b.rotate(ctx, sharedSecret, value)
+	if err != nil {
+		return sent, err
+	}
 	f.Load = loadAvg()
 	f.SentSeconds = seconds(time.Since(sent))
-	seen, missing := w.wait(ctx, harbors, value, sent, b.cfg.WaitTimeout)
+	seen, missing := b.harbors.wait(ctx, harbors, value, sent, b.cfg.WaitTimeout)
+	fill(f, seen, missing, sent)
+	logf("Binding fan-out: %d of %d Harbors updated, last %s s after the change", f.Rolled, len(harbors), optSeconds(f.LastSeconds))
+	return sent, nil
+}
+
+// fill sets f's counts and times from when each object was seen done after
+// since, and the missing ones.
+func fill(f *ManyResult, seen map[string]time.Time, missing []string, since time.Time) {
 	f.Rolled, f.Misses = len(seen), len(missing)
 	var after []time.Duration
 	for _, at := range seen {
-		after = append(after, at.Sub(sent))
+		after = append(after, at.Sub(since))
 	}
 	sort.Slice(after, func(i, j int) bool { return after[i] < after[j] })
 	if len(after) > 0 {
@@ -227,14 +251,6 @@ func (b *bench) bindings(ctx context.Context) error {
 			f.AllSeconds = f.LastSeconds
 		}
 	}
-	logf("Binding fan-out: %d of %d Harbors updated, last %s s after the change", f.Rolled, fan, optSeconds(f.LastSeconds))
-	took, err = sw.recorded(ctx, harbors, before, sent, b.cfg.WaitTimeout)
-	if err != nil {
-		return err
-	}
-	res.FanOutStatusSeconds = ptrSeconds(took)
-	logf("Binding fan-out: every status recorded %.3f s after the change", took.Seconds())
-	return nil
 }
 
 // quietEvents waits until the controller's Events of the phase before are

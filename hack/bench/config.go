@@ -34,6 +34,10 @@ type Config struct {
 	BindingLatency int // sequential Secret changes, each bound into one Harbor
 	BindingFanOut  int // Harbors bound to the one shared Secret
 
+	FloorCmd     string // the floor controller's command line (floor scenario)
+	FloorRounds  int    // rounds of the floor scenario
+	FloorLatency int    // sequential changes per turn of the floor scenario
+
 	// Timing.
 	Idle          time.Duration // quiet time after sync before idle figures
 	Settle        time.Duration // quiet time that catches unwanted rollouts
@@ -58,12 +62,20 @@ type Config struct {
 	Keep       bool          // keep the plane's and controller's logs
 	ProfileFor time.Duration // CPU profile of the start, with {pprof-addr}
 	ScaleRun   bool          // preset, see scalePreset
+
+	// Shards, when above 0, runs the shards scenario last (see
+	// bench.shards): that many controllers with --shard; ShardGate runs
+	// kube-apiserver with ShardedListAndWatch; ShardChanges are the
+	// changes made while the shards run.
+	Shards       int
+	ShardGate    bool
+	ShardChanges int
 	BinDir     string        // control-plane binaries (testbed default when empty)
 }
 
 // allScenarios lists every scenario in the order they run. "sync" and
 // "idle" always run: every other scenario needs a synced controller.
-var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings"}
+var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings", "floor"}
 
 // defaultControllerCmd runs bin/nudge as it ships, apart from the addresses
 // of its servers (free ports, so that runs never collide), with value
@@ -71,6 +83,9 @@ var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "d
 const defaultControllerCmd = "bin/nudge --kubeconfig {kubeconfig} --system-namespace nudge-system " +
 	"--metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr} " +
 	"--value-bindings --value-binding-targets=" + bindingTargets
+
+// defaultFloorCmd runs the floor controller as make bench builds it.
+const defaultFloorCmd = "bin/bench-floor --kubeconfig {kubeconfig}"
 
 // parseConfig returns the configuration of args. -scale-run sets the scale
 // run's preset for every flag not given explicitly.
@@ -93,6 +108,9 @@ func parseConfig(args []string) (Config, error) {
 	fs.IntVar(&c.Downtime, "downtime", 20, "changes made while the controller is stopped")
 	fs.IntVar(&c.BindingLatency, "binding-latency", 100, "sequential Secret changes in the bindings scenario, each bound into one Harbor")
 	fs.IntVar(&c.BindingFanOut, "binding-fanout", 1000, "Harbors bound to one shared Secret in the bindings scenario (0: no fan-out)")
+	fs.StringVar(&c.FloorCmd, "floor-cmd", defaultFloorCmd, "command line of the floor controller in the floor scenario, as -controller-cmd")
+	fs.IntVar(&c.FloorRounds, "floor-rounds", 4, "rounds of the floor scenario: in each, the controller and the floor take one turn each (fan-out, burst, -floor-latency changes, value-binding fan-out)")
+	fs.IntVar(&c.FloorLatency, "floor-latency", 100, "sequential single changes in each turn of the floor scenario")
 	fs.DurationVar(&c.Idle, "idle", 10*time.Second, "quiet time after sync before the idle figures are taken")
 	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "quiet time after a scenario that catches unwanted rollouts")
 	fs.DurationVar(&c.Window, "window", 5*time.Second, "the controller's rollout window (trailing rollouts are awaited this long)")
@@ -112,6 +130,9 @@ func parseConfig(args []string) (Config, error) {
 	fs.BoolVar(&c.Keep, "keep", false, "keep the plane's logs (audit log included) and the work directory")
 	fs.DurationVar(&c.ProfileFor, "profile", 10*time.Second, "with {pprof-addr} in -controller-cmd: length of the CPU profile of the start (fan-out and burst get 4 s each, idle a heap profile), saved in the work directory")
 	fs.BoolVar(&c.ScaleRun, "scale-run", false, "scale run: 250 namespaces × (200 Secrets + 200 ConfigMaps), 25,000 Deployments; sync, idle and latency (flags given explicitly win)")
+	fs.IntVar(&c.Shards, "shards", 0, "after the scenarios, stop the controller and start this many with --shard over the same cluster: each one's memory and bytes received, and a round of changes (0: no shards scenario)")
+	fs.BoolVar(&c.ShardGate, "shard-gate", true, "with -shards, run kube-apiserver with the ShardedListAndWatch feature gate")
+	fs.IntVar(&c.ShardChanges, "shard-changes", 40, "with -shards, sources changed while the shards run, each used by one Deployment")
 	fs.StringVar(&c.BinDir, "kube-bins", "", "directory of the control-plane binaries (default: the testbed's)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -166,11 +187,17 @@ func (c *Config) validate() error {
 	if c.Has("fanout") && c.FanOut < 1 {
 		errs = append(errs, errors.New("the fanout scenario needs -fanout of at least 1"))
 	}
+	if c.Has("floor") && (c.FanOut < 1 || c.FloorRounds < 1 || c.FloorLatency < 1 || !strings.Contains(c.FloorCmd, "{kubeconfig}")) {
+		errs = append(errs, errors.New("the floor scenario needs -fanout, -floor-rounds and -floor-latency of at least 1, and {kubeconfig} in -floor-cmd"))
+	}
 	if c.Has("bindings") && c.BindingLatency < 1 {
 		errs = append(errs, errors.New("the bindings scenario needs -binding-latency of at least 1"))
 	}
 	if !strings.Contains(c.ControllerCmd, "{kubeconfig}") {
 		errs = append(errs, errors.New("-controller-cmd must contain {kubeconfig}"))
+	}
+	if c.Shards < 0 || (c.Shards > 0 && c.ShardChanges < 1) {
+		errs = append(errs, errors.New("-shards must not be negative, and -shard-changes must be at least 1 with -shards"))
 	}
 	if c.Creators < 1 {
 		errs = append(errs, errors.New("-creators must be at least 1"))

@@ -20,6 +20,12 @@ func (b *bench) fanout(ctx context.Context) error {
 		return err
 	}
 	defer b.prof().cpu(ctx, "cpu-fanout.pprof", scenarioProfile)()
+	return b.changeFanOut(ctx, res)
+}
+
+// changeFanOut changes the fan-out ConfigMap and fills res with the
+// rollouts of every fan-out Deployment (awaitMany).
+func (b *bench) changeFanOut(ctx context.Context, res *ManyResult) error {
 	keys := make([]string, b.cfg.FanOut)
 	for i := range keys {
 		keys[i] = b.layout.FanOutDeployment(i).String()
@@ -41,6 +47,12 @@ func (b *bench) burst(ctx context.Context) error {
 		return err
 	}
 	defer b.prof().cpu(ctx, "cpu-burst.pprof", scenarioProfile)()
+	return b.changeBurst(ctx, res)
+}
+
+// changeBurst changes the first Secret of each of the next cfg.Burst
+// Deployments at once and fills res with their rollouts (awaitMany).
+func (b *bench) changeBurst(ctx context.Context, res *ManyResult) error {
 	ids := b.alloc.take(b.cfg.Burst)
 	var keys []string
 	for _, g := range ids {

@@ -69,6 +69,16 @@ func figures(res *Results) []figure {
 		add("bindings", "every binding's status recorded: after creation / after the fan-out's change", &bd.Load, "%s / %s s",
 			optSeconds(bd.SetupStatusSeconds), optSeconds(bd.FanOutStatusSeconds))
 	}
+	if sh := res.Shards; sh != nil {
+		add("shards", "single controller: RSS / received from the API server", &sh.Load, "%.1f MiB / %.1f MiB", sh.Single.RSSMiB, sh.Single.ReceivedMiB)
+		for _, f := range sh.Shards {
+			add("shards", fmt.Sprintf("shard %s (%d namespaces): ready / RSS / received", f.Shard, f.Namespaces), &sh.Load, "%s s / %.1f MiB / %.1f MiB",
+				optSeconds(f.ReadySeconds), f.RSSMiB, f.ReceivedMiB)
+		}
+		add("shards", "largest shard over the single controller: RSS / received", &sh.Load, "%.2f× / %.2f× (ShardedListAndWatch %s)", sh.MaxRSSRatio, sh.MaxBytesRatio, map[bool]string{true: "on", false: "off"}[sh.Gate])
+		add("shards", "quiet after the last shard was ready (first reconciles done)", &sh.Load, "%.1f s", sh.QuietSeconds)
+		add("shards", fmt.Sprintf("%d changes: late / misses / other rollouts", sh.Changes), &sh.Load, "%d / %d / %d", sh.Late, sh.Misses, sh.OtherRollouts)
+	}
 	if p := res.Process; p != nil {
 		add("end", "RSS / peak RSS / CPU of the first process at its end", nil, "%.1f / %.1f MiB / %.2f s", p.RSSMiB, p.PeakRSSMiB, p.CPUSeconds)
 	}
@@ -103,6 +113,9 @@ func markdown(res *Results) string {
 	b.WriteString("\n| target | wanted | measured | met |\n|---|---|---|---|\n")
 	for _, t := range res.Targets {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, t.Target, t.Value, met(t.Met))
+	}
+	if res.Versus != nil {
+		b.WriteString(versusMarkdown(res.Versus, res.Controller))
 	}
 	b.WriteString("\nThe controller's API requests (audit log, its own identity), by phase:\n\n")
 	b.WriteString("| phase | s | load at start | controller CPU s | rollouts | writes / Events per rollout | requests | watches closed by the API server |\n|---|---|---|---|---|---|---|---|\n")

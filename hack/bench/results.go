@@ -24,7 +24,9 @@ type Results struct {
 	Coalesce *CoalesceResult `json:"coalesce,omitempty"`
 	Downtime *DowntimeResult `json:"downtime,omitempty"`
 	Bindings *BindingsResult `json:"bindings,omitempty"`
+	Versus   *VersusResult   `json:"versus,omitempty"`
 	Process  *ProcessResult  `json:"process,omitempty"`
+	Shards   *ShardsResult   `json:"shards,omitempty"`
 
 	Phases  []Phase  `json:"phases"`
 	Targets []Target `json:"targets"`

@@ -18,43 +18,64 @@ func (b *bench) latency(ctx context.Context) error {
 		return err
 	}
 	begin := time.Now()
-	var lats, rtts []time.Duration
-	byWay := map[string][]time.Duration{}
-	expected := map[string]bool{}
-	for i, g := range b.alloc.take(b.cfg.Latency) {
-		use := b.layout.Uses(g)[(i/4)%4]
-		key := b.layout.Deployment(g).String()
-		for _, k := range b.layout.Users(use.Source) {
-			expected[k] = true
-		}
-		sent, rtt, err := b.changer.Change(ctx, use.Source)
-		if err != nil {
-			return err
-		}
-		rtts = append(rtts, rtt)
-		rolled, missing := b.watcher.WaitRolled(ctx, []string{key}, sent, b.cfg.ChangeTimeout)
-		if len(missing) > 0 {
-			res.Misses++
-			logf("Missed: %s (%s) did not roll within %v of a change of %s", key, use.Way, b.cfg.ChangeTimeout, use.Source)
-			continue
-		}
-		lat := rolled[key].Sub(sent)
-		lats = append(lats, lat)
-		way := use.Source.Kind + " " + use.Way.String()
-		byWay[way] = append(byWay[way], lat)
+	c, err := b.changeEach(ctx, b.alloc.take(b.cfg.Latency))
+	if err != nil {
+		return err
 	}
+	res.Misses = c.misses
 	if err := b.settle(ctx, b.cfg.Settle); err != nil {
 		return err
 	}
-	res.OtherRollouts = unexpected(b.rollouts(begin, time.Now()), expected)
-	res.Latency, res.PatchRTT = distribution(lats), distribution(rtts)
+	res.OtherRollouts = unexpected(b.rollouts(begin, time.Now()), c.expected)
+	res.Latency, res.PatchRTT = distribution(c.lats), distribution(c.rtts)
 	res.ByWay = map[string]Distribution{}
-	for way, ds := range byWay {
+	for way, ds := range c.byWay {
 		res.ByWay[way] = distribution(ds)
 	}
 	logf("Latency: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d misses, %d other rollouts",
 		res.Latency.P50, res.Latency.P90, res.Latency.P99, res.Latency.Max, res.Misses, res.OtherRollouts)
 	return nil
+}
+
+// singleChanges are sequential changes, each awaited: the latencies of
+// those that rolled within cfg.ChangeTimeout (also by kind and way of use),
+// the benchmark's patch round trips, the Deployments they may roll, and the
+// misses.
+type singleChanges struct {
+	lats, rtts []time.Duration
+	byWay      map[string][]time.Duration
+	expected   map[string]bool
+	misses     int
+}
+
+// changeEach changes one source of each Deployment of ids in turn (change i
+// changes source (i div 4) mod 4 of its Deployment) and waits for each
+// change's rollout before the next.
+func (b *bench) changeEach(ctx context.Context, ids []int) (singleChanges, error) {
+	c := singleChanges{byWay: map[string][]time.Duration{}, expected: map[string]bool{}}
+	for i, g := range ids {
+		use := b.layout.Uses(g)[(i/4)%4]
+		key := b.layout.Deployment(g).String()
+		for _, k := range b.layout.Users(use.Source) {
+			c.expected[k] = true
+		}
+		sent, rtt, err := b.changer.Change(ctx, use.Source)
+		if err != nil {
+			return c, err
+		}
+		c.rtts = append(c.rtts, rtt)
+		rolled, missing := b.watcher.WaitRolled(ctx, []string{key}, sent, b.cfg.ChangeTimeout)
+		if len(missing) > 0 {
+			c.misses++
+			logf("Missed: %s (%s) did not roll within %v of a change of %s", key, use.Way, b.cfg.ChangeTimeout, use.Source)
+			continue
+		}
+		lat := rolled[key].Sub(sent)
+		c.lats = append(c.lats, lat)
+		way := use.Source.Kind + " " + use.Way.String()
+		c.byWay[way] = append(c.byWay[way], lat)
+	}
+	return c, nil
 }
 
 // noop changes only a label of cfg.NoOp sources (Secrets and ConfigMaps in

@@ -21,16 +21,23 @@ const TimeoutSeconds = 5
 // them: failurePolicy Ignore (a webhook down or slow admits the write as it
 // is), no side effects, never reinvoked, and matchConditions that send only
 // the writes that may drop the trigger (the stored template carries it and,
-// but under Reloader's env-vars strategy, the written one lacks it), so that
-// the API server calls the webhook for nothing else.
-func Webhooks(cc admissionregistrationv1.WebhookClientConfig, envVars bool) []admissionregistrationv1.MutatingWebhook {
+// but under Reloader's env-vars strategy, the written one lacks it; for an
+// Argo Rollout, likewise spec.restartAt), so that the API server calls the
+// webhook for nothing else.
+//
+// Each custom kind (custom, as --custom-kinds-file lists them) whose
+// trigger lies in its pod template and whose resource is given gets a
+// webhook of its own, named "<resource>.<group>.keep-trigger.nudge.dev", in
+// their order; the others (no template, a trigger outside it: Keep's
+// NoTemplate) get none.
+func Webhooks(cc admissionregistrationv1.WebhookClientConfig, envVars bool, custom []workload.CustomKind) []admissionregistrationv1.MutatingWebhook {
 	update := []admissionregistrationv1.OperationType{admissionregistrationv1.Update}
 	rule := func(group, version string, resources ...string) admissionregistrationv1.RuleWithOperations {
 		return admissionregistrationv1.RuleWithOperations{Operations: update, Rule: admissionregistrationv1.Rule{
 			APIGroups: []string{group}, APIVersions: []string{version}, Resources: resources, Scope: ptr.To(admissionregistrationv1.NamespacedScope),
 		}}
 	}
-	hook := func(name, template string, rules ...admissionregistrationv1.RuleWithOperations) admissionregistrationv1.MutatingWebhook {
+	hook := func(name, template, trigger string, restartAt bool, rules ...admissionregistrationv1.RuleWithOperations) admissionregistrationv1.MutatingWebhook {
 		return admissionregistrationv1.MutatingWebhook{
 			Name:                    name,
 			ClientConfig:            cc,
@@ -41,27 +48,57 @@ func Webhooks(cc admissionregistrationv1.WebhookClientConfig, envVars bool) []ad
 			TimeoutSeconds:          ptr.To[int32](TimeoutSeconds),
 			AdmissionReviewVersions: []string{"v1"},
 			ReinvocationPolicy:      ptr.To(admissionregistrationv1.NeverReinvocationPolicy),
-			MatchConditions:         matchConditions(template, envVars),
+			MatchConditions:         matchConditions(template, trigger, envVars, restartAt),
 		}
 	}
-	return []admissionregistrationv1.MutatingWebhook{
-		hook("templates.keep-trigger.nudge.dev", "spec.template",
-			rule("apps", "v1", "deployments", "statefulsets", "daemonsets"), rule("batch", "v1", "jobs"), rule("argoproj.io", "v1alpha1", "rollouts")),
-		hook("cronjobs.keep-trigger.nudge.dev", "spec.jobTemplate.spec.template", rule("batch", "v1", "cronjobs")),
+	const annotations = ".metadata.annotations"
+	hooks := []admissionregistrationv1.MutatingWebhook{
+		hook("templates.keep-trigger.nudge.dev", "spec.template", "spec.template"+annotations, false,
+			rule("apps", "v1", "deployments", "statefulsets", "daemonsets"), rule("batch", "v1", "jobs")),
+		hook("cronjobs.keep-trigger.nudge.dev", "spec.jobTemplate.spec.template", "spec.jobTemplate.spec.template"+annotations, false,
+			rule("batch", "v1", "cronjobs")),
+		hook("rollouts.keep-trigger.nudge.dev", "spec.template", "spec.template"+annotations, true, rule("argoproj.io", "v1alpha1", "rollouts")),
 	}
+	for _, c := range custom {
+		trigger := c.TriggerPath
+		if trigger == "" {
+			trigger = c.TemplatePath + annotations
+		}
+		if c.TemplatePath == "" || c.Resource == "" || !strings.HasPrefix(trigger, c.TemplatePath+".") {
+			continue
+		}
+		gv := c.GroupVersionKind()
+		name := strings.TrimSuffix(c.Resource+"."+gv.Group, ".") + ".keep-trigger.nudge.dev"
+		hooks = append(hooks, hook(name, c.TemplatePath, trigger, false, rule(gv.Group, gv.Version, c.Resource)))
+	}
+	return hooks
 }
 
 // matchConditions returns the CEL conditions that send a write of a
-// workload whose pod template is at template (dotted) to the webhook.
-func matchConditions(template string, envVars bool) []admissionregistrationv1.MatchCondition {
+// workload whose pod template is at template and trigger annotations at
+// trigger (both dotted) to the webhook; with restartAt (Argo Rollouts),
+// also one that drops spec.restartAt (Input.RestartAt).
+func matchConditions(template, trigger string, envVars, restartAt bool) []admissionregistrationv1.MatchCondition {
 	carries := func(obj string) string {
-		path := obj + "." + template
-		return fmt.Sprintf("%s && '%s' in %s.metadata.annotations", has(path+".metadata.annotations"), workload.RestartedAtAnnotation, path)
+		path := obj + "." + trigger
+		return fmt.Sprintf("%s && '%s' in %s", has(path), workload.RestartedAtAnnotation, path)
 	}
+	restarts := func(obj string) string { return "(" + has(obj+".spec.restartAt") + ")" }
 	if envVars {
 		path := "oldObject." + template
 		env := fmt.Sprintf("(%s && %s.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('STAKATER_'))))", has(path+".spec.containers"), path)
-		return []admissionregistrationv1.MatchCondition{{Name: "carries-the-trigger", Expression: "(" + carries("oldObject") + ") || " + env}}
+		expr := "(" + carries("oldObject") + ") || " + env
+		if restartAt {
+			expr += " || " + restarts("oldObject")
+		}
+		return []admissionregistrationv1.MatchCondition{{Name: "carries-the-trigger", Expression: expr}}
+	}
+	if restartAt {
+		return []admissionregistrationv1.MatchCondition{
+			{Name: "carries-the-trigger", Expression: "(" + carries("oldObject") + ") || " + restarts("oldObject")},
+			{Name: "drops-the-trigger", Expression: fmt.Sprintf("((%s) && !(%s)) || (%s && !%s)",
+				carries("oldObject"), carries("object"), restarts("oldObject"), restarts("object"))},
+		}
 	}
 	return []admissionregistrationv1.MatchCondition{
 		{Name: "carries-the-trigger", Expression: carries("oldObject")},

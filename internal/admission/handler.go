@@ -73,7 +73,8 @@ func (h *Handler) Handle(ctx context.Context, req admission.Request) admission.R
 	if a := k.TriggerAnnotation(); a != "" {
 		trigger = append(trigger, a)
 	}
-	kept, why := Keep(Input{Old: old, New: cur, TemplatePath: k.TemplatePath(), TriggerPath: k.TriggerPath(), Trigger: trigger, EnvVars: h.EnvVars})
+	kept, why := Keep(Input{Old: old, New: cur, TemplatePath: k.TemplatePath(), TriggerPath: k.TriggerPath(), Trigger: trigger,
+		RestartAt: k == workload.Rollout, EnvVars: h.EnvVars})
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", req.Kind.Kind, "namespace", req.Namespace, "name", req.Name, "user", req.UserInfo.Username)
 	if kept == nil {
 		log.V(1).Info("Admitted workload update as it is", "reason", string(why))

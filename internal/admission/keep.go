@@ -4,6 +4,7 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 
@@ -26,6 +27,12 @@ type Input struct {
 	// workload.RestartedAtAnnotation and RestartedForAnnotation, and the
 	// kind's TriggerAnnotation when it has one.
 	Trigger []string
+	// RestartAt is true for an Argo Rollout: with Reloader's annotation
+	// reloader.stakater.com/rollout-strategy "restart", nudge's trigger is
+	// spec.restartAt, the time of the rollout in RFC 3339 (seconds), which
+	// nudge writes with its nudge.dev/last-rollout
+	// (https://argo-rollouts.readthedocs.io/en/stable/features/restart/).
+	RestartAt bool
 	// EnvVars is Reloader's env-vars strategy (--reload-strategy=env-vars):
 	// the trigger is also any STAKATER_*_CONFIGMAP, _SECRET or
 	// _SECRETPROVIDERCLASS env var of the template's containers
@@ -41,6 +48,10 @@ const (
 	// Kept: the write dropped the trigger and changed nothing else of the
 	// template; the old template and nudge's state are put back.
 	Kept Reason = "the write only dropped nudge's trigger"
+	// KeptRestartAt: the write dropped nudge's spec.restartAt of an Argo
+	// Rollout (Input.RestartAt) and left the template as it was; it and
+	// nudge's state are put back.
+	KeptRestartAt Reason = "the write only dropped nudge's spec.restartAt"
 	// NoTemplate: the kind has no pod template here (a Rollout with a
 	// workloadRef, a custom kind whose trigger is outside its template).
 	NoTemplate Reason = "no pod template"
@@ -76,9 +87,17 @@ var envVar = regexp.MustCompile(`^STAKATER_[A-Z0-9_]*_(CONFIGMAP|SECRET|SECRETPR
 // in.New with the old template and, where the write dropped them, the old
 // state keys (a replace from a manifest strips the metadata too; the state
 // kept describes what the pods run, so a change nudge has not rolled yet is
-// still rolled). Otherwise it returns nil and why. Its inputs are not
+// still rolled). Likewise, with in.RestartAt, for a write that drops
+// nudge's spec.restartAt (the value of its last rollout) and leaves the
+// template as it was: in.New with the old spec.restartAt and state keys,
+// and KeptRestartAt. Otherwise it returns nil and why. Its inputs are not
 // modified.
 func Keep(in Input) (map[string]any, Reason) {
+	if in.RestartAt {
+		if out, why, ok := in.keepRestartAt(); ok {
+			return out, why
+		}
+	}
 	if len(in.TemplatePath) == 0 || !hasPrefix(in.TriggerPath, in.TemplatePath) {
 		return nil, NoTemplate
 	}
@@ -101,7 +120,46 @@ func Keep(in Input) (map[string]any, Reason) {
 	case !reflect.DeepEqual(bareOld, bareNew):
 		return nil, TemplateChanged
 	}
-	out := runtime.DeepCopyJSON(in.New)
+	out, ok := in.keepState()
+	if !ok {
+		return nil, StateWritten
+	}
+	setAt(out, in.TemplatePath, runtime.DeepCopyJSONValue(oldT))
+	return out, Kept
+}
+
+// restartAtPath is where an Argo Rollout's restart time is.
+var restartAtPath = []string{"spec", "restartAt"}
+
+// keepRestartAt is Keep for nudge's spec.restartAt: ok is false when the
+// write does not drop it (or it is not nudge's), and Keep goes on with the
+// template.
+func (in Input) keepRestartAt() (map[string]any, Reason, bool) {
+	at, isString := valueAt(in.Old, restartAtPath).(string)
+	if !isString || valueAt(in.New, restartAtPath) != nil {
+		return nil, "", false
+	}
+	last, _ := valueAt(in.Old, []string{"metadata", "annotations", workload.LastRolloutAnnotation}).(string)
+	t, err := time.Parse(time.RFC3339Nano, last)
+	if err != nil || t.UTC().Format(time.RFC3339) != at {
+		return nil, "", false // a restart of someone else's
+	}
+	if !reflect.DeepEqual(valueAt(in.Old, in.TemplatePath), valueAt(in.New, in.TemplatePath)) {
+		return nil, "", false // the template's rollout restarts every pod
+	}
+	out, ok := in.keepState()
+	if !ok {
+		return nil, StateWritten, true
+	}
+	setAt(out, restartAtPath, at)
+	return out, KeptRestartAt, true
+}
+
+// keepState returns a copy of in.New with the state keys of in.Old the
+// write dropped put back; ok is false when the write sets a value of its
+// own for one of them.
+func (in Input) keepState() (out map[string]any, ok bool) {
+	out = runtime.DeepCopyJSON(in.New)
 	for _, f := range []struct {
 		field string
 		keys  []string
@@ -113,14 +171,13 @@ func Keep(in Input) (map[string]any, Reason) {
 			ov, inOld := oldM[k]
 			switch {
 			case inNew && (!inOld || !reflect.DeepEqual(nv, ov)):
-				return nil, StateWritten
+				return nil, false
 			case inOld && !inNew:
 				setAt(out, []string{"metadata", f.field, k}, ov)
 			}
 		}
 	}
-	setAt(out, in.TemplatePath, runtime.DeepCopyJSONValue(oldT))
-	return out, Kept
+	return out, true
 }
 
 // strip returns a copy of template without the trigger (the annotations of

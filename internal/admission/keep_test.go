@@ -124,6 +124,38 @@ func TestKeep(t *testing.T) {
 				EnvVars: true},
 			why: TemplateChanged,
 		},
+		"a Rollout's replace that drops nudge's spec.restartAt gets it and nudge's state back": {
+			in:   Input{Old: restarted(obj(restartState, sealed, nil, "app:1"), restartAt), New: obj(restartManifest, plain, nil, "app:1"), RestartAt: true},
+			want: restarted(obj(restartState, sealed, nil, "app:1"), restartAt),
+			why:  KeptRestartAt,
+		},
+		"a Rollout's write that keeps nudge's state but drops spec.restartAt gets it back": {
+			in:   Input{Old: restarted(obj(restartState, sealed, nil, "app:1"), restartAt), New: obj(restartState, sealed, nil, "app:1"), RestartAt: true},
+			want: restarted(obj(restartState, sealed, nil, "app:1"), restartAt),
+			why:  KeptRestartAt,
+		},
+		"a spec.restartAt that is not nudge's last rollout is the owner's": {
+			in:  Input{Old: restarted(obj(restartState, sealed, nil, "app:1"), "2026-01-02T00:00:00Z"), New: obj(restartManifest, plain, nil, "app:1"), RestartAt: true},
+			why: NoTrigger,
+		},
+		"a dropped spec.restartAt with a template change is the owner's rollout": {
+			in:  Input{Old: restarted(obj(restartState, sealed, nil, "app:1"), restartAt), New: obj(restartManifest, plain, nil, "app:2"), RestartAt: true},
+			why: NoTrigger,
+		},
+		"a write that sets spec.restartAt is the owner's": {
+			in: Input{Old: restarted(obj(restartState, sealed, nil, "app:1"), restartAt),
+				New: restarted(obj(restartManifest, plain, nil, "app:1"), "2026-01-03T00:00:00Z"), RestartAt: true},
+			why: NoTrigger,
+		},
+		"a dropped spec.restartAt with a write-back of another state is left to the reconciler": {
+			in: Input{Old: restarted(obj(restartState, sealed, nil, "app:1"), restartAt),
+				New: obj(map[string]any{workload.AppliedAnnotation: "v1.abc ConfigMap/app=old"}, sealed, nil, "app:1"), RestartAt: true},
+			why: StateWritten,
+		},
+		"spec.restartAt counts only for a Rollout": {
+			in:  Input{Old: restarted(obj(restartState, sealed, nil, "app:1"), restartAt), New: obj(restartManifest, plain, nil, "app:1")},
+			why: NoTrigger,
+		},
 		"without env-vars, a STAKATER_ env var is the owner's": {
 			in:  Input{Old: obj(state, sealed, nil, "app:1", env("STAKATER_APP_CONFIGMAP", "d")), New: obj(manifest, plain, nil, "app:1")},
 			why: NoTrigger,
@@ -154,6 +186,22 @@ func TestKeep(t *testing.T) {
 			g.Expect(in.New).To(Equal(cur), "the new object untouched")
 		})
 	}
+}
+
+// restartAt is the spec.restartAt nudge writes with the last rollout of
+// restartState (its time, to the second).
+const restartAt = "2026-01-01T00:00:00Z"
+
+var (
+	restartManifest = map[string]any{"nudge.dev/auto": "true", "reloader.stakater.com/rollout-strategy": "restart"}
+	restartState    = merge(restartManifest, map[string]any{
+		workload.AppliedAnnotation: "v1.abc ConfigMap/app=x", workload.LastRolloutAnnotation: "2026-01-01T00:00:00.123456Z"})
+)
+
+// restarted returns o with spec.restartAt set to at.
+func restarted(o map[string]any, at string) map[string]any {
+	o["spec"].(map[string]any)["restartAt"] = at
+	return o
 }
 
 // merge returns a's entries with b's over them.

@@ -28,6 +28,7 @@ import (
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/testbed"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // plane is the kube-apiserver every test here talks to; no workload
@@ -81,13 +82,23 @@ func setup(t *testing.T, webhook bool, mutate ...func(*options.Options)) *env {
 	return e
 }
 
+// customKinds are custom kinds whose webhooks register registers too, so
+// that the API server checks their matchConditions: Knative's Service (the
+// template's own annotations) and KEDA's ScaledJob (a template deeper in).
+var customKinds = []workload.CustomKind{
+	{APIVersion: "serving.knative.dev/v1", Kind: "Service", Resource: "services", TemplatePath: "spec.template"},
+	{APIVersion: "keda.sh/v1alpha1", Kind: "ScaledJob", Resource: "scaledjobs", TemplatePath: "spec.jobTargetRef.template",
+		TriggerPath: "spec.jobTargetRef.template.metadata.annotations"},
+}
+
 // register creates a MutatingWebhookConfiguration, the webhooks of
-// admission.Webhooks (for Reloader's env-vars strategy when envVars), for the test's namespace alone, that calls the
-// webhook at https://<e.addr>/keep-trigger; deleted when the test ends.
+// admission.Webhooks (for Reloader's env-vars strategy when envVars, and
+// customKinds), for the test's namespace alone, that calls the webhook at
+// https://<e.addr>/keep-trigger; deleted when the test ends.
 func (e *env) register(envVars bool) {
 	e.T.Helper()
 	cc := admissionregistrationv1.WebhookClientConfig{URL: ptr.To("https://" + e.addr + admission.Path), CABundle: e.ca}
-	hooks := admission.Webhooks(cc, envVars)
+	hooks := admission.Webhooks(cc, envVars, customKinds)
 	for i := range hooks {
 		hooks[i].NamespaceSelector = &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: e.NS}}
 	}

@@ -9,6 +9,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nt "nudge.dev/nudge/internal/nudgetest"
@@ -237,4 +238,50 @@ func TestEveryKindKeepsItsTrigger(t *testing.T) {
 			e.G.Expect(*tc.kind.Template(obj)).To(Equal(rolled), "the pod template as nudge rolled it")
 		})
 	}
+}
+
+// An Argo Rollout rolled by spec.restartAt (Reloader's rollout-strategy
+// "restart") keeps it, and nudge's state, through an owner's replace with
+// its manifest, which leaves the pod template as it was: a restart in
+// progress is not cut short, and the next change rolls.
+func TestRolloutRestartAtIsKept(t *testing.T) {
+	nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
+	e := setup(t, true)
+	manifest := func() *unstructured.Unstructured {
+		return nt.Rollout(e.NS, "web", map[string]string{"nudge.dev/auto": "true", "reloader.stakater.com/rollout-strategy": "restart"},
+			nt.EnvFrom("ConfigMap", "app"))
+	}
+	obj := manifest()
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), obj)
+	e.BaselinedObj(obj)
+	restartAt := func(o *unstructured.Unstructured) string {
+		s, _, _ := unstructured.NestedString(o.Object, "spec", "restartAt")
+		return s
+	}
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.G.Eventually(func() string {
+		e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		return restartAt(obj)
+	}).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "nudge to roll the Rollout by spec.restartAt")
+	rolled := obj.DeepCopy()
+	e.G.Eventually(func() string {
+		o := manifest()
+		if err := e.replace(o, client.DryRunAll); err != nil {
+			return ""
+		}
+		return restartAt(o)
+	}).WithTimeout(30*time.Second).Should(Equal(restartAt(rolled)), "the API server to call the webhook at %s", e.addr)
+
+	e.G.Expect(e.replace(manifest())).To(Succeed(), "the owner replacing the Rollout with its manifest")
+	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	e.G.Expect(restartAt(obj)).To(Equal(restartAt(rolled)), "spec.restartAt as nudge wrote it")
+	e.G.Expect(obj.GetAnnotations()).To(HaveKeyWithValue(workload.AppliedAnnotation, rolled.GetAnnotations()[workload.AppliedAnnotation]), "nudge's state kept")
+	e.G.Expect(obj.GetLabels()).To(HaveKeyWithValue(workload.SealLabel, rolled.GetLabels()[workload.SealLabel]), "nudge's seal kept")
+
+	// The state kept is the rolled one: the next change rolls.
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
+	e.G.Eventually(func() string {
+		e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		return obj.GetAnnotations()[workload.AppliedAnnotation]
+	}).WithTimeout(20*time.Second).ShouldNot(Equal(rolled.GetAnnotations()[workload.AppliedAnnotation]), "nudge to roll the next change")
 }

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
@@ -47,6 +48,7 @@ import (
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/shard"
 	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/trim"
 	"nudge.dev/nudge/internal/version"
@@ -123,7 +125,10 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	co := cacheOptions(opts, custom)
-	co.NewInformer = caches.NewInformer
+	co.NewInformer = sharded(shardOf(opts), scheme, caches.NewInformer)
+	if err := announceShard(ctx, metrics.Registry, direct, opts.SystemNamespace, shardOf(opts)); err != nil {
+		return fmt.Errorf("registering metrics: %w", err)
+	}
 	hooks, err := webhookServer(opts)
 	if err != nil {
 		return err
@@ -132,11 +137,12 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		WebhookServer:                 hooks,
 		Scheme:                        scheme,
 		Cache:                         co,
+		NewCache:                      shard.NewCache(shardOf(opts), caches.NewInformer),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofBindAddress(),
 		LeaderElection:                opts.LeaderElect,
-		LeaderElectionID:              opts.LeaderElectionID,
+		LeaderElectionID:              shardOf(opts).LeaseName(opts.LeaderElectionID),
 		LeaderElectionNamespace:       opts.LeaseNamespace(),
 		LeaderElectionReleaseOnCancel: opts.Reloader.ReleaseOnCancel,
 		LeaseDuration:                 ptr.To(opts.Reloader.LeaseDuration),
@@ -343,13 +349,14 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 		return err
 	}
 	co := cacheOptions(opts, nil)
+	co.NewInformer = sharded(shardOf(opts), mgr.GetScheme(), toolscache.NewSharedIndexInformer)
 	r := &binding.Reconciler{
 		Client:            mgr.GetClient(),
 		APIReader:         mgr.GetAPIReader(),
 		Key:               key,
 		Recorder:          recorder,
 		Targets:           targets,
-		TargetCache:       cache.Options{DefaultNamespaces: co.DefaultNamespaces, DefaultFieldSelector: co.DefaultFieldSelector},
+		TargetCache:       cache.Options{DefaultNamespaces: co.DefaultNamespaces, DefaultFieldSelector: co.DefaultFieldSelector, NewInformer: co.NewInformer},
 		DiscoveryInterval: opts.DiscoveryInterval,
 		Workers:           opts.ValueBindingWorkers,
 		Lull:              lull,

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -87,14 +89,34 @@ func (r *Reconciler) apply(ctx context.Context, b *v1alpha1.ValueBinding, t *tar
 			return "", &o, nil
 		}
 	}
-	err := r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(cfg), client.FieldOwner(FieldManager), client.ForceOwnership)
-	rv := cfg.GetResourceVersion()
-	clear(cfg.Object) // the response: the whole target, values included
+	rv, err := r.applyTo(ctx, cfg)
+	clear(cfg.Object)
 	if err == nil {
 		return rv, nil, nil
 	}
 	o, err := r.applyFailed(b, err, secrets)
 	return "", o, err
+}
+
+// applyTo server-side applies cfg under FieldManager, forced on its fields,
+// and returns the target's resourceVersion after the apply. The API server
+// answers with the target's metadata alone (PartialObjectMetadata, in
+// protobuf), not the whole target: nudge needs only the resourceVersion, and
+// decoding the whole target for each apply of a fan-out costs nudge CPU
+// that its watch of the targets needs (docs/performance.md). The request
+// body, which holds the values, is zeroed before it returns.
+func (r *Reconciler) applyTo(ctx context.Context, cfg *unstructured.Unstructured) (string, error) {
+	body, err := json.Marshal(cfg.Object)
+	if err != nil {
+		return "", fmt.Errorf("encoding the apply configuration: %w", err)
+	}
+	defer clear(body)
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(cfg.GroupVersionKind())
+	meta.SetNamespace(cfg.GetNamespace())
+	meta.SetName(cfg.GetName())
+	err = r.writer.Patch(ctx, meta, client.RawPatch(types.ApplyPatchType, body), client.FieldOwner(FieldManager), client.ForceOwnership)
+	return meta.GetResourceVersion(), err
 }
 
 // applyFailed turns an apply's error into an outcome, or an error to retry.
@@ -214,7 +236,7 @@ func (r *Reconciler) finalize(ctx context.Context, b *v1alpha1.ValueBinding) err
 	}
 	old := b.DeepCopy()
 	controllerutil.RemoveFinalizer(b, Finalizer)
-	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.writer.Patch(ctx, b, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	r.conflicts.reset(bindingKey(b))
@@ -250,7 +272,7 @@ func (r *Reconciler) release(ctx context.Context, b *v1alpha1.ValueBinding) erro
 	if err := r.targets.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.Target.Name}, t.obj); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	err = r.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(applyConfig(b, t)), client.FieldOwner(FieldManager), client.ForceOwnership)
+	_, err = r.applyTo(ctx, applyConfig(b, t))
 	if err == nil || apierrors.IsNotFound(err) || isUIDMismatch(err) {
 		ctrl.LoggerFrom(ctx).Info("Removed ValueBinding fields from its target", "target", b.Spec.Target.Kind+"/"+b.Spec.Target.Name)
 		r.Recorder.Eventf(b, nil, corev1.EventTypeNormal, "Removed", "Delete",
@@ -286,7 +308,7 @@ func (r *Reconciler) record(ctx context.Context, b *v1alpha1.ValueBinding, out o
 		r.statuses.done(bindingKey(b))
 		return nil
 	}
-	if err := r.Client.Status().Patch(ctx, b, client.MergeFrom(old)); err != nil {
+	if err := r.writer.Status().Patch(ctx, b, client.MergeFrom(old)); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	r.statuses.done(bindingKey(b))

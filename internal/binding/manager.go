@@ -13,6 +13,8 @@ package binding
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
 	"sync"
 	"time"
 
@@ -20,7 +22,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -48,8 +52,8 @@ const Finalizer = "nudge.dev/value-binding"
 // Reconciler reconciles ValueBindings. Build it with its exported fields
 // and register it with SetupWithManager.
 type Reconciler struct {
-	// Client writes (applies, binding status and finalizers) and reads
-	// bindings and sources from the manager's cache.
+	// Client reads bindings and sources from the manager's cache (the
+	// writes go on a connection of their own, see ownConnection).
 	Client client.Client
 	// APIReader reads a source's value when applying: never cached.
 	APIReader client.Reader
@@ -76,6 +80,9 @@ type Reconciler struct {
 	// Metrics, when not nil, is where nudge_value_bindings is registered.
 	Metrics prometheus.Registerer
 
+	// writer writes applies, statuses and finalizers on a connection of
+	// its own (see ownConnection).
+	writer    client.Client
 	targets   cache.Cache
 	reads     reads
 	ctrl      controller.Controller
@@ -110,7 +117,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	r.watched = map[schema.GroupVersionKind]bool{}
 	r.conflicts = &overwrites{byBinding: map[string]map[string][]time.Time{}, before: map[string]written{}}
-	r.statuses = &pending{due: map[string]dueStatus{}}
+	r.statuses = newPending()
 	var err error
 	if r.ready, err = registerStates(r.Metrics, mgr); err != nil {
 		return fmt.Errorf("registering nudge_value_bindings: %w", err)
@@ -123,7 +130,17 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return fmt.Errorf("indexing ValueBindings by target: %w", err)
 	}
 	opts := r.TargetCache
-	opts.Scheme, opts.Mapper, opts.HTTPClient = mgr.GetScheme(), mgr.GetRESTMapper(), mgr.GetHTTPClient()
+	opts.Scheme, opts.Mapper = mgr.GetScheme(), mgr.GetRESTMapper()
+	if opts.HTTPClient, err = ownConnection(mgr.GetConfig()); err != nil {
+		return fmt.Errorf("creating the target cache's HTTP client: %w", err)
+	}
+	writes, err := ownConnection(mgr.GetConfig())
+	if err != nil {
+		return fmt.Errorf("creating the HTTP client of the writes: %w", err)
+	}
+	if r.writer, err = client.New(mgr.GetConfig(), client.Options{HTTPClient: writes, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}); err != nil {
+		return fmt.Errorf("creating the client of the writes: %w", err)
+	}
 	opts.DefaultTransform = trimTarget
 	// The reconciler never changes a target read from the cache (an apply
 	// builds its own object), so reads skip the copy.
@@ -137,20 +154,41 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	r.targets = targets
 	toBindings := handler.EnqueueRequestsFromMapFunc(r.bindingsOfSource)
-	c, err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("valuebinding").
 		For(&v1alpha1.ValueBinding{}, builder.WithPredicates(predicate.Or(
 			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
 			deletionPredicate))).
 		Watches(&corev1.Secret{}, toBindings, builder.WithPredicates(sourceChanged)).
 		Watches(&corev1.ConfigMap{}, toBindings, builder.WithPredicates(sourceChanged)).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)}).
-		Build(r)
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)})
+	if r.Lull != nil {
+		b = b.WatchesRawSource(source.Func(func(ctx context.Context, q workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+			go r.statuses.flush(ctx, r.Lull, q)
+			return nil
+		}))
+	}
+	c, err := b.Build(r)
 	if err != nil {
 		return err
 	}
 	r.ctrl = c
 	return nil
+}
+
+// ownConnection returns an HTTP client for cfg with a transport, and so
+// connections, of its own. client-go otherwise shares one HTTP/2 connection
+// among every client of a config, and kube-apiserver closes a watch whose
+// events it cannot hand on within a short budget (docs/performance.md):
+// during a fan-out, the watches of the targets and of the bindings would
+// queue behind the responses of 64 concurrent applies, then status writes.
+// So the target watch and the reconciler's writes each get one, and the
+// manager's watches (bindings, sources) keep theirs. A dial function of its
+// own keeps client-go from sharing a cached transport (transport.tlsCacheKey).
+func ownConnection(cfg *rest.Config) (*http.Client, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return rest.HTTPClientFor(cfg)
 }
 
 // watchTarget starts watching the targets of kind gvk, once: their events

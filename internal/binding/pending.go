@@ -1,16 +1,31 @@
 package binding
 
 import (
+	"context"
 	"sync"
 	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"nudge.dev/nudge/internal/record"
 )
 
-// statusDelay is how long after an apply the status write that records it
-// waits: the reconcile is queued again behind the ones already waiting, so
-// when one Secret changes for many bindings every target is written before
-// any of their statuses (the status write would double each apply's time
-// on the API server's critical path).
-const statusDelay = time.Millisecond
+// The status write that records an apply waits until the applies pause: the
+// reconcile that applied asks to be called again statusDelay later, and
+// when no target or workload has been written for statusQuiet (the Lull), or
+// statusMaxWait after the first status fell due, every binding whose status
+// is due is queued at once (pending.flush). So when one Secret changes for
+// many bindings, every target is written first and each binding's status
+// once, after the fan-out settles: a status write would double each apply's
+// time on the API server's critical path, and its watch event would reach
+// nudge's binding watch while the target watch is busiest.
+const (
+	statusDelay   = time.Millisecond
+	statusQuiet   = 100 * time.Millisecond
+	statusMaxWait = 5 * time.Second
+)
 
 // pending remembers, per binding, the status an apply made due and nudge has
 // not written yet: the binding's generation and the applied fingerprint. A
@@ -18,15 +33,22 @@ const statusDelay = time.Millisecond
 // so nudge's own apply is not taken for a change on nudge's side (which
 // would reset the overwrites counted towards Conflict).
 type pending struct {
-	mu  sync.Mutex
-	due map[string]dueStatus
+	mu   sync.Mutex
+	due  map[string]dueStatus
+	wake chan struct{} // a status fell due; buffered (1)
+}
+
+func newPending() *pending {
+	return &pending{due: map[string]dueStatus{}, wake: make(chan struct{}, 1)}
 }
 
 // dueStatus is the status.observedGeneration and status.appliedFingerprint an
-// apply made due.
+// apply made due, the binding, and when it applied.
 type dueStatus struct {
 	generation  int64
 	fingerprint string
+	binding     types.NamespacedName
+	at          time.Time
 }
 
 // set records the status due for binding.
@@ -34,6 +56,10 @@ func (p *pending) set(binding string, a dueStatus) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.due[binding] = a
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
 }
 
 // get returns the status due for binding, if any.
@@ -50,4 +76,30 @@ func (p *pending) done(binding string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	delete(p.due, binding)
+}
+
+// waiting reports whether the status due since at waits at now: lull has
+// seen a write within statusQuiet and statusMaxWait has not passed since at.
+// Without a lull nothing waits.
+func waiting(lull *record.Lull, at, now time.Time) bool {
+	return lull != nil && lull.Remaining(now, statusQuiet) > 0 && now.Sub(at) < statusMaxWait
+}
+
+// flush queues, each time statuses fall due, every binding whose status is
+// due once lull has seen no write for statusQuiet (or statusMaxWait has
+// passed), until ctx is done.
+func (p *pending) flush(ctx context.Context, lull *record.Lull, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.wake:
+		}
+		lull.WaitSince(ctx, time.Now(), statusQuiet, time.Now().Add(statusMaxWait))
+		p.mu.Lock()
+		for _, d := range p.due {
+			q.Add(reconcile.Request{NamespacedName: d.binding})
+		}
+		p.mu.Unlock()
+	}
 }

@@ -43,8 +43,8 @@ type outcome struct {
 	applied string
 	keep    bool
 	after   time.Duration
-	// due: an apply made the status due; it is written by the next
-	// reconcile, statusDelay later (see statusDelay).
+	// due: an apply made the status due; it is written by a later
+	// reconcile, once the applies pause (see statusDelay).
 	due bool
 }
 
@@ -86,8 +86,15 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Reconciled ValueBinding", "reason", out.reason)
 	if out.due {
-		r.statuses.set(bindingKey(&b), dueStatus{generation: b.Generation, fingerprint: out.applied})
+		r.statuses.set(bindingKey(&b), dueStatus{generation: b.Generation, fingerprint: out.applied, binding: req.NamespacedName, at: time.Now()})
 		return ctrl.Result{RequeueAfter: statusDelay}, nil
+	}
+	// Real time, as the Lull's (r.Clock tells the time of overwrites).
+	if due, ok := r.statuses.get(bindingKey(&b)); ok && out.reason == v1alpha1.ReasonApplied && due.fingerprint == out.applied &&
+		waiting(r.Lull, due.at, time.Now()) {
+		// pending.flush queues it once the applies pause; this is the
+		// fallback.
+		return ctrl.Result{RequeueAfter: time.Until(due.at.Add(statusMaxWait))}, nil
 	}
 	if err := r.record(ctx, &b, out); err != nil {
 		return ctrl.Result{}, err
@@ -342,7 +349,7 @@ func (r *Reconciler) keepFinalizer(ctx context.Context, b *v1alpha1.ValueBinding
 	} else {
 		controllerutil.RemoveFinalizer(b, Finalizer)
 	}
-	if err := r.Client.Patch(ctx, b, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := r.writer.Patch(ctx, b, client.MergeFromWithOptions(old, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("updating the finalizer of ValueBinding %s: %w", b.Name, err)
 	}
 	return nil

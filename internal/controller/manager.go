@@ -49,7 +49,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Kind.Name()).
-		For(r.Kind.New(), builder.WithPredicates(predicate.Or(changed...))).
+		For(r.Kind.New(), builder.WithPredicates(r.births.recorder(r.now), predicate.Or(changed...))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)})
 	if r.Waves != nil {
 		b = b.WatchesRawSource(source.Func(r.Waves.Register(r.Kind, r.Client)))
@@ -58,10 +58,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		b = b.WatchesRawSource(source.Func(r.Jobs.Resume(r.watched)))
 	}
 	if !opts.IgnoreSources[refs.ConfigMap] {
-		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(sources.Changed(r.Dialect)))
+		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(r.updates.Recorder(), sources.Changed(r.Dialect)))
 	}
 	if !opts.IgnoreSources[refs.Secret] {
-		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(sources.Changed(r.Dialect)))
+		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(r.updates.Recorder(), sources.Changed(r.Dialect)))
 	}
 	if opts.NamespaceLabels {
 		ns := &metav1.PartialObjectMetadata{}

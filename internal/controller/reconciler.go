@@ -83,6 +83,8 @@ type Reconciler struct {
 	history  history               // nudge's last write per workload, to tell a stale cache
 	changes  changes               // when nudge saw a source change of a workload, for its latency
 	lag      lag                   // reconciles in a row that found the cache behind (see cacheBehind)
+	births   births                // workloads seen created, for first sight (see births)
+	updates  sources.Updates       // content updates of sources, for first sight (see births)
 	taken    ownership.Takeovers   // states taken over from another key
 	index    sources.Index         // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
@@ -161,6 +163,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.taken.Forget(req.NamespacedName)
 			r.changes.forget(req.NamespacedName)
 			r.lag.forget(req.NamespacedName)
+			r.births.forget(req.NamespacedName)
 			r.Waves.Gone(r.waveKey(req.NamespacedName))
 			return ctrl.Result{}, nil
 		}
@@ -182,6 +185,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", pause, v)})
 	}
 	if !spec.Enabled(r.AutoReloadAll) {
+		r.births.forget(req.NamespacedName)
 		r.warn(ctx, obj, causes)
 		// A malformed annotation may be a mistyped opt-in: keep the state,
 		// so that once it is mended a change made meanwhile still rolls.
@@ -231,6 +235,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	stakater := slices.Contains(spec.Dialects, dialect.Reloader) || (len(spec.Dialects) == 0 && r.AutoReloadAll)
 	result, err := r.act(ctx, obj, in, d, stakater)
 	r.changes.settle(req.NamespacedName, d.Action)
+	r.births.decided(req.NamespacedName, in.Young, d.Action, err == nil)
 	if r.Waves == nil {
 		return result, err
 	}
@@ -287,7 +292,8 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 }
 
 // inputs gathers what rollout.Decide needs from the cache (see
-// Resolver.Inputs), with the Warning causes found on the way (missing
+// Resolver.Inputs) and the young sources of a workload nudge saw created
+// (see births), with the Warning causes found on the way (missing
 // sources, unwatched namespaces). It returns errCacheBehind when a source
 // the cache misses exists (see cacheBehind).
 func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, error) {
@@ -312,6 +318,13 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	if behind {
 		return in, nil, errCacheBehind
 	}
+	var counted []refs.Reference
+	for _, c := range resolved {
+		if c.Outcome == Counted {
+			counted = append(counted, c.Reference)
+		}
+	}
+	in.Young = r.births.young(client.ObjectKeyFromObject(obj), counted, &r.updates, r.now())
 	return in, causes, nil
 }
 

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -61,6 +62,9 @@ type InstallStatus struct {
 	// held), "NotElected" (--leader-elect off) or "Unknown" (the Lease could
 	// not be read).
 	LeaderState string `json:"leaderState"`
+	// Shard is the shard the Lease is for, as its name says ("1-of-3" for
+	// --shard=1/3), "" for an install that is not sharded.
+	Shard string `json:"shard,omitempty"`
 }
 
 // Rollout is a workload whose rollout by nudge is in flight or failed.
@@ -106,7 +110,7 @@ func (e Explainer) Status(ctx context.Context, namespace string, installs []*ins
 	f := &Fleet{Namespace: namespace, Install: e.Install, Installs: []InstallStatus{}, InFlight: []Rollout{}, Failed: []Rollout{},
 		Halted: []Held{}, Missing: []Waiting{}, Bindings: []Binding{}}
 	for _, s := range installs {
-		f.Installs = append(f.Installs, e.leader(ctx, s))
+		f.Installs = append(f.Installs, e.leaders(ctx, s)...)
 	}
 	in := []client.ListOption{client.InNamespace(namespace)}
 	now := e.now()
@@ -214,25 +218,68 @@ func (e Explainer) bindings(ctx context.Context, f *Fleet, in []client.ListOptio
 	return nil
 }
 
-// leader reads the leader-election Lease of install s.
-func (e Explainer) leader(ctx context.Context, s *install.Settings) InstallStatus {
+// leaders reads the leader-election Lease of install s, or, when it has
+// none, the Leases of its shards (named "<id>-shard-<shard>", see
+// shard.Shard.LeaseName): one status per shard of the sets held now.
+func (e Explainer) leaders(ctx context.Context, s *install.Settings) []InstallStatus {
 	st := InstallStatus{ConfigMap: s.Namespace + "/" + s.Name, Version: s.Version, LeaderState: "NotElected"}
 	o := s.Options
 	if !o.LeaderElect {
-		return st
+		return []InstallStatus{st}
 	}
 	ns := o.LeaseNamespace()
 	if ns == "" {
 		ns = s.Namespace
 	}
 	var lease coordinationv1.Lease
-	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.LeaderElectionID}, &lease); err != nil {
+	err := e.Client.Get(ctx, client.ObjectKey{Namespace: ns, Name: o.LeaderElectionID}, &lease)
+	switch {
+	case err == nil:
+		return []InstallStatus{e.held(st, &lease)}
+	case !apierrors.IsNotFound(err):
 		st.LeaderState = "Unknown"
-		if apierrors.IsNotFound(err) {
-			st.LeaderState = "NoLeader"
-		}
-		return st
+		return []InstallStatus{st}
 	}
+	st.LeaderState = "NoLeader"
+	var leases coordinationv1.LeaseList
+	if err := e.Client.List(ctx, &leases, client.InNamespace(ns)); err != nil {
+		return []InstallStatus{st}
+	}
+	// A reshard leaves the Leases of the shard set before it, expired:
+	// show the sets of which some shard is held now ("-of-N" alike).
+	var all []InstallStatus
+	sets := map[string]bool{}
+	prefix := o.LeaderElectionID + "-shard-"
+	for i := range leases.Items {
+		if shard, ok := strings.CutPrefix(leases.Items[i].Name, prefix); ok {
+			sh := st
+			sh.Shard = shard
+			sh = e.held(sh, &leases.Items[i])
+			all = append(all, sh)
+			if sh.LeaderState == "Held" {
+				sets[shardSet(shard)] = true
+			}
+		}
+	}
+	out := slices.DeleteFunc(all, func(sh InstallStatus) bool { return !sets[shardSet(sh.Shard)] })
+	if len(out) == 0 {
+		return []InstallStatus{st}
+	}
+	return out
+}
+
+// shardSet returns the shard set a shard's Lease name suffix belongs to:
+// "of-3" for "1-of-3", the suffix itself for an explicit range.
+func shardSet(shard string) string {
+	if _, n, ok := strings.Cut(shard, "-of-"); ok {
+		return "of-" + n
+	}
+	return shard
+}
+
+// held fills st's leader from lease: its holder while the Lease is
+// renewed, NoLeader once it expired or when nobody holds it.
+func (e Explainer) held(st InstallStatus, lease *coordinationv1.Lease) InstallStatus {
 	holder := ""
 	if lease.Spec.HolderIdentity != nil {
 		holder = *lease.Spec.HolderIdentity
@@ -267,13 +314,13 @@ func PrintFleet(out io.Writer, width int, f *Fleet) error {
 		fmt.Fprintf(&b, "Installs: %s\n", f.Install)
 	} else {
 		fmt.Fprintf(&b, "Installs (%d):\n", len(f.Installs))
-		rows := [][]string{{"SETTINGS", "VERSION", "LEADER"}}
+		rows := [][]string{{"SETTINGS", "VERSION", "SHARD", "LEADER"}}
 		for _, i := range f.Installs {
 			leader := i.LeaderState
 			if i.Leader != "" {
 				leader = i.Leader
 			}
-			rows = append(rows, []string{i.ConfigMap, i.Version, leader})
+			rows = append(rows, []string{i.ConfigMap, i.Version, cmp.Or(i.Shard, "-"), leader})
 		}
 		table(&b, rows)
 	}

@@ -40,9 +40,11 @@ const (
 )
 
 // private are the flags Args leaves out: secret (a webhook URL may carry a
-// token) or meaningful only inside nudge's pod (paths, bind addresses).
+// token), meaningful only inside nudge's pod (paths, bind addresses), or
+// different in each pod of one install (--shard: every shard publishes to
+// the same ConfigMap).
 var private = []string{
-	"kubeconfig", "webhook-url", "custom-kinds-file",
+	"kubeconfig", "webhook-url", "custom-kinds-file", "shard",
 	"metrics-bind-address", "metrics-addr", "health-probe-bind-address", "health-addr",
 	"pprof-bind-address", "pprof-addr", "admission-webhook-bind-address", "admission-webhook-cert-dir",
 }

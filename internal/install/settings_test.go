@@ -57,6 +57,10 @@ func TestArgsRoundTrip(t *testing.T) {
 			},
 			wantArgs: nil,
 		},
+		"a shard is each pod's own: not published": {
+			mutate:   func(o *options.Options) { o.Shard = "1/3" },
+			wantArgs: nil,
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"nudge.dev/nudge/internal/shard"
+
 	"github.com/spf13/pflag"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,6 +72,10 @@ type Options struct {
 	// NamespaceSelector, a label selector, limits the watched namespaces to
 	// those it matches (Reloader: --namespace-selector).
 	NamespaceSelector string
+	// Shard limits the watched namespaces to those whose FNV-1a 64 hash
+	// falls in a range: "i/N" or "0xSTART-0xEND" (see shard.Parse); empty
+	// means every namespace.
+	Shard string
 	// ResourceLabelSelector, a label selector, limits the sources that count
 	// to those it matches (Reloader: --resource-label-selector).
 	ResourceLabelSelector string
@@ -285,6 +291,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.SettingsConfigMap, "settings-configmap", o.SettingsConfigMap, `ConfigMap of the system namespace where the leader publishes nudge's version and effective flags (none secret) for kubectl nudge; "" publishes nothing.`)
 	fs.StringSliceVar(&o.Namespaces, "namespaces", o.Namespaces, "Comma-separated namespaces to watch; all when empty.")
 	fs.StringSliceVar(&o.NamespacesToIgnore, "namespaces-to-ignore", o.NamespacesToIgnore, "Comma-separated namespaces never watched.")
+	fs.StringVar(&o.Shard, "shard", o.Shard, `Own only the namespaces whose FNV-1a 64 hash falls in a range: "i/N" (the i-th of N equal ranges, from 0) or "0xSTART-0xEND"; caches, lists and watches hold only those (docs/scaling.md).`)
 	fs.Var(&selectorValue{dst: &o.NamespaceSelector}, "namespace-selector", `Label selector: only namespaces it matches are watched; repeated or comma-separated terms are ANDed; Reloader's "key:value" and "key=*" too.`)
 	fs.Var(&selectorValue{dst: &o.ResourceLabelSelector}, "resource-label-selector", `Label selector: only ConfigMaps and Secrets it matches count; forms as --namespace-selector.`)
 	fs.StringSliceVar(&o.ResourcesToIgnore, "resources-to-ignore", o.ResourcesToIgnore, `Source kinds never watched: "configMaps", "secrets".`)
@@ -321,6 +328,9 @@ func (o *Options) Validate() error {
 	}
 	if o.LeaderElectionID == "" {
 		errs = append(errs, errors.New("--leader-election-id must not be empty"))
+	}
+	if _, err := shard.Parse(o.Shard); err != nil {
+		errs = append(errs, err)
 	}
 	if o.DiscoveryInterval <= 0 {
 		errs = append(errs, fmt.Errorf("--discovery-interval must be positive, got %s", o.DiscoveryInterval))

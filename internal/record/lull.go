@@ -17,6 +17,13 @@ type Lull struct {
 // Wrote records a workload write at now.
 func (l *Lull) Wrote(now time.Time) { l.last.Store(now.UnixNano()) }
 
+// Remaining returns how long from now until no workload will have been
+// written for quiet, if none is written meanwhile; 0 when none has been for
+// quiet already.
+func (l *Lull) Remaining(now time.Time, quiet time.Duration) time.Duration {
+	return max(time.Unix(0, l.last.Load()).Add(quiet).Sub(now), 0)
+}
+
 // Wait returns once no workload has been written for quiet, once deadline
 // has passed, or once ctx is done, whichever comes first.
 func (l *Lull) Wait(ctx context.Context, quiet time.Duration, deadline time.Time) {

@@ -86,3 +86,28 @@ func TestLull(t *testing.T) {
 		waitDone(t, ctx, &l, time.Hour, time.Now().Add(time.Hour))
 	})
 }
+
+func TestLullRemaining(t *testing.T) {
+	now := time.Now()
+	for _, tc := range []struct {
+		name  string
+		wrote time.Time // zero: no write
+		want  time.Duration
+	}{
+		{"no write", time.Time{}, 0},
+		{"a write long ago", now.Add(-time.Hour), 0},
+		{"a write just quiet", now.Add(-100 * time.Millisecond), 0},
+		{"a write 30 ms ago", now.Add(-30 * time.Millisecond), 70 * time.Millisecond},
+		{"a write now", now, 100 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var l Lull
+			if !tc.wrote.IsZero() {
+				l.Wrote(tc.wrote)
+			}
+			if got := l.Remaining(now, 100*time.Millisecond); got != tc.want {
+				t.Errorf("Remaining = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

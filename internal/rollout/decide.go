@@ -21,7 +21,8 @@ const (
 	None Action = iota
 	// Baseline: write the desired state without a trigger. Chosen on first
 	// sight (no applied state, another key, unreadable) and when only the set
-	// of references changed, never the content of one already applied.
+	// of references changed, never the content of one already applied (nor
+	// of a young source, see Input.Young).
 	Baseline
 	// Roll: write the trigger and the desired state in one patch.
 	Roll
@@ -83,6 +84,15 @@ type Input struct {
 	// instead of keeping its applied entry, so that its return rolls
 	// whatever its content (Reloader's --reload-on-create).
 	CreateRolls bool
+	// Young lists the sources of which nudge saw what the workload reads
+	// change after the workload was created, while it has not rolled it
+	// since (for a minute after the creation; see controller's births):
+	// its pods were made with older content. Each that is in Desired is a
+	// change, rolled on first sight, and when Applied holds it read the
+	// same way (same shape) even with the same digest (a first sight that
+	// read the new content recorded it as the old). One that enters the
+	// references or is read another way is baselined, as any.
+	Young []refs.Source
 	// LastRollout is when nudge last rolled the workload; zero if never.
 	LastRollout time.Time
 	// Now is the current time.
@@ -114,7 +124,8 @@ type Decision struct {
 	// Hold).
 	Changed []refs.Source
 	// FirstSight is true when no usable applied state was found: none, not
-	// sealed, unreadable, or of another key.
+	// sealed, unreadable, or of another key. Its action is Baseline, or Roll
+	// for a young source (Input.Young).
 	FirstSight bool
 	// RequeueAfter is when to look again, for Wait.
 	RequeueAfter time.Duration
@@ -135,6 +146,11 @@ type Decision struct {
 // fingerprint.Absent, so it rolls. A missing required or kept source keeps
 // its applied entry, so its return with other content rolls and with the
 // same content does not; only a missing required one holds other changes.
+//
+// A young source (Input.Young) in the desired state is a change on first
+// sight (unless a required source is missing: the baseline is written)
+// and, when the applied state holds it with the same shape, even with the
+// same digest.
 //
 // A change that would roll is Halted while the workload is held for the
 // current content of one of the changed sources (Input.Halted), and Pending
@@ -171,20 +187,21 @@ func decide(in Input) Decision {
 			write.Entries[ref.Source] = fingerprint.Entry{Shape: fingerprint.Shape(ref), Digest: fingerprint.Absent}
 		}
 	}
-	if first {
-		return Decision{Action: Baseline, Write: write, FirstSight: true}
-	}
-	if in.Restored {
-		return Decision{Action: Restored}
-	}
-
 	var changed []refs.Source
 	for src, d := range in.Desired.Entries {
-		if a, ok := applied.Entries[src]; ok && a.Shape == d.Shape && a.Digest != d.Digest {
+		a, ok := applied.Entries[src]
+		young := slices.Contains(in.Young, src) && (first || (ok && a.Shape == d.Shape))
+		if young || (!first && ok && a.Shape == d.Shape && a.Digest != d.Digest) {
 			changed = append(changed, src)
 		}
 	}
 	slices.SortFunc(changed, refs.Source.Compare)
+	if first && (len(changed) == 0 || len(in.Missing) > 0) {
+		return Decision{Action: Baseline, Write: write, FirstSight: true}
+	}
+	if in.Restored && !first {
+		return Decision{Action: Restored}
+	}
 
 	switch {
 	case len(changed) > 0 && len(in.Missing) > 0:
@@ -192,7 +209,7 @@ func decide(in Input) Decision {
 	case len(changed) > 0 && !in.LastRollout.IsZero() && in.Now.Before(in.LastRollout.Add(in.Window)):
 		return Decision{Action: Wait, Changed: changed, RequeueAfter: in.LastRollout.Add(in.Window).Sub(in.Now)}
 	case len(changed) > 0:
-		return Decision{Action: Roll, Write: write, Changed: changed}
+		return Decision{Action: Roll, Write: write, Changed: changed, FirstSight: first}
 	case !write.Equal(applied):
 		return Decision{Action: Baseline, Write: write}
 	default:

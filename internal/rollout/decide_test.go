@@ -63,6 +63,72 @@ func TestDecide(t *testing.T) {
 			wantWrite: base,
 			wantFirst: true,
 		},
+		"first sight rolls for a source changed after the workload's creation": {
+			in:          rollout.Input{Desired: state("k", base), Young: []refs.Source{cm}},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   base,
+			wantFirst:   true,
+		},
+		"a young source rolls though the applied state holds its digest": {
+			in:          rollout.Input{Applied: applied("k", base), Desired: state("k", base), Young: []refs.Source{secret}},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{secret},
+			wantWrite:   base,
+		},
+		"a young source the workload does not reference rolls nothing": {
+			in:        rollout.Input{Desired: state("k", base), Young: []refs.Source{other}},
+			want:      rollout.Baseline,
+			wantWrite: base,
+			wantFirst: true,
+		},
+		"a young source on first sight with a required source missing is baselined": {
+			in: rollout.Input{
+				Desired: state("k", entries{cm: {Digest: "aaaa"}}),
+				Missing: []refs.Reference{{Source: secret, Keys: []string{"p"}}},
+				Young:   []refs.Source{cm},
+			},
+			want:      rollout.Baseline,
+			wantWrite: entries{cm: {Digest: "aaaa"}},
+			wantFirst: true,
+		},
+		"a young source rolls with the changed ones, once": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Young:   []refs.Source{cm, secret},
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm, secret},
+			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
+		},
+		"a young source inside the window waits": {
+			in: rollout.Input{
+				Applied:     applied("k", base),
+				Desired:     state("k", base),
+				Young:       []refs.Source{cm},
+				LastRollout: t0,
+				Now:         t0.Add(time.Second),
+				Window:      5 * time.Second,
+			},
+			want:        rollout.Wait,
+			wantChanged: []refs.Source{cm},
+			wantAfter:   4 * time.Second,
+		},
+		"a young source read another way is baselined without a rollout": {
+			in:        rollout.Input{Applied: applied("k", base), Desired: state("k", entries{cm: {Shape: "k2", Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}}), Young: []refs.Source{cm}},
+			want:      rollout.Baseline,
+			wantWrite: entries{cm: {Shape: "k2", Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}},
+		},
+		"a young source entering the references is baselined without a rollout": {
+			in:        rollout.Input{Applied: applied("k", entries{secret: {Shape: "k1", Digest: "bbbb"}}), Desired: state("k", base), Young: []refs.Source{cm}},
+			want:      rollout.Baseline,
+			wantWrite: base,
+		},
+		"a young source of a restored state is left alone": {
+			in:   rollout.Input{Applied: applied("k", base), Restored: true, Desired: state("k", base), Young: []refs.Source{cm}},
+			want: rollout.Restored,
+		},
 		"the same state does nothing": {
 			in:   rollout.Input{Applied: applied("k", base), Desired: state("k", base)},
 			want: rollout.None,

@@ -112,6 +112,7 @@ func (p *Plane) startAPIServer(ctx context.Context, etcd *process, etcdURL strin
 		p.audit = p.path("audit.log")
 	}
 	p.watchCacheOff = opts.DisableWatchCache
+	p.featureGates = opts.FeatureGates
 	_, err := p.startOnFreePorts(ctx, 1, func(ports []int) (*process, error) {
 		p.host = "https://127.0.0.1:" + strconv.Itoa(ports[0])
 		p.apiserverPort = ports[0]
@@ -157,6 +158,9 @@ func (p *Plane) apiserverArgs() []string {
 	}
 	if p.watchCacheOff {
 		args = append(args, "--watch-cache=false")
+	}
+	if len(p.featureGates) > 0 {
+		args = append(args, "--feature-gates", strings.Join(p.featureGates, ","))
 	}
 	if p.audit != "" {
 		args = append(args,

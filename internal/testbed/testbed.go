@@ -65,6 +65,10 @@ type Options struct {
 	// revision etcd has compacted (CompactEtcd) fails with 410 Gone and its
 	// informer lists again, as it would after a long disconnection.
 	DisableWatchCache bool
+	// FeatureGates are kube-apiserver's --feature-gates, "Name=true"
+	// each (ShardedListAndWatch=true, say); none means the release's
+	// defaults.
+	FeatureGates []string
 	// CallerHandlesSignals stops Start from handling SIGINT and SIGTERM
 	// (see Start): the caller stops the plane itself, for example after
 	// stopping what it runs against the plane. A signal during Start should
@@ -91,6 +95,7 @@ type Plane struct {
 	etcdURL       string
 	apiserverPort int
 	watchCacheOff bool
+	featureGates  []string
 
 	mu      sync.Mutex
 	procs   []*process // in start order

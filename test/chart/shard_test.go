@@ -1,11 +1,17 @@
 package chart
 
 import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"nudge.dev/nudge/internal/shard"
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
@@ -83,4 +89,56 @@ func renderFiles(t *testing.T, release, file string, values charttest.Values) re
 		t.Fatalf("helm template %s -f %s: %v\n%s", release, file, err, out)
 	}
 	return renderedOf(t, m)
+}
+
+// TestShardsRenderAStatefulSet: sharding.shards: 3 renders, instead of the
+// Deployment, a StatefulSet of 3 pods, each running nudge with
+// --shard=<its ordinal>/3 (the kubelet expands $(NUDGE_SHARD) from the pod's
+// apps.kubernetes.io/pod-index label), leader election on a Lease per shard,
+// and the RBAC of an unsharded release. The default renders no StatefulSet.
+func TestShardsRenderAStatefulSet(t *testing.T) {
+	g := NewWithT(t)
+	g.Expect(charttest.Render(t, release, namespace, nil).OfKind("StatefulSet")).To(BeEmpty(), "no sharding by default")
+
+	m := charttest.Render(t, release, namespace, charttest.Values{"sharding": map[string]any{"shards": 3}})
+	g.Expect(m.OfKind("Deployment")).To(BeEmpty())
+	sets := m.OfKind("StatefulSet")
+	g.Expect(sets).To(HaveLen(1))
+	var sts appsv1.StatefulSet
+	charttest.Into(t, sets[0], &sts)
+	g.Expect(sts.Spec.Replicas).To(HaveValue(Equal(int32(3))))
+	g.Expect(sts.Spec.PodManagementPolicy).To(Equal(appsv1.OrderedReadyPodManagement), "one shard replaced at a time")
+	c := sts.Spec.Template.Spec.Containers[0]
+	g.Expect(c.Env).To(ContainElement(HaveField("ValueFrom.FieldRef.FieldPath", "metadata.labels['apps.kubernetes.io/pod-index']")))
+	var leases []string
+	for ordinal := range 3 {
+		args := make([]string, len(c.Args))
+		for i, a := range c.Args {
+			args[i] = strings.ReplaceAll(a, "$(NUDGE_SHARD)", strconv.Itoa(ordinal))
+		}
+		opts := parseArgs(t, args, namespace)
+		g.Expect(opts.Shard).To(Equal(fmt.Sprintf("%d/3", ordinal)))
+		g.Expect(opts.LeaderElect).To(BeTrue())
+		s, err := shard.Parse(opts.Shard)
+		g.Expect(err).NotTo(HaveOccurred())
+		leases = append(leases, s.LeaseName(opts.LeaderElectionID))
+	}
+	g.Expect(leases).To(HaveLen(3))
+	g.Expect(leases[0]).NotTo(Equal(leases[1]), "a Lease per shard")
+
+	r := rendered{m: m, grants: grants(t, m)}
+	for _, lease := range leases {
+		g.Expect(r.canNamed("update", "coordination.k8s.io", "leases", namespace, lease)).To(BeTrue(), "shard Lease %s granted", lease)
+	}
+	notLeases := func(gs []grant) []grant {
+		var out []grant
+		for _, gr := range gs {
+			if !slices.Contains(gr.rule.Resources, "leases") {
+				out = append(out, gr)
+			}
+		}
+		return out
+	}
+	elected := render(t, charttest.Values{"replicas": 2})
+	g.Expect(notLeases(r.grants)).To(ConsistOf(notLeases(elected.grants)), "the RBAC of an unsharded release with leader election, but for the Leases")
 }

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	"nudge.dev/nudge/internal/admission"
+	"nudge.dev/nudge/internal/workload"
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
@@ -59,7 +60,7 @@ func TestRenderAdmissionWebhook(t *testing.T) {
 				g.Expect(err).NotTo(HaveOccurred(), "the certificate valid for the Service, from the CA")
 				withCA := service
 				withCA.CABundle = s.Data["ca.crt"]
-				g.Expect(hooks).To(Equal(admission.Webhooks(withCA, false)))
+				g.Expect(hooks).To(Equal(admission.Webhooks(withCA, false, nil)))
 			},
 		},
 		"cert-manager: a self-signed Issuer, a Certificate into the Secret, its CA injected": {
@@ -73,7 +74,7 @@ func TestRenderAdmissionWebhook(t *testing.T) {
 				g.Expect(cert.Object["spec"]).To(HaveKeyWithValue("issuerRef", map[string]any{"kind": "Issuer", "name": name}))
 				g.Expect(r.m.OfKind("Secret")).To(BeEmpty(), "the Secret is cert-manager's")
 				g.Expect(cfg.Annotations).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", namespace+"/"+name))
-				g.Expect(hooks).To(Equal(admission.Webhooks(service, false)), "no caBundle: cert-manager's cainjector writes it")
+				g.Expect(hooks).To(Equal(admission.Webhooks(service, false, nil)), "no caBundle: cert-manager's cainjector writes it")
 			},
 		},
 		"cert-manager with an issuer of the user's: no Issuer of the chart's": {
@@ -88,7 +89,36 @@ func TestRenderAdmissionWebhook(t *testing.T) {
 				"reloader": map[string]any{"reloadStrategy": "env-vars"}},
 			check: func(g Gomega, r rendered, hooks []admissionregistrationv1.MutatingWebhook, _ *admissionregistrationv1.MutatingWebhookConfiguration) {
 				g.Expect(r.opts.ReloadStrategy).To(Equal("env-vars"))
-				g.Expect(hooks).To(Equal(admission.Webhooks(service, true)))
+				g.Expect(hooks).To(Equal(admission.Webhooks(service, true, nil)))
+			},
+		},
+		"custom kinds whose trigger is in their pod template get a webhook each": {
+			values: charttest.Values{"admissionWebhook": map[string]any{"enabled": true, "certManager": map[string]any{"enabled": true}},
+				"customKinds": []any{
+					map[string]any{"apiVersion": "serving.knative.dev/v1", "kind": "Service", "resource": "services", "templatePath": "spec.template"},
+					map[string]any{"apiVersion": "monitoring.coreos.com/v1", "kind": "Prometheus", "resource": "prometheuses",
+						"triggerPath": "spec.podMetadata.annotations"},
+					map[string]any{"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledJob", "resource": "scaledjobs",
+						"templatePath": "spec.jobTargetRef.template", "triggerPath": "spec.jobTargetRef.template.metadata.annotations"},
+					map[string]any{"apiVersion": "helm.toolkit.fluxcd.io/v2", "kind": "HelmRelease", "resource": "helmreleases",
+						"templatePath": "spec.values.podTemplate", "triggerPath": "metadata.annotations", "triggerAnnotation": "reconcile.fluxcd.io/requestedAt"},
+				}},
+			check: func(g Gomega, _ rendered, hooks []admissionregistrationv1.MutatingWebhook, _ *admissionregistrationv1.MutatingWebhookConfiguration) {
+				custom := []workload.CustomKind{
+					{APIVersion: "serving.knative.dev/v1", Kind: "Service", Resource: "services", TemplatePath: "spec.template"},
+					{APIVersion: "monitoring.coreos.com/v1", Kind: "Prometheus", Resource: "prometheuses", TriggerPath: "spec.podMetadata.annotations"},
+					{APIVersion: "keda.sh/v1alpha1", Kind: "ScaledJob", Resource: "scaledjobs",
+						TemplatePath: "spec.jobTargetRef.template", TriggerPath: "spec.jobTargetRef.template.metadata.annotations"},
+					{APIVersion: "helm.toolkit.fluxcd.io/v2", Kind: "HelmRelease", Resource: "helmreleases",
+						TemplatePath: "spec.values.podTemplate", TriggerPath: "metadata.annotations", TriggerAnnotation: "reconcile.fluxcd.io/requestedAt"},
+				}
+				g.Expect(hooks).To(Equal(admission.Webhooks(service, false, custom)))
+				var names []string
+				for _, h := range hooks {
+					names = append(names, h.Name)
+				}
+				g.Expect(names).To(ContainElements("services.serving.knative.dev.keep-trigger.nudge.dev", "scaledjobs.keda.sh.keep-trigger.nudge.dev"))
+				g.Expect(hooks).To(HaveLen(5), "none for a kind whose trigger is outside its template")
 			},
 		},
 		"another port and timeout": {
@@ -108,7 +138,11 @@ func TestRenderAdmissionWebhook(t *testing.T) {
 			g := NewWithT(t)
 			r := render(t, tc.values)
 			checkInvariants(t, r, tc.values)
-			g.Expect(r.grants).To(Equal(plain.grants), "nudge's RBAC as without the webhook: it reads nothing")
+			without := plain
+			if kinds, ok := tc.values["customKinds"]; ok {
+				without = render(t, charttest.Values{"customKinds": kinds})
+			}
+			g.Expect(r.grants).To(Equal(without.grants), "nudge's RBAC as without the webhook: it reads nothing")
 			g.Expect(r.opts.AdmissionWebhook).To(BeTrue())
 			g.Expect(r.opts.AdmissionWebhookCertDir).To(Equal("/etc/nudge/webhook-certs"))
 			spec := r.deploy.Spec.Template.Spec

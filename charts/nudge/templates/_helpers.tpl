@@ -53,7 +53,7 @@ created unless either says not, named by either. */}}
 {{/* "true" when leader election is on: reloader.enableHA or more than one
 replica. */}}
 {{- define "nudge.leaderElect" -}}
-{{- if or .Values.reloader.enableHA (gt (int (include "nudge.replicas" .)) 1) }}true{{ end }}
+{{- if or .Values.reloader.enableHA (gt (int (include "nudge.replicas" .)) 1) ((.Values.sharding | default dict).shards) }}true{{ end }}
 {{- end }}
 
 {{/* "true" when nudge handles Argo Rollouts: unless reloader.isArgoRollouts
@@ -197,6 +197,10 @@ MutatingWebhookConfiguration (admissionWebhook.enabled). */}}
 {{- with $r.namespaceSelector }}
 {{- $args = append $args (printf "--namespace-selector=%s" .) }}
 {{- end }}
+{{- with (.Values.sharding | default dict).shards }}
+{{- /* $(NUDGE_SHARD), the pod's ordinal, expanded by the kubelet. */}}
+{{- $args = append $args (printf "--shard=$(NUDGE_SHARD)/%v" .) }}
+{{- end }}
 {{- with $r.resourceLabelSelector }}
 {{- $args = append $args (printf "--resource-label-selector=%s" .) }}
 {{- end }}
@@ -292,17 +296,30 @@ set: "has(a.b) && has(a.b.c)" (admission.Webhooks' matchConditions). */}}
 {{- end }}
 
 {{/* The matchConditions of one webhook of the admission webhook, for the
-pod template at .template (dotted): as admission.Webhooks renders them. */}}
+pod template at .template and the trigger's annotations at .trigger (both
+dotted), with .restartAt for an Argo Rollout's spec.restartAt: as
+admission.Webhooks renders them. */}}
 {{- define "nudge.webhookMatchConditions" -}}
 {{- $carries := dict }}
+{{- $restarts := dict }}
 {{- range list "oldObject" "object" }}
-{{- $path := printf "%s.%s" . $.template }}
-{{- $_ := set $carries . (printf "%s && 'nudge.dev/restarted-at' in %s.metadata.annotations" (include "nudge.celHas" (printf "%s.metadata.annotations" $path)) $path) }}
+{{- $path := printf "%s.%s" . $.trigger }}
+{{- $_ := set $carries . (printf "%s && 'nudge.dev/restarted-at' in %s" (include "nudge.celHas" $path) $path) }}
+{{- $_ := set $restarts . (printf "(%s)" (include "nudge.celHas" (printf "%s.spec.restartAt" .))) }}
 {{- end }}
 {{- if eq .strategy "env-vars" }}
 {{- $path := printf "oldObject.%s" .template }}
+{{- $expr := printf "(%s) || (%s && %s.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('STAKATER_'))))" $carries.oldObject (include "nudge.celHas" (printf "%s.spec.containers" $path)) $path }}
+{{- if .restartAt }}
+{{- $expr = printf "%s || %s" $expr $restarts.oldObject }}
+{{- end }}
 - name: carries-the-trigger
-  expression: {{ printf "(%s) || (%s && %s.spec.containers.exists(c, has(c.env) && c.env.exists(e, e.name.startsWith('STAKATER_'))))" $carries.oldObject (include "nudge.celHas" (printf "%s.spec.containers" $path)) $path | quote }}
+  expression: {{ $expr | quote }}
+{{- else if .restartAt }}
+- name: carries-the-trigger
+  expression: {{ printf "(%s) || %s" $carries.oldObject $restarts.oldObject | quote }}
+- name: drops-the-trigger
+  expression: {{ printf "((%s) && !(%s)) || (%s && !%s)" $carries.oldObject $carries.object $restarts.oldObject $restarts.object | quote }}
 {{- else }}
 - name: carries-the-trigger
   expression: {{ $carries.oldObject | quote }}

@@ -1,0 +1,366 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The floor scenario measures the controller under test against the floor
+// controllers in the same run, on the same API server: hack/bench/floor (a
+// bare informer that only PATCHes pod templates) for the fan-out, the burst
+// and the latency, and an in-process server-side applier of the bound field
+// (hack/bench/applyfloor's loop) for the value-binding fan-out. The two take
+// turns in rounds, in the order ABBA (the controller under test first in
+// even rounds), so that a slow stretch of the shared machine falls on both;
+// only one of them runs at a time.
+
+// applyFloorWorkers is the applier's concurrency, as hack/bench/applyfloor's
+// default.
+const applyFloorWorkers = 64
+
+// VersusResult is the floor scenario: each side's figures, one per round
+// (latencies pooled over the rounds), and the ratios of the controller's
+// medians to the floor's.
+type VersusResult struct {
+	Rounds     int        `json:"rounds"`
+	FloorCmd   string     `json:"floor_cmd"`
+	Controller VersusSide `json:"controller"`
+	Floor      VersusSide `json:"floor"`
+	Ratios     []Ratio    `json:"ratios"`
+}
+
+// VersusSide is one side's figures: seconds until every workload rolled (or
+// every Harbor held the value), one per round; nil entries are rounds with a
+// miss.
+type VersusSide struct {
+	FanOutSeconds        []*float64   `json:"fanout_seconds"`
+	BurstSeconds         []*float64   `json:"burst_seconds"`
+	Latency              Distribution `json:"latency"` // every round's changes
+	LatencyMisses        int          `json:"latency_misses"`
+	BindingFanOutSeconds []*float64   `json:"binding_fanout_seconds,omitempty"`
+	// BindingStatusSeconds: the controller's only, from the change until
+	// every binding's status recorded it.
+	BindingStatusSeconds []*float64 `json:"binding_status_seconds,omitempty"`
+	latencies            []time.Duration
+}
+
+// Ratio is one figure of the controller over the same of the floor.
+type Ratio struct {
+	Figure     string   `json:"figure"`
+	Controller float64  `json:"controller"` // median over the rounds, or the pooled percentile
+	Floor      float64  `json:"floor"`
+	Unit       string   `json:"unit"`
+	Ratio      float64  `json:"ratio"`
+	Rounds     []string `json:"rounds"` // each round's ratio, or how many samples were pooled
+	Target     float64  `json:"target"` // the largest ratio the issue accepts
+}
+
+// versus runs the floor scenario.
+func (b *bench) versus(ctx context.Context) error {
+	res := &VersusResult{Rounds: b.cfg.FloorRounds, FloorCmd: b.cfg.FloorCmd}
+	b.res.Versus = res
+	if b.res.Process == nil { // the end figures are the controller's, not the floor's
+		s, err := b.ctrl.Stats()
+		if err != nil {
+			return err
+		}
+		b.res.Process = processResult(s)
+	}
+	bindings := b.harbors != nil && b.cfg.BindingFanOut > 0
+	var harbors, floorHarbors []string
+	if bindings {
+		harbors = make([]string, b.cfg.BindingFanOut)
+		floorHarbors = make([]string, b.cfg.BindingFanOut)
+		var objs []creation
+		for i := range harbors {
+			harbors[i], floorHarbors[i] = fanOutHarbor(i), applyFloorHarbor(i)
+			objs = append(objs, creation{gvr: harborGVR, obj: harborObject(floorHarbors[i])})
+		}
+		if err := createDynamic(ctx, b.dyn, b.cfg.Creators, objs); err != nil {
+			return err
+		}
+	}
+	for round := range b.cfg.FloorRounds {
+		sides := []bool{false, true} // floor?
+		if round%2 == 1 {
+			sides = []bool{true, false}
+		}
+		for _, floor := range sides {
+			side, name := &res.Controller, b.cfg.ControllerName
+			if floor {
+				side, name = &res.Floor, "floor"
+			}
+			if err := b.turnTo(ctx, floor); err != nil {
+				return err
+			}
+			if err := b.phase(fmt.Sprintf("versus-%d-%s", round+1, name)); err != nil {
+				return err
+			}
+			if err := b.versusTurn(ctx, side, round, floor, harbors, floorHarbors); err != nil {
+				return fmt.Errorf("round %d, %s: %w", round+1, name, err)
+			}
+		}
+	}
+	if err := b.endPhase(); err != nil {
+		return err
+	}
+	for _, s := range []*VersusSide{&res.Controller, &res.Floor} {
+		s.Latency = distribution(s.latencies)
+	}
+	res.Ratios = versusRatios(res)
+	for _, r := range res.Ratios {
+		logf("Against the floor: %s %.3f / %.3f %s = %.2f × (target ≤ %.2f ×)", r.Figure, r.Controller, r.Floor, r.Unit, r.Ratio, r.Target)
+	}
+	return nil
+}
+
+// versusTurn measures one side once: the fan-out, the burst, the latency of
+// cfg.FloorLatency changes and, with bindings, the value-binding fan-out.
+// Before each figure it waits until the controller has written no Event for
+// a second: the Events of the figure before (one per rollout, written at the
+// recorder's pace once the rollouts pause) are that figure's cost, counted in
+// the phase's requests, not the next figure's.
+func (b *bench) versusTurn(ctx context.Context, side *VersusSide, round int, floor bool, harbors, floorHarbors []string) error {
+	quiet := func() error {
+		_, err := b.eventsQuiet(ctx, time.Second, b.cfg.WaitTimeout)
+		return err
+	}
+	if err := quiet(); err != nil {
+		return err
+	}
+	fan := &ManyResult{Load: loadAvg(), Changes: 1, Workloads: b.cfg.FanOut}
+	if err := b.changeFanOut(ctx, fan); err != nil {
+		return err
+	}
+	side.FanOutSeconds = append(side.FanOutSeconds, fan.AllSeconds)
+	if err := quiet(); err != nil {
+		return err
+	}
+	burst := &ManyResult{Load: loadAvg(), Changes: b.cfg.Burst}
+	if err := b.changeBurst(ctx, burst); err != nil {
+		return err
+	}
+	side.BurstSeconds = append(side.BurstSeconds, burst.AllSeconds)
+	if err := quiet(); err != nil {
+		return err
+	}
+	c, err := b.changeEach(ctx, b.alloc.take(b.cfg.FloorLatency))
+	if err != nil {
+		return err
+	}
+	if err := quiet(); err != nil {
+		return err
+	}
+	side.latencies = append(side.latencies, c.lats...)
+	side.LatencyMisses += c.misses
+	if harbors == nil {
+		return nil
+	}
+	value := fmt.Sprintf("AKIAVERSUS%02d%s", round, map[bool]string{true: "FLOOR", false: "CTRL"}[floor])
+	f := &ManyResult{Changes: 1, Workloads: len(harbors)}
+	if floor {
+		sent := time.Now()
+		if err := b.applyFloor(ctx, floorHarbors, value); err != nil {
+			return err
+		}
+		seen, missing := b.harbors.wait(ctx, floorHarbors, value, sent, b.cfg.WaitTimeout)
+		fill(f, seen, missing, sent)
+		logf("Apply floor: %d of %d Harbors updated, last %s s after the first apply", f.Rolled, len(floorHarbors), optSeconds(f.LastSeconds))
+		side.BindingFanOutSeconds = append(side.BindingFanOutSeconds, f.AllSeconds)
+		return nil
+	}
+	before := b.statuses.fingerprints()
+	sent, err := b.rotateShared(ctx, f, harbors, value)
+	if err != nil {
+		return err
+	}
+	side.BindingFanOutSeconds = append(side.BindingFanOutSeconds, f.AllSeconds)
+	took, err := b.statuses.recorded(ctx, harbors, before, sent, b.cfg.WaitTimeout)
+	if err != nil {
+		return err
+	}
+	side.BindingStatusSeconds = append(side.BindingStatusSeconds, ptrSeconds(took))
+	logf("Binding fan-out: every status recorded %.3f s after the change", took.Seconds())
+	return nil
+}
+
+// turnTo makes the floor (or the controller under test) the one running:
+// it stops the other, starts this one and waits until it is synced and
+// quiet. The controller under test, restarted, first rolls what changed
+// while the floor ran (as in the downtime scenario) and writes its Events;
+// the wait covers those and its rollout window, so that its turn times
+// only its own changes.
+func (b *bench) turnTo(ctx context.Context, floor bool) error {
+	cmd, log := b.cfg.ControllerCmd, "controller.log"
+	if floor {
+		cmd, log = b.cfg.FloorCmd, "floor.log"
+	}
+	if b.ctrl != nil && b.ctrlCmd == cmd && b.ctrl.Exited() == nil {
+		return nil
+	}
+	if b.ctrl != nil && b.ctrl.Exited() == nil {
+		if _, err := b.stopController(); err != nil {
+			return err
+		}
+	}
+	if err := b.phase("versus-start-" + map[bool]string{true: "floor", false: b.cfg.ControllerName}[floor]); err != nil {
+		return err
+	}
+	c, err := startController(cmd, b.kubeconfig, filepath.Join(b.workDir, log))
+	if err != nil {
+		return err
+	}
+	b.ctrl, b.ctrlCmd = c, cmd
+	if probed, err := b.probe(ctx, time.Now().Add(b.cfg.SyncTimeout)); err != nil {
+		return err
+	} else if probed.IsZero() {
+		return fmt.Errorf("%s did not roll the probe within %v of its start", cmd, b.cfg.SyncTimeout)
+	}
+	if !floor {
+		if err := b.rolloutsQuiet(ctx, time.Second, b.cfg.WaitTimeout); err != nil {
+			return err
+		}
+		if _, err := b.eventsQuiet(ctx, time.Second, b.cfg.WaitTimeout); err != nil {
+			return err
+		}
+		if err := b.settle(ctx, b.cfg.Window); err != nil {
+			return err
+		}
+	}
+	logf("Versus: %s running (started %.1f s ago)", strings.Fields(cmd)[0], time.Since(c.started).Seconds())
+	return nil
+}
+
+// rolloutsQuiet waits until the benchmark has seen no rollout for quiet, or
+// timeout.
+func (b *bench) rolloutsQuiet(ctx context.Context, quiet, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for time.Now().Before(deadline) {
+		if len(b.watcher.RolloutsBetween(time.Now().Add(-quiet), time.Now())) == 0 {
+			return nil
+		}
+		if err := b.settle(ctx, 100*time.Millisecond); err != nil {
+			return err
+		}
+	}
+	return fmt.Errorf("rollouts went on for %v", timeout)
+}
+
+// applyFloor server-side applies value to the bound field of every Harbor
+// of names from applyFloorWorkers goroutines, with no cache, status or
+// Event: hack/bench/applyfloor's fan-out, on the benchmark's plane and
+// client.
+func (b *bench) applyFloor(ctx context.Context, names []string, value string) error {
+	harbors := b.dyn.Resource(harborGVR).Namespace(bindingNamespace)
+	jobs := make(chan string)
+	errs := make(chan error, len(names))
+	var wg sync.WaitGroup
+	for range applyFloorWorkers {
+		wg.Go(func() {
+			for name := range jobs {
+				u := &unstructured.Unstructured{Object: map[string]any{
+					"apiVersion": "goharbor.io/v1beta1", "kind": "Harbor",
+					"metadata": map[string]any{"name": name, "namespace": bindingNamespace},
+				}}
+				if err := unstructured.SetNestedField(u.Object, value, accessKeyPath...); err != nil {
+					errs <- err
+					continue
+				}
+				if _, err := harbors.Apply(ctx, name, u, metav1.ApplyOptions{FieldManager: "applyfloor", Force: true}); err != nil {
+					errs <- fmt.Errorf("applying to Harbor %s: %w", name, err)
+				}
+			}
+		})
+	}
+	for _, n := range names {
+		jobs <- n
+	}
+	close(jobs)
+	wg.Wait()
+	close(errs)
+	return <-errs // nil when none failed
+}
+
+func applyFloorHarbor(i int) string { return fmt.Sprintf("h-a-%04d", i) }
+
+// versusRatios returns the ratios of res: medians over the rounds for the
+// fan-outs and the burst, the pooled percentiles for the latency.
+func versusRatios(res *VersusResult) []Ratio {
+	var out []Ratio
+	many := func(figure string, c, f []*float64, target float64) {
+		if len(c) == 0 || len(f) == 0 {
+			return
+		}
+		r := Ratio{Figure: figure, Unit: "s", Target: target}
+		mc, okc := median(c)
+		mf, okf := median(f)
+		if !okc || !okf {
+			r.Rounds = []string{"a round missed"}
+			out = append(out, r)
+			return
+		}
+		r.Controller, r.Floor, r.Ratio = mc, mf, round(mc/mf, 2)
+		for i := range min(len(c), len(f)) {
+			if c[i] != nil && f[i] != nil {
+				r.Rounds = append(r.Rounds, fmt.Sprintf("%.2f", *c[i] / *f[i]))
+			}
+		}
+		out = append(out, r)
+	}
+	c, f := res.Controller, res.Floor
+	many("fan-out (all rolled)", c.FanOutSeconds, f.FanOutSeconds, 1.1)
+	many("burst (all rolled)", c.BurstSeconds, f.BurstSeconds, 1.1)
+	pooled := []string{fmt.Sprintf("%d and %d changes pooled", c.Latency.N, f.Latency.N)}
+	if c.Latency.N > 0 && f.Latency.N > 0 {
+		out = append(out,
+			Ratio{Figure: "change → pod template p50", Controller: c.Latency.P50, Floor: f.Latency.P50, Unit: "ms", Ratio: round(c.Latency.P50/f.Latency.P50, 2), Rounds: pooled, Target: 1.1},
+			Ratio{Figure: "change → pod template p99", Controller: c.Latency.P99, Floor: f.Latency.P99, Unit: "ms", Ratio: round(c.Latency.P99/f.Latency.P99, 2), Rounds: pooled, Target: 1.1})
+	}
+	many("value-binding fan-out (all hold the value)", c.BindingFanOutSeconds, f.BindingFanOutSeconds, 1.15)
+	return out
+}
+
+// median returns the median of vs (the mean of the middle two of an even
+// count), false when one is nil (a round with a miss).
+func median(vs []*float64) (float64, bool) {
+	s := make([]float64, 0, len(vs))
+	for _, v := range vs {
+		if v == nil {
+			return 0, false
+		}
+		s = append(s, *v)
+	}
+	slices.Sort(s)
+	n := len(s)
+	if n%2 == 1 {
+		return s[n/2], true
+	}
+	return (s[n/2-1] + s[n/2]) / 2, true
+}
+
+// versusMarkdown renders the floor scenario.
+func versusMarkdown(v *VersusResult, controller string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nAgainst the floor, same run: %d rounds, turns in the order ABBA, one controller running at a time; floor `%s`, and an in-process server-side applier of the bound field (%d workers) for the value-binding fan-out:\n\n", v.Rounds, v.FloorCmd, applyFloorWorkers)
+	fmt.Fprintf(&b, "| figure | %s | floor | ratio | each round | target | met |\n|---|---|---|---|---|---|---|\n", controller)
+	for _, r := range v.Ratios {
+		ok := r.Ratio > 0 && r.Ratio <= r.Target
+		fmt.Fprintf(&b, "| %s | %.3f %s | %.3f %s | %.2f × | %s | ≤ %.2f × | %s |\n", r.Figure, r.Controller, r.Unit, r.Floor, r.Unit, r.Ratio, strings.Join(r.Rounds, ", "), r.Target, met(&ok))
+	}
+	if s := v.Controller.BindingStatusSeconds; len(s) > 0 {
+		var parts []string
+		for _, x := range s {
+			parts = append(parts, optSeconds(x))
+		}
+		fmt.Fprintf(&b, "\nEvery binding's status recorded after the value-binding fan-out's change (%s): %s s.\n", controller, strings.Join(parts, ", "))
+	}
+	return b.String()
+}

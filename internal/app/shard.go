@@ -1,0 +1,115 @@
+package app
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	toolscache "k8s.io/client-go/tools/cache"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	nudgemetrics "nudge.dev/nudge/internal/metrics"
+	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/shard"
+)
+
+// newInformerFunc is cache.Options.NewInformer's type.
+type newInformerFunc func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
+
+// shardOf returns opts' --shard (checked by Validate).
+func shardOf(opts options.Options) shard.Shard {
+	s, _ := shard.Parse(opts.Shard)
+	return s
+}
+
+// sharded returns newInformer with every informer but the Namespaces'
+// limited to s (shard.ListerWatcher): ConfigMaps, Secrets, every workload
+// kind, SecretProviderClassPodStatuses, ValueBindings and their targets are
+// namespaced; Namespaces stay whole, as --namespace-selector reads every
+// namespace's labels.
+func sharded(s shard.Shard, scheme *runtime.Scheme, newInformer newInformerFunc) newInformerFunc {
+	if s.Whole() {
+		return newInformer
+	}
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if resourceOf(obj, scheme) != "namespaces" {
+			lw = s.ListerWatcher(lw)
+		}
+		return newInformer(lw, obj, resync, indexers)
+	}
+}
+
+// shardInfo serves nudge_shard_info{shard, start, end, server_side}: 1 for
+// each nudge of the process started with --shard (one, but for tests), with
+// its range and whether the API server honours the shard selector (its
+// ShardedListAndWatch feature gate).
+type shardInfo struct {
+	desc   *prometheus.Desc
+	mu     sync.Mutex
+	shards map[*shardEntry]bool
+}
+
+type shardEntry struct {
+	shard      shard.Shard
+	serverSide bool
+}
+
+func (c *shardInfo) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *shardInfo) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for e := range c.shards {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, e.shard.Name, e.shard.Start, e.shard.End, strconv.FormatBool(e.serverSide))
+	}
+}
+
+// announceShard logs s and serves it in nudge_shard_info (registered with
+// reg) until ctx is done, after asking the API server whether it honours
+// shard selectors: a list of ConfigMaps in namespace with s's selector,
+// which the server answers with the selector echoed back
+// (ListMeta.ShardInfo) when its ShardedListAndWatch feature gate is on.
+// Either way nudge filters on the client too. It does nothing for the
+// whole cluster, and returns a registration error only.
+func announceShard(ctx context.Context, reg prometheus.Registerer, c client.Reader, namespace string, s shard.Shard) error {
+	if s.Whole() {
+		return nil
+	}
+	// A typed list: kube-apiserver 1.36 leaves ShardInfo out of a
+	// metadata-only list (PartialObjectMetadataList). The field selector
+	// names no object, so none is read.
+	list := &corev1.ConfigMapList{}
+	raw := &metav1.ListOptions{}
+	s.Apply(raw)
+	err := c.List(ctx, list, client.InNamespace(namespace), client.MatchingFields{"metadata.name": "nudge-shard-probe"}, &client.ListOptions{Raw: raw})
+	e := &shardEntry{shard: s, serverSide: err == nil && list.ShardInfo != nil}
+	log := ctrl.LoggerFrom(ctx)
+	log.Info("Owning a shard of the namespaces", "shard", s.Name, "start", s.Start, "end", s.End, "serverSide", e.serverSide)
+	if err != nil {
+		log.Error(err, "Could not ask the API server whether it honours shard selectors; filtering on the client")
+	}
+	info, err := nudgemetrics.Register(reg, &shardInfo{
+		desc: prometheus.NewDesc("nudge_shard_info",
+			"1 for a nudge started with --shard: its range of namespace hashes [start, end) and whether the API server filters by it (server_side).",
+			[]string{"shard", "start", "end", "server_side"}, nil),
+		shards: map[*shardEntry]bool{},
+	})
+	if err != nil {
+		return err
+	}
+	info.mu.Lock()
+	info.shards[e] = true
+	info.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		info.mu.Lock()
+		delete(info.shards, e)
+		info.mu.Unlock()
+	})
+	return nil
+}

@@ -1,0 +1,130 @@
+package controller
+
+import (
+	"slices"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/sources"
+)
+
+// births remembers, per workload whose creation nudge's informer delivered
+// (not one listed at start), the workload's resourceVersion then, for
+// sources.Young or until nudge rolls it. A source whose content nudge saw
+// change to a later resourceVersion (sources.Updates.After) changed after
+// the workload's pods were made, so the workload rolls once even on first
+// sight (rule 3 in docs/design.md; rollout.Input.Young). A workload created
+// while the watch was down is delivered by a later list at a later
+// resourceVersion: fewer sources count, never more. The zero value is
+// ready to use; it is safe for concurrent use.
+type births struct {
+	mu    sync.Mutex
+	of    map[types.NamespacedName]birth
+	swept time.Time
+}
+
+// birth is one workload's creation as nudge saw it.
+type birth struct {
+	version string
+	at      time.Time
+	// held lists the young sources of a rollout that waits (window, slot,
+	// missing source, halt): kept past sources.Young, until the rollout.
+	held []refs.Source
+}
+
+// recorder returns a predicate that records the creation of a workload
+// delivered by a watch, and lets every event through. Placed before the
+// predicates that enqueue the workload, it records the creation before the
+// workload's first reconcile.
+func (b *births) recorder(now func() time.Time) predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool {
+			if !e.IsInInitialList && e.Object != nil {
+				b.born(client.ObjectKeyFromObject(e.Object), e.Object.GetResourceVersion(), now())
+			}
+			return true
+		},
+	}
+}
+
+func (b *births) born(key types.NamespacedName, version string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.of == nil {
+		b.of = map[types.NamespacedName]birth{}
+	}
+	if now.Sub(b.swept) > sources.Young/4 {
+		for k, e := range b.of {
+			if now.Sub(e.at) > sources.Young && len(e.held) == 0 {
+				delete(b.of, k)
+			}
+		}
+		b.swept = now
+	}
+	b.of[key] = birth{version: version, at: now}
+}
+
+// young returns, sorted, the sources of counted (references whose source
+// exists) of which nudge saw what the reference reads change after key's
+// creation, while key is young or holds such a change.
+func (b *births) young(key types.NamespacedName, counted []refs.Reference, updates *sources.Updates, now time.Time) []refs.Source {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.of[key]
+	if !ok {
+		return nil
+	}
+	if now.Sub(e.at) > sources.Young && len(e.held) == 0 {
+		delete(b.of, key)
+		return nil
+	}
+	var out []refs.Source
+	for _, ref := range counted {
+		if slices.Contains(e.held, ref.Source) || updates.After(ref, e.version) {
+			out = append(out, ref.Source)
+		}
+	}
+	slices.SortFunc(out, refs.Source.Compare)
+	return out
+}
+
+// decided settles key after decision d, taken with young sources: a
+// rollout written ends the workload's youth; one that waits keeps its
+// young sources until it is written; any other decision lets it age.
+func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollout.Action, written bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.of[key]
+	if !ok {
+		return
+	}
+	switch d {
+	case rollout.Roll:
+		if written {
+			delete(b.of, key)
+		}
+	case rollout.Wait, rollout.Hold, rollout.Pending, rollout.Halted:
+		if len(young) > 0 {
+			e.held = young
+			b.of[key] = e
+		}
+	default:
+		e.held = nil
+		b.of[key] = e
+	}
+}
+
+// forget drops what is known of key (deleted, or not opted in: opting in
+// later is first sight as rule 3 says, whatever changed meanwhile).
+func (b *births) forget(key types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.of, key)
+}

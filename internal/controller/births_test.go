@@ -1,0 +1,96 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/sources"
+)
+
+// TestBirths: a workload seen created counts the sources whose read content
+// changed after its creation, until it is rolled, a minute has passed, or
+// it is forgotten; a rollout that waits keeps them past the minute.
+func TestBirths(t *testing.T) {
+	web := types.NamespacedName{Namespace: "shop", Name: "web"}
+	app := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	deployment := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: "100"}}
+	cm := func(rv, v string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", ResourceVersion: rv}, Data: map[string]string{"k": v}}
+	}
+	tests := map[string]struct {
+		listed bool // the creation came in the informer's initial list
+		steps  func(b *births, u *sources.Updates, clk *clocktesting.FakePassiveClock)
+		want   []refs.Source
+	}{
+		"a change after the creation counts": {
+			steps: func(_ *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
+				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+			},
+			want: []refs.Source{app},
+		},
+		"a change before the creation does not": {
+			steps: func(_ *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
+				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("95", "b")})
+			},
+		},
+		"a workload listed at start has no birth": {
+			listed: true,
+			steps: func(_ *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
+				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+			},
+		},
+		"a rollout written ends the youth": {
+			steps: func(b *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
+				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				b.decided(web, []refs.Source{app}, rollout.Roll, true)
+			},
+		},
+		"a rollout not written does not": {
+			steps: func(b *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
+				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				b.decided(web, []refs.Source{app}, rollout.Roll, false)
+			},
+			want: []refs.Source{app},
+		},
+		"a minute after the creation the workload is old": {
+			steps: func(_ *births, u *sources.Updates, clk *clocktesting.FakePassiveClock) {
+				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				clk.SetTime(t0.Add(sources.Young + time.Second))
+			},
+		},
+		"a rollout that waits keeps its young sources past the minute": {
+			steps: func(b *births, u *sources.Updates, clk *clocktesting.FakePassiveClock) {
+				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				b.decided(web, []refs.Source{app}, rollout.Pending, false)
+				clk.SetTime(t0.Add(2 * sources.Young))
+			},
+			want: []refs.Source{app},
+		},
+		"a workload forgotten (not opted in) has no birth": {
+			steps: func(b *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
+				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				b.forget(web)
+			},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			clk := clocktesting.NewFakePassiveClock(t0)
+			b, u := &births{}, &sources.Updates{Clock: clk}
+			b.recorder(clk.Now).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
+			tc.steps(b, u, clk)
+			g.Expect(b.young(web, []refs.Reference{{Source: app}}, u, clk.Now())).To(Equal(tc.want))
+		})
+	}
+}
