@@ -144,7 +144,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.StringVar(&c.WorkDir, "workdir", "", "directory for the controller's kubeconfig and log (temporary when empty)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the plane's logs (audit log included) and the work directory")
 	fs.DurationVar(&c.ProfileFor, "profile", 10*time.Second, "with {pprof-addr} in -controller-cmd: length of the CPU profile of the start (fan-out and burst get 4 s each, idle a heap profile), saved in the work directory")
-	fs.BoolVar(&c.ScaleRun, "scale-run", false, "scale run: 100 namespaces × (200 Secrets + 200 ConfigMaps), 10,000 Deployments; sync, idle and latency (flags given explicitly win)")
+	fs.BoolVar(&c.ScaleRun, "scale-run", false, "scale run: 250 namespaces × (200 Secrets + 200 ConfigMaps), 25,000 Deployments; sync, idle and latency (flags given explicitly win)")
 	fs.IntVar(&c.Shards, "shards", 0, "after the scenarios, stop the controller and start this many with --shard over the same cluster: each one's memory and bytes received, and a round of changes (0: no shards scenario)")
 	fs.BoolVar(&c.ShardGate, "shard-gate", true, "with -shards, run kube-apiserver with the ShardedListAndWatch feature gate")
 	fs.IntVar(&c.ShardChanges, "shard-changes", 40, "with -shards, sources changed while the shards run, each used by one Deployment")
@@ -171,10 +171,10 @@ func parseConfig(args []string) (Config, error) {
 // scalePreset sets the scale run's values of every flag not in set.
 func scalePreset(c *Config, set map[string]bool) {
 	preset := map[string]func(){
-		"namespaces":   func() { c.Namespaces = 100 },
+		"namespaces":   func() { c.Namespaces = 250 },
 		"secrets":      func() { c.Secrets = 200 },
 		"configmaps":   func() { c.ConfigMaps = 200 },
-		"deployments":  func() { c.Deployments = 10000 },
+		"deployments":  func() { c.Deployments = 25000 },
 		"fanout":       func() { c.FanOut = 0 },
 		"scenarios":    func() { c.Scenarios = []string{"latency"} },
 		"sync-timeout": func() { c.SyncTimeout = 10 * time.Minute },

@@ -5,7 +5,7 @@
 // controller's own identity. See docs/performance.md.
 //
 //	go run ./hack/bench [flags]              # the default scenario set
-//	go run ./hack/bench -scale-run           # 40,000 sources, 10,000 Deployments
+//	go run ./hack/bench -scale-run           # 100,000 sources, 25,000 Deployments
 //	go run ./hack/bench -compare a.json b.json  # runs side by side
 //
 // The controller under test runs as a separate process (-controller-cmd);

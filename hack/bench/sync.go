@@ -110,6 +110,9 @@ func (b *bench) idle(ctx context.Context) error {
 	res.IdleCPUSeconds = round(after.CPUSeconds-before.CPUSeconds, 2)
 	res.Threads = after.Threads
 	b.prof().fetch(ctx, "/heap?gc=1", "heap-idle.pprof", 0)
+	// The same in text, with the runtime's memory statistics at its end
+	// (HeapInuse, HeapIdle, HeapReleased, StackInuse, ...).
+	b.prof().fetch(ctx, "/heap?debug=1", "heap-idle.txt", 0)
 	b.res.Sync.FirstStartRollouts = len(b.rollouts(b.ctrl.started, time.Now()))
 	logf("Idle: RSS %.1f MiB, peak %.1f MiB, CPU %.2f s (%.2f s idle), %d rollouts since start",
 		res.RSSMiB, res.PeakRSSMiB, res.CPUSeconds, res.IdleCPUSeconds, b.res.Sync.FirstStartRollouts)

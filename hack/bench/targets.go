@@ -13,8 +13,8 @@ var steadyPhases = []string{"idle", "latency", "fanout", "burst", "noop", "coale
 // rollout.
 var rolloutPhases = []string{"latency", "fanout", "burst", "coalesce", "downtime"}
 
-// targets returns issue 6's targets and whether res meets them; a target the
-// run did not measure has Met nil.
+// targets returns issue 6's targets (issue 21's for the scale run's memory)
+// and whether res meets them; a target the run did not measure has Met nil.
 func targets(res *Results) []Target {
 	var ts []Target
 	add := func(name, target, value string, measured, met bool) {
@@ -36,7 +36,10 @@ func targets(res *Results) []Target {
 	}
 	if i := res.Idle; i != nil {
 		if res.Scale.ScaleRun {
-			add("idle RSS (scale run)", "≤ 250 MiB", fmt.Sprintf("%.1f MiB", i.RSSMiB), true, i.RSSMiB <= 250)
+			// Issue 21's: one replica holds 100,000 sources and 25,000
+			// Deployments in 200 MiB, its start peaking at 250.
+			add("idle RSS (scale run)", "≤ 200 MiB", fmt.Sprintf("%.1f MiB", i.RSSMiB), true, i.RSSMiB <= 200)
+			add("peak RSS (scale run)", "≤ 250 MiB", fmt.Sprintf("%.1f MiB", i.PeakRSSMiB), true, i.PeakRSSMiB <= 250)
 		} else {
 			add("idle RSS", "≤ 50 MiB", fmt.Sprintf("%.1f MiB", i.RSSMiB), true, i.RSSMiB <= 50)
 		}

@@ -21,6 +21,7 @@ import (
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/sources"
 )
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
@@ -291,7 +292,7 @@ func (r *Reconciler) desired(ctx context.Context, b *v1alpha1.ValueBinding) (str
 			case err != nil:
 				return "", nil, nil, fmt.Errorf("reading %s %s from the cache: %w", kind, sel.Name, err)
 			default:
-				d = digestsOf(obj)
+				d = sources.Digests(obj)
 			}
 			found[src] = d
 		}

@@ -5,12 +5,10 @@ import (
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
-	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/sources"
 )
 
@@ -28,28 +26,6 @@ var deletionPredicate = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 	},
-}
-
-// digestsOf returns the per-key digests of a source read from nudge's source
-// cache (see sources.DigestSource: a ConfigMap's binaryData is merged
-// into its data there).
-func digestsOf(src any) fingerprint.Digests {
-	switch o := src.(type) {
-	case *corev1.ConfigMap:
-		d := make(fingerprint.Digests, len(o.Data)+len(o.BinaryData))
-		maps.Copy(d, o.Data)
-		for k, v := range o.BinaryData {
-			d[k] = string(v)
-		}
-		return d
-	case *corev1.Secret:
-		d := make(fingerprint.Digests, len(o.Data))
-		for k, v := range o.Data {
-			d[k] = string(v)
-		}
-		return d
-	}
-	return nil
 }
 
 // lastApplied is kubectl's copy of a whole manifest; nudge never reads it.

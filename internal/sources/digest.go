@@ -1,8 +1,13 @@
 package sources
 
 import (
-	"bytes"
+	"crypto/sha256"
+	"encoding/binary"
 	"maps"
+	"reflect"
+	"slices"
+	"strings"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,11 +20,13 @@ import (
 	"nudge.dev/nudge/internal/refs"
 )
 
-// digestedMark is written to the selfLink of a cached source once its values
-// are replaced by digests, so the transform is idempotent. selfLink is
-// deprecated precisely because the API server no longer sets it, which makes
-// it a field no real object carries.
-const digestedMark = "nudge:digested"
+// digestedMark begins the selfLink of a cached source once its values are
+// replaced by digests, so the transform is idempotent; the digests follow it
+// (see packDigests). selfLink is deprecated precisely because the API server
+// no longer sets it, which makes it a field no real object carries, and a
+// string costs far less than the map of data it stands for (a map of 4 keys
+// takes about 500 bytes with its keys and digests, the string about 160).
+const digestedMark = "nudge:digested:"
 
 // DigestSource returns the cache transform for ConfigMaps and Secrets: it
 // replaces every value (data and binaryData) with its SHA-256 (see
@@ -27,51 +34,104 @@ const digestedMark = "nudge:digested"
 // the metadata only what nudge reads: name, namespace, resourceVersion, the
 // annotations named in keep (the ignore and match marks,
 // dialect.Parser.SourceAnnotations), and the labels only when keepLabels
-// (for --resource-label-selector). Other objects pass through unchanged. It
-// is idempotent.
+// (for --resource-label-selector). The digests are packed into the
+// selfLink, after digestedMark, and data and binaryData are left empty: read
+// them with Digests, compare them with ContentChanged. Other objects pass
+// through unchanged. It is idempotent.
 func DigestSource(keepLabels bool, keep []string) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		switch o := obj.(type) {
 		case *corev1.ConfigMap:
-			//lint:ignore SA1019 see digestedMark
-			if o.SelfLink == digestedMark {
+			if _, ok := packedOf(o.ObjectMeta); ok {
 				return o, nil
 			}
-			// In place: the decoded map is the one kept, no second one.
-			d := o.Data
-			for k, v := range d {
-				d[k] = fingerprint.SumString(v)
-			}
-			if d == nil && len(o.BinaryData) > 0 {
-				d = make(map[string]string, len(o.BinaryData))
-			}
-			for k, v := range o.BinaryData {
-				d[k] = fingerprint.Sum(v)
-			}
-			*o = corev1.ConfigMap{ObjectMeta: sourceMeta(o.ObjectMeta, keepLabels, keep), Data: d}
+			meta := sourceMeta(o.ObjectMeta, keepLabels, keep)
+			//lint:ignore SA1019 see digestedMark
+			meta.SelfLink = digestedMark + packDigests(configMapDigests(o))
+			*o = corev1.ConfigMap{ObjectMeta: meta}
 		case *corev1.Secret:
-			//lint:ignore SA1019 see digestedMark
-			if o.SelfLink == digestedMark {
+			if _, ok := packedOf(o.ObjectMeta); ok {
 				return o, nil
 			}
-			for k, v := range o.Data {
-				o.Data[k] = []byte(fingerprint.Sum(v))
-			}
-			*o = corev1.Secret{ObjectMeta: sourceMeta(o.ObjectMeta, keepLabels, keep), Data: o.Data}
+			meta := sourceMeta(o.ObjectMeta, keepLabels, keep)
+			//lint:ignore SA1019 see digestedMark
+			meta.SelfLink = digestedMark + packDigests(secretDigests(o))
+			*o = corev1.Secret{ObjectMeta: meta}
 		}
 		return obj, nil
 	}
 }
 
-// sourceMeta keeps what nudge reads of a source's metadata, marked digested.
+// configMapDigests returns the digests of a ConfigMap's values, data and
+// binaryData in one map (the API server refuses a key in both).
+func configMapDigests(o *corev1.ConfigMap) fingerprint.Digests {
+	d := make(fingerprint.Digests, len(o.Data)+len(o.BinaryData))
+	for k, v := range o.Data {
+		d[k] = fingerprint.SumString(v)
+	}
+	for k, v := range o.BinaryData {
+		d[k] = fingerprint.Sum(v)
+	}
+	return d
+}
+
+// secretDigests returns the digests of a Secret's values.
+func secretDigests(o *corev1.Secret) fingerprint.Digests {
+	d := make(fingerprint.Digests, len(o.Data))
+	for k, v := range o.Data {
+		d[k] = fingerprint.Sum(v)
+	}
+	return d
+}
+
+// packDigests returns d as one string: for each key in sorted order, its
+// length as a uvarint, the key and its digest (sha256.Size bytes). Equal
+// digests give equal strings.
+func packDigests(d fingerprint.Digests) string {
+	n := 0
+	for k := range d {
+		n += binary.MaxVarintLen64 + len(k) + sha256.Size
+	}
+	buf := make([]byte, 0, n)
+	for _, k := range slices.Sorted(maps.Keys(d)) {
+		buf = binary.AppendUvarint(buf, uint64(len(k)))
+		buf = append(buf, k...)
+		buf = append(buf, d[k]...)
+	}
+	return string(buf)
+}
+
+// unpackDigests reads the digests packDigests wrote; it returns nil when p is
+// malformed (packDigests never writes such a string).
+func unpackDigests(p string) fingerprint.Digests {
+	d := fingerprint.Digests{}
+	for p != "" {
+		n, w := binary.Uvarint([]byte(p[:min(len(p), binary.MaxVarintLen64)]))
+		if w <= 0 || n > uint64(len(p)-w) || uint64(len(p)-w)-n < sha256.Size {
+			return nil
+		}
+		k := p[w : w+int(n)]
+		d[k] = p[w+int(n) : w+int(n)+sha256.Size]
+		p = p[w+int(n)+sha256.Size:]
+	}
+	return d
+}
+
+// packedOf returns the packed digests of a source's metadata, ok false when
+// the source is not digested.
+func packedOf(m metav1.ObjectMeta) (packed string, ok bool) {
+	//lint:ignore SA1019 see digestedMark
+	return strings.CutPrefix(m.SelfLink, digestedMark)
+}
+
+// sourceMeta keeps what nudge reads of a source's metadata, with one copy of
+// each namespace's name for every object in it.
 func sourceMeta(m metav1.ObjectMeta, keepLabels bool, keep []string) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{Name: m.Name, Namespace: m.Namespace, ResourceVersion: m.ResourceVersion,
+	out := metav1.ObjectMeta{Name: m.Name, Namespace: unique.Make(m.Namespace).Value(), ResourceVersion: m.ResourceVersion,
 		DeletionTimestamp: m.DeletionTimestamp}
 	if keepLabels {
 		out.Labels = m.Labels
 	}
-	//lint:ignore SA1019 see digestedMark
-	out.SelfLink = digestedMark
 	for _, k := range keep {
 		if v, ok := m.Annotations[k]; ok {
 			if out.Annotations == nil {
@@ -83,20 +143,41 @@ func sourceMeta(m metav1.ObjectMeta, keepLabels bool, keep []string) metav1.Obje
 	return out
 }
 
-// Digests returns the per-key digests of a source read from the cache, or
-// nil for any other object.
+// Digests returns the per-key digests of a ConfigMap or Secret: those
+// DigestSource packed when it is digested (read from the cache), else those
+// of its values. It returns nil for any other object.
 func Digests(obj client.Object) fingerprint.Digests {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
-		return fingerprint.Digests(o.Data)
-	case *corev1.Secret:
-		d := make(fingerprint.Digests, len(o.Data))
-		for k, v := range o.Data {
-			d[k] = string(v)
+		if p, ok := packedOf(o.ObjectMeta); ok {
+			return unpackDigests(p)
 		}
-		return d
+		return configMapDigests(o)
+	case *corev1.Secret:
+		if p, ok := packedOf(o.ObjectMeta); ok {
+			return unpackDigests(p)
+		}
+		return secretDigests(o)
 	}
 	return nil
+}
+
+// content returns the packed digests of a ConfigMap or Secret, digested or
+// not, ok false for any other object.
+func content(obj client.Object) (packed string, ok bool) {
+	switch o := obj.(type) {
+	case *corev1.ConfigMap:
+		if p, ok := packedOf(o.ObjectMeta); ok {
+			return p, true
+		}
+	case *corev1.Secret:
+		if p, ok := packedOf(o.ObjectMeta); ok {
+			return p, true
+		}
+	default:
+		return "", false
+	}
+	return packDigests(Digests(obj)), true
 }
 
 // Changed passes creates, deletes and those updates of a source that
@@ -126,15 +207,12 @@ func Changed(d dialect.Parser) predicate.Funcs {
 // and annotations do not count. Objects of other or mismatched types count
 // as changed.
 func ContentChanged(old, new client.Object) bool {
-	switch o := old.(type) {
-	case *corev1.ConfigMap:
-		n, ok := new.(*corev1.ConfigMap)
-		return !ok || !maps.Equal(o.Data, n.Data) || !maps.EqualFunc(o.BinaryData, n.BinaryData, bytes.Equal)
-	case *corev1.Secret:
-		n, ok := new.(*corev1.Secret)
-		return !ok || !maps.EqualFunc(o.Data, n.Data, bytes.Equal)
+	o, ok := content(old)
+	if !ok || reflect.TypeOf(old) != reflect.TypeOf(new) {
+		return true
 	}
-	return true
+	n, _ := content(new)
+	return o != n
 }
 
 // ContentDigest returns "<key-id>.<digest>", the keyed digest

@@ -2,6 +2,7 @@ package trim
 
 import (
 	"maps"
+	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
@@ -61,7 +62,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 
 // Workload is the cache transform for workloads. It keeps what the
 // reconciler and the source index read: the metadata nudge reads (name,
-// namespace, resourceVersion, generation, annotations but kubectl's
+// namespace, a copy of its name shared by every object in it,
+// resourceVersion, generation, annotations but kubectl's
 // last-applied-configuration, of the labels only nudge's seal, and of the
 // managedFields only a written-back state's owner, see ownership.WrittenBackBy), a
 // Deployment's paused flag, and of the pod template its annotations and what
@@ -79,6 +81,7 @@ func Workload(obj any) (any, error) {
 		return sources.TrimPodStatus(obj)
 	}
 	if o, ok := obj.(client.Object); ok {
+		o.SetNamespace(unique.Make(o.GetNamespace()).Value())
 		ownership.TrimManagedFields(o)
 		o.SetOwnerReferences(nil)
 		if a := o.GetAnnotations(); a[lastApplied] != "" {
