@@ -24,8 +24,7 @@ import (
 // counted.
 type cacheObjects struct {
 	desc *prometheus.Desc
-	mu   sync.Mutex
-	sets map[*informers]bool
+	sets running[*informers]
 }
 
 // informers are the informers of one nudge's cache, each with its count.
@@ -49,20 +48,12 @@ func registerCacheObjects(ctx context.Context, reg prometheus.Registerer, scheme
 	c, err := nudgemetrics.Register(reg, &cacheObjects{
 		desc: prometheus.NewDesc("nudge_cache_objects",
 			"Objects in nudge's informer caches, by resource (plural.group).", []string{"resource"}, nil),
-		sets: map[*informers]bool{},
 	})
 	if err != nil {
 		return nil, err
 	}
 	s := &informers{scheme: scheme}
-	c.mu.Lock()
-	c.sets[s] = true
-	c.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		c.mu.Lock()
-		delete(c.sets, s)
-		c.mu.Unlock()
-	})
+	c.sets.add(ctx, s)
 	return s, nil
 }
 
@@ -100,8 +91,7 @@ func (c *cacheObjects) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 // running informer caches.
 func (c *cacheObjects) Collect(ch chan<- prometheus.Metric) {
 	byResource := map[string]int64{}
-	c.mu.Lock()
-	for s := range c.sets {
+	c.sets.each(func(s *informers) {
 		s.mu.Lock()
 		for _, count := range s.counts {
 			if !count.informer.IsStopped() {
@@ -109,8 +99,7 @@ func (c *cacheObjects) Collect(ch chan<- prometheus.Metric) {
 			}
 		}
 		s.mu.Unlock()
-	}
-	c.mu.Unlock()
+	})
 	for resource, n := range byResource {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), resource)
 	}

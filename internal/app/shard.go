@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -51,8 +50,7 @@ func sharded(s shard.Shard, scheme *runtime.Scheme, newInformer newInformerFunc)
 // ShardedListAndWatch feature gate).
 type shardInfo struct {
 	desc   *prometheus.Desc
-	mu     sync.Mutex
-	shards map[*shardEntry]bool
+	shards running[*shardEntry]
 }
 
 type shardEntry struct {
@@ -63,11 +61,9 @@ type shardEntry struct {
 func (c *shardInfo) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
 func (c *shardInfo) Collect(ch chan<- prometheus.Metric) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for e := range c.shards {
+	c.shards.each(func(e *shardEntry) {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, e.shard.Name, e.shard.Start, e.shard.End, strconv.FormatBool(e.serverSide))
-	}
+	})
 }
 
 // announceShard logs s and serves it in nudge_shard_info (registered with
@@ -98,18 +94,10 @@ func announceShard(ctx context.Context, reg prometheus.Registerer, c client.Read
 		desc: prometheus.NewDesc("nudge_shard_info",
 			"1 for a nudge started with --shard: its range of namespace hashes [start, end) and whether the API server filters by it (server_side).",
 			[]string{"shard", "start", "end", "server_side"}, nil),
-		shards: map[*shardEntry]bool{},
 	})
 	if err != nil {
 		return err
 	}
-	info.mu.Lock()
-	info.shards[e] = true
-	info.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		info.mu.Lock()
-		delete(info.shards, e)
-		info.mu.Unlock()
-	})
+	info.shards.add(ctx, e)
 	return nil
 }
