@@ -25,7 +25,6 @@ import (
 
 	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/explain"
-	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
@@ -347,9 +346,6 @@ func newFixture(t *testing.T) *fixture {
 	g.Expect(err).NotTo(HaveOccurred())
 	var cm corev1.ConfigMap
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &cm)).To(Succeed())
-	for k, v := range cm.Data {
-		cm.Data[k] = fingerprint.SumString(v) // as nudge's cache holds it
-	}
 	src := refs.Source{Kind: refs.ConfigMap, Namespace: ns, Name: "app"}
 	halt := src.String() + "=" + sources.ContentDigest(key, src, &cm) + " Deployment/" + ns + "/canary"
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+fleet.HaltedAnnotation+`":"`+halt+`"}}}`))

@@ -92,7 +92,11 @@ type Input struct {
 	// change, rolled on first sight, and when Applied holds it read the
 	// same way (same shape) even with the same digest (a first sight that
 	// read the new content recorded it as the old). One that enters the
-	// references or is read another way is baselined, as any.
+	// references or is read another way is baselined, as any. Young counts
+	// only while LastRollout is zero: a workload some nudge has rolled got
+	// pods with the content of that rollout, and its applied state says so
+	// (a namespace handed from one shard to another after its change was
+	// rolled is not rolled again).
 	Young []refs.Source
 	// LastRollout is when nudge last rolled the workload; zero if never.
 	LastRollout time.Time
@@ -238,7 +242,7 @@ func decide(in Input) Decision {
 	var changed []refs.Source
 	for src, d := range in.Desired.Entries {
 		a, ok := applied.Entries[src]
-		young := slices.Contains(in.Young, src) && (first || (ok && a.Shape == d.Shape))
+		young := in.LastRollout.IsZero() && slices.Contains(in.Young, src) && (first || (ok && a.Shape == d.Shape))
 		if young || (!first && ok && a.Shape == d.Shape && a.Digest != d.Digest) {
 			changed = append(changed, src)
 		}

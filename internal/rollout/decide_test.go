@@ -103,18 +103,22 @@ func TestDecide(t *testing.T) {
 			wantChanged: []refs.Source{cm, secret},
 			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
 		},
-		"a young source inside the window waits": {
+		"a young source of a workload rolled since is no change on first sight": {
+			in:        rollout.Input{Applied: applied("other", base), Sealed: true, Desired: state("k", base), Young: []refs.Source{cm}, LastRollout: t0, Now: t0.Add(time.Minute)},
+			want:      rollout.Baseline,
+			wantFirst: true,
+			wantWrite: base,
+		},
+		"a young source waits for a rollout slot": {
 			in: rollout.Input{
-				Applied:     applied("k", base),
-				Desired:     state("k", base),
-				Young:       []refs.Source{cm},
-				LastRollout: t0,
-				Now:         t0.Add(time.Second),
-				Window:      5 * time.Second,
+				Applied: applied("k", base),
+				Sealed:  true,
+				Desired: state("k", base),
+				Young:   []refs.Source{cm},
+				Waves:   true,
 			},
-			want:        rollout.Wait,
+			want:        rollout.Pending,
 			wantChanged: []refs.Source{cm},
-			wantAfter:   4 * time.Second,
 		},
 		"a young source read another way is baselined without a rollout": {
 			in:        rollout.Input{Applied: applied("k", base), Desired: state("k", entries{cm: {Shape: "k2", Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}}), Young: []refs.Source{cm}},
