@@ -3,8 +3,10 @@ package testbed
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -78,19 +80,50 @@ func (p *Plane) startOnFreePorts(ctx context.Context, n int, start func(ports []
 }
 
 // FreePorts returns n distinct TCP ports that were free on 127.0.0.1 a moment
-// ago. Another process may take one before the caller binds it.
+// ago. They are drawn from below the kernel's ephemeral range
+// (/proc/sys/net/ipv4/ip_local_port_range; 32768 when unreadable), which
+// the outgoing connections of every test take their local ports from: a
+// port from the ephemeral range (":0") can be taken by a client connection
+// between the moment it is found free and the moment it is bound. Another
+// process may still bind one first; the starts retry (portAttempts).
 func FreePorts(n int) ([]int, error) {
+	low := ephemeralLow()
 	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for attempt := 0; len(ports) < n; attempt++ {
+		if attempt == 1000 {
+			return nil, fmt.Errorf("finding %d free ports below %d: only %d after 1,000 tries", n, low, len(ports))
+		}
+		port := minPort + rand.IntN(low-minPort)
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
 		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
+			continue
 		}
 		// Held open until every port is chosen, so that the n differ.
 		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+		ports = append(ports, port)
 	}
 	return ports, nil
+}
+
+// minPort is the lowest port FreePorts hands out: above the well-known and
+// most registered services' ports.
+const minPort = 10000
+
+// ephemeralLow returns the first port of the kernel's ephemeral range.
+func ephemeralLow() int {
+	data, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	f := strings.Fields(string(data))
+	if len(f) == 0 {
+		return 32768
+	}
+	low, err := strconv.Atoi(f[0])
+	if err != nil || low <= minPort+1000 {
+		return 32768
+	}
+	return low
 }
 
 func logContains(path, s string) bool {
