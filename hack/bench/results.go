@@ -154,8 +154,8 @@ type Phase struct {
 	Rollouts   int       `json:"rollouts"`
 	Requests   Counts    `json:"requests"`
 	// WritesPerRollout and EventsPerRollout are the workload writes
-	// (patch, update of workloadResources) and Event writes (create, patch) per rollout; 0
-	// without rollouts.
+	// (patch, update of workloadResources) and Event writes (create,
+	// patch) per rollout; 0 without rollouts.
 	WritesPerRollout float64 `json:"writes_per_rollout"`
 	EventsPerRollout float64 `json:"events_per_rollout"`
 	// TerminatedWatchers are the watches kube-apiserver closed because their
