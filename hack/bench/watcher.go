@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -13,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -102,19 +100,7 @@ func (w *Watcher) WatchKind(ctx context.Context, dyn dynamic.Interface, gvr sche
 		}
 		w.record(n.GetNamespace()+"/"+n.GetName(), rolled, n.GetAnnotations())
 	}
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, nil)
-	inf := factory.ForResource(gvr).Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { observe(nil, obj) },
-		UpdateFunc: observe,
-	}); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("the watch of %s did not sync", gvr.Resource)
-	}
-	return nil
+	return watchNamespace(ctx, dyn, gvr, namespace, observe)
 }
 
 // record notes, now, a rollout of key when rolled, and its first sight with
