@@ -7,6 +7,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -125,7 +126,12 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 		return nil, err
 	}
 	if cfg.Has("bindings") {
-		if err := installBindingCRDs(ctx, b.dyn); err != nil {
+		if err := installCRDs(ctx, b.dyn, bindingCRDs, harborGVR, bindingGVR); err != nil {
+			return nil, err
+		}
+	}
+	if cfg.Has("kinds") && slices.Contains(cfg.Kinds, rolloutKind) {
+		if err := installCRDs(ctx, b.dyn, []string{rolloutCRDPath}, rolloutGVR); err != nil {
 			return nil, err
 		}
 	}
@@ -141,6 +147,7 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 		"latency": b.latency, "fanout": b.fanout, "burst": b.burst,
 		"noop": b.noop, "coalesce": b.coalesce, "downtime": b.downtime,
 		"bindings": b.bindings, "floor": b.versus, "churn": b.churn,
+		"large": b.large, "kinds": b.kinds,
 		"steady": func(ctx context.Context) (err error) {
 			b.res.Steady, err = b.steady(ctx, false)
 			return err
@@ -315,7 +322,11 @@ func (b *bench) endPhase() error {
 	}
 	p.Rollouts = len(b.rollouts(p.From, p.To))
 	if p.Rollouts > 0 {
-		p.WritesPerRollout = round(float64(p.Requests.Of("deployments", "patch", "update"))/float64(p.Rollouts), 2)
+		writes := 0
+		for _, what := range workloadResources {
+			writes += p.Requests.Of(what, "patch", "update")
+		}
+		p.WritesPerRollout = round(float64(writes)/float64(p.Rollouts), 2)
 		p.EventsPerRollout = round(float64(p.Requests.Of("events", "create", "patch"))/float64(p.Rollouts), 2)
 	}
 	b.res.Phases = append(b.res.Phases[:0], b.phases...)

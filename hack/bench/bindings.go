@@ -64,14 +64,15 @@ type BindingsResult struct {
 	FanOutStatusSeconds *float64 `json:"fanout_status_seconds,omitempty"`
 }
 
-// installBindingCRDs creates the scenario's CRDs and waits until the API
-// server serves their kinds.
-func installBindingCRDs(ctx context.Context, dyn dynamic.Interface) error {
+// installCRDs creates the CRDs in the files of paths (relative to the
+// repository's root) and waits up to 30 s until the API server serves each
+// resource of gvrs.
+func installCRDs(ctx context.Context, dyn dynamic.Interface, paths []string, gvrs ...schema.GroupVersionResource) error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
 	}
-	for _, path := range bindingCRDs {
+	for _, path := range paths {
 		data, err := os.ReadFile(filepath.Join(root, path))
 		if err != nil {
 			return err
@@ -84,7 +85,7 @@ func installBindingCRDs(ctx context.Context, dyn dynamic.Interface) error {
 			return fmt.Errorf("creating CRD %s: %w", crd.GetName(), err)
 		}
 	}
-	for _, gvr := range []schema.GroupVersionResource{harborGVR, bindingGVR} {
+	for _, gvr := range gvrs {
 		if err := poll(ctx, 30*time.Second, func() error {
 			_, err := dyn.Resource(gvr).Namespace("default").List(ctx, metav1.ListOptions{Limit: 1})
 			return err

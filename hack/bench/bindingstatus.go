@@ -32,7 +32,7 @@ type statusWatcher struct {
 // namespace and returns once its cache has synced.
 func startStatusWatcher(ctx context.Context, dyn dynamic.Interface) (*statusWatcher, error) {
 	w := &statusWatcher{seen: map[string]statusAt{}, changed: make(chan struct{})}
-	if err := watchScenario(ctx, dyn, bindingGVR, w.observe); err != nil {
+	if err := watchNamespace(ctx, dyn, bindingGVR, bindingNamespace, func(_, obj any) { w.observe(obj) }); err != nil {
 		return nil, err
 	}
 	return w, nil

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -33,21 +32,21 @@ type targetWatcher struct {
 // namespace and returns once its cache has synced.
 func startTargetWatcher(ctx context.Context, dyn dynamic.Interface) (*targetWatcher, error) {
 	w := &targetWatcher{seen: map[string]valueAt{}, changed: make(chan struct{})}
-	if err := watchScenario(ctx, dyn, harborGVR, w.observe); err != nil {
+	if err := watchNamespace(ctx, dyn, harborGVR, bindingNamespace, func(_, obj any) { w.observe(obj) }); err != nil {
 		return nil, err
 	}
 	return w, nil
 }
 
-// watchScenario starts an informer of gvr in the scenario's namespace that
-// calls observe with each object added or updated, and returns once its
-// cache has synced.
-func watchScenario(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, observe func(any)) error {
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, bindingNamespace, func(*metav1.ListOptions) {})
+// watchNamespace starts an informer of gvr in namespace that calls observe
+// with each object updated (and with nil and each object added), and
+// returns once its cache has synced.
+func watchNamespace(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, namespace string, observe func(oldObj, newObj any)) error {
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, nil)
 	inf := factory.ForResource(gvr).Informer()
 	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    observe,
-		UpdateFunc: func(_, obj any) { observe(obj) },
+		AddFunc:    func(obj any) { observe(nil, obj) },
+		UpdateFunc: observe,
 	}); err != nil {
 		return err
 	}

@@ -39,6 +39,11 @@ type Config struct {
 	ChurnLife     time.Duration // ... each deleted this long after its creation; ...
 	ChurnChange   time.Duration // ... their shared ConfigMap changed this often
 
+	LargeSources int      // Secrets, and as many ConfigMaps, of the large scenario ...
+	LargeBytes   int      // ... of this many bytes of data each, in Keys keys, ...
+	LargeChanges int      // ... each changed this many times
+	Kinds        []string // workload kinds of the kinds scenario (see allKinds)
+
 	BindingLatency int // sequential Secret changes, each bound into one Harbor
 	BindingFanOut  int // Harbors bound to the one shared Secret
 
@@ -83,7 +88,7 @@ type Config struct {
 
 // allScenarios lists every scenario in the order they run. "sync" and
 // "idle" always run: every other scenario needs a synced controller.
-var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings", "steady", "churn", "restart", "floor"}
+var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings", "steady", "churn", "restart", "large", "kinds", "floor"}
 
 // defaultControllerCmd runs bin/nudge as it ships, apart from the addresses
 // of its servers (free ports, so that runs never collide), with value
@@ -121,6 +126,10 @@ func parseConfig(args []string) (Config, error) {
 	fs.DurationVar(&c.ChurnEvery, "churn-every", 250*time.Millisecond, "time between the churn scenario's Deployment creations")
 	fs.DurationVar(&c.ChurnLife, "churn-life", 2500*time.Millisecond, "how long each churned Deployment lives")
 	fs.DurationVar(&c.ChurnChange, "churn-change", 2*time.Second, "time between changes of the churned Deployments' shared ConfigMap")
+	fs.IntVar(&c.LargeSources, "large-sources", 20, "Secrets, and as many ConfigMaps, of the large scenario, each used by one Deployment")
+	fs.IntVar(&c.LargeBytes, "large-bytes", 900<<10, "bytes of data in each source of the large scenario, in -keys keys (the API server takes at most 1 MiB)")
+	fs.IntVar(&c.LargeChanges, "large-changes", 3, "changes of each source of the large scenario, made one after another")
+	kinds := fs.String("kinds", strings.Join(allKinds, ","), "comma-separated workload kinds of the kinds scenario: "+strings.Join(allKinds, ", ")+" (Rollout installs Argo Rollouts' CRD before the controller starts)")
 	fs.IntVar(&c.BindingLatency, "binding-latency", 100, "sequential Secret changes in the bindings scenario, each bound into one Harbor")
 	fs.IntVar(&c.BindingFanOut, "binding-fanout", 1000, "Harbors bound to one shared Secret in the bindings scenario (0: no fan-out)")
 	fs.StringVar(&c.FloorCmd, "floor-cmd", defaultFloorCmd, "command line of the floor controller in the floor scenario, as -controller-cmd")
@@ -156,6 +165,7 @@ func parseConfig(args []string) (Config, error) {
 		return c, fmt.Errorf("unexpected arguments %q", fs.Args())
 	}
 	c.Scenarios = splitList(*scenarios)
+	c.Kinds = splitList(*kinds)
 	if c.ScaleRun {
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
@@ -210,6 +220,17 @@ func (c *Config) validate() error {
 	}
 	if c.Has("churn") && (c.ChurnEvery <= 0 || c.ChurnChange <= 0 || c.ChurnLife <= 0 || c.ChurnFor < c.ChurnChange) {
 		errs = append(errs, errors.New("the churn scenario needs positive -churn-every, -churn-life and -churn-change, and -churn-for of at least -churn-change"))
+	}
+	if c.Has("large") && (c.LargeSources < 1 || c.LargeChanges < 1 || c.LargeBytes < c.Keys*16 || c.LargeBytes > 1<<20) {
+		errs = append(errs, errors.New("the large scenario needs -large-sources and -large-changes of at least 1, and -large-bytes of 16 per key up to 1 MiB"))
+	}
+	for _, k := range c.Kinds {
+		if !slices.Contains(allKinds, k) {
+			errs = append(errs, fmt.Errorf("unknown kind %q (known: %s)", k, strings.Join(allKinds, ", ")))
+		}
+	}
+	if c.Has("kinds") && len(c.Kinds) == 0 {
+		errs = append(errs, errors.New("the kinds scenario needs at least one kind in -kinds"))
 	}
 	if c.Has("bindings") && c.BindingLatency < 1 {
 		errs = append(errs, errors.New("the bindings scenario needs -binding-latency of at least 1"))

@@ -96,6 +96,22 @@ func figures(res *Results) []figure {
 		add("churn", "controller CPU / API requests per update", &c.Load, "%.2f ms / %.3f", c.CPUPerUpdate, c.RequestsPerUpdate)
 	}
 	steady("restart", res.Restart)
+	if l := res.Large; l != nil {
+		add("large", l.String()+": change → rollout p50 / p99 / max", &l.Load, "%.1f / %.1f / %.1f ms", l.Latency.P50, l.Latency.P99, l.Latency.Max)
+		add("large", "changes: missed / doubled", &l.Load, "%d: %d / %d", l.Changes, l.Missed, l.Doubled)
+		add("large", "controller CPU / API requests per update", &l.Load, "%.2f ms / %.3f", l.CPUPerUpdate, l.RequestsPerUpdate)
+		add("large", "controller RSS before / after (peak since start)", &l.Load, "%.1f / %.1f (%.1f) MiB", l.RSSBeforeMiB, l.RSSAfterMiB, l.PeakRSSMiB)
+	}
+	if k := res.Kinds; k != nil {
+		for _, r := range k.Kinds {
+			lat := "—"
+			if r.LatencyMS != nil {
+				lat = fmt.Sprintf("%.1f ms", *r.LatencyMS)
+			}
+			add("kinds", r.Kind+": rollouts from one change (expected) / change → first rollout", &k.Load, "%d (%d) / %s", r.Rollouts, r.Expected, lat)
+		}
+		add("kinds", "controller CPU / API requests per update", &k.Load, "%.2f ms / %.3f", k.CPUPerUpdate, k.RequestsPerUpdate)
+	}
 	if p := res.Process; p != nil {
 		add("end", "RSS / peak RSS / CPU of the first process at its end", nil, "%.1f / %.1f MiB / %.2f s", p.RSSMiB, p.PeakRSSMiB, p.CPUSeconds)
 	}

@@ -28,6 +28,8 @@ type Results struct {
 	Steady   *SteadyResult   `json:"steady,omitempty"`
 	Churn    *ChurnResult    `json:"churn,omitempty"`
 	Restart  *SteadyResult   `json:"restart,omitempty"` // the steady stream with a kill -9 and restart halfway
+	Large    *LargeResult    `json:"large,omitempty"`
+	Kinds    *KindsResult    `json:"kinds,omitempty"`
 	Process  *ProcessResult  `json:"process,omitempty"`
 	Shards   *ShardsResult   `json:"shards,omitempty"`
 
@@ -151,9 +153,9 @@ type Phase struct {
 	CPUSeconds float64   `json:"cpu_seconds"` // the controller's, during the phase
 	Rollouts   int       `json:"rollouts"`
 	Requests   Counts    `json:"requests"`
-	// WritesPerRollout and EventsPerRollout are the Deployment writes
-	// (patch, update) and Event writes (create, patch) per rollout; 0
-	// without rollouts.
+	// WritesPerRollout and EventsPerRollout are the workload writes
+	// (patch, update of workloadResources) and Event writes (create,
+	// patch) per rollout; 0 without rollouts.
 	WritesPerRollout float64 `json:"writes_per_rollout"`
 	EventsPerRollout float64 `json:"events_per_rollout"`
 	// TerminatedWatchers are the watches kube-apiserver closed because their

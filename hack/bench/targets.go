@@ -3,11 +3,12 @@ package main
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // steadyPhases are the phases after the controller's start in which it must
 // not LIST: every lookup is a cache read. (sync and downtime hold starts.)
-var steadyPhases = []string{"idle", "latency", "fanout", "burst", "noop", "coalesce", "binding-latency", "binding-fanout", "steady", "churn"}
+var steadyPhases = []string{"idle", "latency", "fanout", "burst", "noop", "coalesce", "binding-latency", "binding-fanout", "steady", "churn", "large", "kinds"}
 
 // rolloutPhases are the phases whose rollouts count for the writes per
 // rollout.
@@ -95,6 +96,16 @@ func targets(res *Results) []Target {
 	if c := res.Churn; c != nil {
 		add("churn: every Deployment alive at a change rolled, once", "0 missed / 0 doubled", fmt.Sprintf("%d / %d of %d", c.Missed, c.Doubled, c.Expected),
 			true, c.Missed == 0 && c.Doubled == 0)
+	}
+	if l := res.Large; l != nil {
+		add(fmt.Sprintf("large sources (%.0f KiB): missed / doubled", float64(l.Bytes)/1024), "0 / 0", fmt.Sprintf("%d / %d of %d", l.Missed, l.Doubled, l.Changes), true, l.Missed == 0 && l.Doubled == 0)
+	}
+	if k := res.Kinds; k != nil {
+		var got []string
+		for _, r := range k.Kinds {
+			got = append(got, fmt.Sprintf("%s %d", r.Kind, r.Rollouts))
+		}
+		add("every kind: one change, one rollout (a Job: none)", "as expected", strings.Join(got, ", "), true, k.kindsMet())
 	}
 	return ts
 }

@@ -9,12 +9,15 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
 )
 
-// Rollout is a change of one Deployment's pod template, seen by the
+// Rollout is a change of one Deployment's (or watched kind's) pod template, seen by the
 // benchmark's watch at At. No workload controller runs in apiserver mode, so
 // a pod-template change is the rollout a reloader causes; a Deployment's
 // generation is no measure, as it grows on metadata changes too.
@@ -68,15 +71,43 @@ func startWatcher(ctx context.Context, cs kubernetes.Interface, baselineAnnotati
 }
 
 func (w *Watcher) observe(oldObj, newObj any) {
-	now := time.Now()
 	n, ok := newObj.(*appsv1.Deployment)
 	if !ok {
 		return
 	}
-	key := n.Namespace + "/" + n.Name
 	o, _ := oldObj.(*appsv1.Deployment)
 	rolled := o != nil && !equality.Semantic.DeepEqual(o.Spec.Template, n.Spec.Template)
-	_, hasBaseline := n.Annotations[w.baselineAnnotation]
+	w.record(n.Namespace+"/"+n.Name, rolled, n.Annotations)
+}
+
+// WatchKind also watches the objects of gvr in namespace, through an
+// informer of dyn, and records a change of the pod template at the field
+// path template (spec.template; spec.jobTemplate.spec.template of a
+// CronJob) as a rollout, under the key namespace/name as a Deployment's: the
+// names of such objects must differ from the Deployments' of their
+// namespace. It returns once the informer's cache has synced.
+func (w *Watcher) WatchKind(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, namespace string, template []string) error {
+	observe := func(oldObj, newObj any) {
+		n, ok := newObj.(*unstructured.Unstructured)
+		if !ok {
+			return
+		}
+		rolled := false
+		if o, ok := oldObj.(*unstructured.Unstructured); ok {
+			ot, _, _ := unstructured.NestedFieldNoCopy(o.Object, template...)
+			nt, _, _ := unstructured.NestedFieldNoCopy(n.Object, template...)
+			rolled = !equality.Semantic.DeepEqual(ot, nt)
+		}
+		w.record(n.GetNamespace()+"/"+n.GetName(), rolled, n.GetAnnotations())
+	}
+	return watchNamespace(ctx, dyn, gvr, namespace, observe)
+}
+
+// record notes, now, a rollout of key when rolled, and its first sight with
+// the baseline annotation among annotations.
+func (w *Watcher) record(key string, rolled bool, annotations map[string]string) {
+	now := time.Now()
+	_, hasBaseline := annotations[w.baselineAnnotation]
 	hasBaseline = hasBaseline && w.baselineAnnotation != ""
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -146,6 +177,22 @@ func (w *Watcher) WaitRolled(ctx context.Context, keys []string, since time.Time
 func (w *Watcher) WaitBaselined(ctx context.Context, n int, timeout time.Duration) (int, time.Time) {
 	w.wait(ctx, timeout, func() bool { return len(w.baselined) >= n })
 	return w.Baselined()
+}
+
+// WaitKeysBaselined waits until every key carries the baseline annotation,
+// or timeout; it returns the keys that do not.
+func (w *Watcher) WaitKeysBaselined(ctx context.Context, keys []string, timeout time.Duration) []string {
+	var missing []string
+	w.wait(ctx, timeout, func() bool {
+		missing = missing[:0]
+		for _, k := range keys {
+			if _, ok := w.baselined[k]; !ok {
+				missing = append(missing, k)
+			}
+		}
+		return len(missing) == 0
+	})
+	return missing
 }
 
 // Baselined returns how many Deployments carry the baseline annotation and
