@@ -98,6 +98,8 @@ func newScheme(opts options.Options) (*runtime.Scheme, error) {
 // an error when start-up fails (no key, no cache sync) or the manager stops
 // with one.
 func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
+	endStart := widenStartHeadroom()
+	defer endStart()
 	scheme, err := newScheme(opts)
 	if err != nil {
 		return err
@@ -193,8 +195,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		ok := mgr.GetCache().WaitForCacheSync(ctx)
 		synced.Store(ok)
 		if ok {
-			releaseStartMemory(ctx, lull, time.Now())
+			releaseStartMemory(ctx, lull, time.Now(), endStart)
 		}
+		endStart()
 		return nil
 	})); err != nil {
 		return err
@@ -466,14 +469,17 @@ type everyReplica func(context.Context) error
 func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 func (everyReplica) NeedLeaderElection() bool          { return false }
 
-// releaseStartMemory returns to the operating system, once, the memory the
-// start allocated and freed (decoding the initial lists, the first-sight
-// baselines) that the Go runtime would otherwise keep: when no workload has
-// been written for 2 s since the caches synced at synced, or 2 minutes after
-// it at the latest. It costs one garbage collection; at the default scale of
-// `make bench` it lowers the idle RSS by about 2.5 MiB (docs/performance.md).
-func releaseStartMemory(ctx context.Context, lull *record.Lull, synced time.Time) {
+// releaseStartMemory ends the start (endStart: the garbage collector's
+// start-up headroom, see widenStartHeadroom) and returns to the operating
+// system, once, the memory the start allocated and freed (decoding the
+// initial lists, the first-sight baselines) that the Go runtime would
+// otherwise keep: when no workload has been written for 2 s since the
+// caches synced at synced, or 2 minutes after it at the latest. It costs one
+// garbage collection; at the default scale of `make bench` it lowers the
+// idle RSS by about 2.5 MiB (docs/performance.md).
+func releaseStartMemory(ctx context.Context, lull *record.Lull, synced time.Time, endStart func()) {
 	lull.WaitSince(ctx, synced, 2*time.Second, synced.Add(2*time.Minute))
+	endStart()
 	if ctx.Err() == nil {
 		debug.FreeOSMemory()
 	}

@@ -1,0 +1,107 @@
+package app
+
+import (
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"sync"
+)
+
+// startHeadroom is the least the heap may grow, in bytes, between two
+// garbage collections while nudge starts. At GOGC=20 (nudge's, see
+// cmd/nudge) a start that decodes the initial lists with a live heap of
+// 15 MiB collected every 3 MiB allocated: 93 collections, about a fifth of
+// its CPU, before its first reconcile (docs/performance.md, under steady
+// load). With 32 MiB it collects about ten times, and the peak memory of
+// the start grows by at most this much; a heap over 160 MiB, where GOGC=20
+// leaves more room than this, is collected as before.
+const startHeadroom = 32 << 20
+
+// minLiveHeap is the live heap startPercent assumes before the first
+// collection has measured it.
+const minLiveHeap = 1 << 20
+
+// startGC is the process's start-up setting of the garbage collector. It is
+// the process's, not one nudge's: tests run several nudges in one process,
+// and the setting holds while any of them starts.
+var startGC struct {
+	sync.Mutex
+	starting int  // nudges starting
+	base     int  // GC percent before the first of them started, restored after the last
+	armed    bool // a collection will call tuneStartGC
+}
+
+// widenStartHeadroom makes the garbage collector leave at least
+// startHeadroom bytes of growth after each collection, on top of the GC
+// percent in force (GOGC, nudge's 20 or $GOGC; nothing changes with GC
+// off), until restore is called: once the start's work is done. restore
+// may be called more than once.
+func widenStartHeadroom() (restore func()) {
+	startGC.Lock()
+	defer startGC.Unlock()
+	if startGC.starting == 0 {
+		startGC.base = debug.SetGCPercent(100)
+		debug.SetGCPercent(startGC.base)
+	}
+	startGC.starting++
+	if startGC.base >= 0 {
+		setStartPercent()
+		if !startGC.armed {
+			startGC.armed = true
+			armStartGC()
+		}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			startGC.Lock()
+			defer startGC.Unlock()
+			if startGC.starting--; startGC.starting == 0 {
+				debug.SetGCPercent(startGC.base)
+			}
+		})
+	}
+}
+
+// sentinel is an object no one keeps: its finalizer runs after each
+// garbage collection. It holds a pointer so that the allocator never packs
+// it with other small objects (whose finalizers would then run together).
+type sentinel struct{ _ *byte }
+
+// armStartGC makes the next garbage collection call tuneStartGC.
+func armStartGC() {
+	runtime.SetFinalizer(&sentinel{}, func(*sentinel) { tuneStartGC() })
+}
+
+// tuneStartGC sets the GC percent from the live heap the last collection
+// measured, and arms the next collection, while a nudge starts with GC on.
+func tuneStartGC() {
+	startGC.Lock()
+	defer startGC.Unlock()
+	if startGC.starting == 0 || startGC.base < 0 {
+		startGC.armed = false
+		return
+	}
+	setStartPercent()
+	armStartGC()
+}
+
+// setStartPercent sets the GC percent for the live heap now; startGC is held.
+func setStartPercent() {
+	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(live)
+	var bytes uint64
+	if live[0].Value.Kind() == metrics.KindUint64 {
+		bytes = live[0].Value.Uint64()
+	}
+	debug.SetGCPercent(startPercent(startGC.base, bytes, startHeadroom))
+}
+
+// startPercent returns the GC percent that lets a live heap of live bytes
+// grow by at least headroom bytes before the next collection, and never
+// less than base: max(base, ⌈100 × headroom / live⌉), live taken as at
+// least minLiveHeap.
+func startPercent(base int, live, headroom uint64) int {
+	live = max(live, minLiveHeap)
+	return max(base, int((100*headroom+live-1)/live))
+}
