@@ -17,9 +17,11 @@ import (
 // leaves more room than this, is collected as before.
 const startHeadroom = 32 << 20
 
-// minLiveHeap is the live heap startPercent assumes before the first
-// collection has measured it.
-const minLiveHeap = 1 << 20
+// minLiveHeap is the least live heap startPercent assumes: the runtime's
+// heap minimum, 4 MiB at GOGC=100, grows with the GC percent (at 3200 %,
+// 128 MiB), so a percent computed for a smaller heap would leave more than
+// the headroom before the first collections.
+const minLiveHeap = 4 << 20
 
 // startGC is the process's start-up setting of the garbage collector. It is
 // the process's, not one nudge's: tests run several nudges in one process,
@@ -100,7 +102,7 @@ func setStartPercent() {
 // startPercent returns the GC percent that lets a live heap of live bytes
 // grow by at least headroom bytes before the next collection, and never
 // less than base: max(base, ⌈100 × headroom / live⌉), live taken as at
-// least minLiveHeap.
+// least minLiveHeap (so at most 100 × headroom / 4 MiB).
 func startPercent(base int, live, headroom uint64) int {
 	live = max(live, minLiveHeap)
 	return max(base, int((100*headroom+live-1)/live))

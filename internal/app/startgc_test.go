@@ -14,8 +14,9 @@ func TestStartPercent(t *testing.T) {
 		want           int
 	}{
 		{"a small heap gets the headroom", 20, 16 * mib, 32 * mib, 200},
-		{"the percent rounds up", 20, 3 * mib, 32 * mib, 1067},
-		{"before the first collection the live heap counts as 1 MiB", 20, 0, 32 * mib, 3200},
+		{"the percent rounds up", 20, 12 * mib, 32 * mib, 267},
+		{"before the first collection the live heap counts as the runtime's 4 MiB minimum", 20, 0, 32 * mib, 800},
+		{"a heap below the minimum counts as the minimum", 20, 1 * mib, 32 * mib, 800},
 		{"a heap where the base leaves more room keeps the base", 20, 200 * mib, 32 * mib, 20},
 		{"at the crossing, the base", 20, 160 * mib, 32 * mib, 20},
 		{"a higher $GOGC is kept", 300, 16 * mib, 32 * mib, 300},
