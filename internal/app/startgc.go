@@ -12,10 +12,13 @@ import (
 // cmd/nudge) a start that decodes the initial lists with a live heap of
 // 15 MiB collected every 3 MiB allocated: 93 collections, about a fifth of
 // its CPU, before its first reconcile (docs/performance.md, under steady
-// load). With 32 MiB it collects about ten times, and the peak memory of
-// the start grows by at most this much; a heap over 160 MiB, where GOGC=20
-// leaves more room than this, is collected as before.
-const startHeadroom = 32 << 20
+// load). More headroom collects less often but leaves the objects the
+// caches keep spread over more of the heap, which the release at the end of
+// the start (releaseStartMemory) cannot return: at the default scale of
+// `make bench`, 8 MiB kept the idle RSS where it was (49.5 MiB), 16 MiB
+// raised it to 52.4 and 32 MiB to 57.5. A live heap over 40 MiB, where
+// GOGC=20 leaves more room than this, is collected as before.
+const startHeadroom = 8 << 20
 
 // minLiveHeap is the least live heap startPercent assumes: the runtime's
 // heap minimum, 4 MiB at GOGC=100, grows with the GC percent (at 3200 %,
@@ -102,7 +105,7 @@ func setStartPercent() {
 // startPercent returns the GC percent that lets a live heap of live bytes
 // grow by at least headroom bytes before the next collection, and never
 // less than base: max(base, ⌈100 × headroom / live⌉), live taken as at
-// least minLiveHeap (so at most 100 × headroom / 4 MiB).
+// least minLiveHeap (so at most 100 × headroom / 4 MiB: 200 %).
 func startPercent(base int, live, headroom uint64) int {
 	live = max(live, minLiveHeap)
 	return max(base, int((100*headroom+live-1)/live))
