@@ -35,8 +35,8 @@ import (
 // allocates little once synced, so the extra collections cost CPU mostly at
 // start, and the memory saved is most of the GC's headroom (measured with
 // `make bench` for GOGC 100, 50, 25 and 20: docs/performance.md). While it
-// starts, nudge leaves at least 8 MiB of growth between collections on top
-// of this (internal/app, startHeadroom). $GOGC still wins when set.
+// starts, nudge leaves at least 8 MiB of growth between collections where
+// this would leave less (internal/app, startHeadroom). $GOGC still wins when set.
 const gcPercent = 20
 
 // pluginName is the binary's name as a kubectl plugin: kubectl runs

@@ -37,9 +37,9 @@ var startGC struct {
 }
 
 // widenStartHeadroom makes the garbage collector leave at least
-// startHeadroom bytes of growth after each collection, on top of the GC
-// percent in force (GOGC, nudge's 20 or $GOGC; nothing changes with GC
-// off), until restore is called: once the start's work is done. restore
+// startHeadroom bytes of growth after each collection, or what the GC
+// percent in force (nudge's 20 or $GOGC) leaves when that is more; nothing
+// changes with GC off. It holds until restore is called: once the start's work is done. restore
 // may be called more than once.
 func widenStartHeadroom() (restore func()) {
 	startGC.Lock()
