@@ -15,6 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
+// maxChanges bounds the changes TestSecondWriterConflictsRollEachChangeOnce
+// makes while it waits for 3 conflicting writes.
+const maxChanges = 60
+
 // conflictRetried is what nudge logs (at debug level) when a write of its
 // was refused because the workload changed since nudge read it.
 const conflictRetried = "Retrying after a write conflict"
@@ -23,7 +27,7 @@ const conflictRetried = "Retrying after a write conflict"
 // read-modify-Update, as another controller would): nudge's writes, guarded
 // by the version they read, meet conflicts and are retried, and each change
 // of the source is rolled exactly once. Changes go on until nudge has
-// retried at least 3 conflicting writes.
+// retried at least 3 conflicting writes, at most maxChanges.
 func TestSecondWriterConflictsRollEachChangeOnce(t *testing.T) {
 	e := setup(t, plane, k8s)
 	n := 5
@@ -34,10 +38,17 @@ func TestSecondWriterConflictsRollEachChangeOnce(t *testing.T) {
 	w := startWriter(e, names, 20)
 	changes := 0
 	for changes < 3 || strings.Count(p.Output(), conflictRetried) < 3 {
-		if changes == 20 {
+		if changes == maxChanges {
 			t.Fatalf("nudge retried %d conflicting writes in %d changes (the writer made %d updates, %d of its own refused); want 3",
 				strings.Count(p.Output(), conflictRetried), changes, w.updates.Load(), w.conflicts.Load())
 		}
+		// Each change waits for the writer to have updated every
+		// Deployment about once since the last: nudge rolls a change in
+		// milliseconds, so back-to-back changes would leave the writer
+		// no time between them to conflict with.
+		since := w.updates.Load()
+		e.g.Eventually(w.updates.Load).WithTimeout(10*time.Second).Should(BeNumerically(">=", since+int64(n)),
+			"the writer to update the Deployments before change %d", changes+1)
 		changes++
 		e.updateConfigMap("shared", "v", strconv.Itoa(changes+1))
 		e.g.Eventually(e.rollouts.Counts).WithTimeout(fanOut).Should(HaveLen(n), "every Deployment rolled")
