@@ -25,6 +25,10 @@ func (r *Reconciler) workloadsIn(ctx context.Context, ns client.Object) []reconc
 // may reference it, reading only the cache's index.
 func (r *Reconciler) workloadsOf(ctx context.Context, obj client.Object) []reconcile.Request {
 	reqs := r.index.Workloads(ctx, obj)
+	if log := ctrl.LoggerFrom(ctx).V(2); log.Enabled() {
+		src, _ := sources.SourceOf(obj)
+		log.Info("A source changed", "kind", r.Kind.Name(), "source", src.String(), "resourceVersion", obj.GetResourceVersion(), "workloads", len(reqs))
+	}
 	now := r.now()
 	for _, req := range reqs {
 		r.changes.saw(req.NamespacedName, now)

@@ -203,6 +203,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if r.history.stale(req.NamespacedName, obj.GetResourceVersion()) {
 		// The cache has not seen nudge's last write yet; that write's event
 		// brings the workload back.
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see nudge's last write", "kind", r.Kind.Name(), "resourceVersion", obj.GetResourceVersion())
 		return ctrl.Result{}, nil
 	}
 
@@ -233,6 +234,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	r.warn(ctx, obj, causes)
 	r.Metrics.Decided(r.Kind.Name(), d.Action)
+	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "kind", r.Kind.Name(), "action", d.Action, "changed", refs.Names(d.Changed), "resourceVersion", obj.GetResourceVersion())
 	over := obj.GetResourceVersion()
 	// Reloader's annotations (or its --auto-reload-all, alone) select the
 	// workload: its rollout also writes Reloader's last-reloaded-from.

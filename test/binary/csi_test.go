@@ -26,7 +26,7 @@ func TestCSIInstalledAfterStart(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	p := start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+kubeconfig(t, ""), "--metrics-bind-address=0",
 		"--health-probe-bind-address=0", "--namespaces="+ns, "--enable-csi-integration", "--discovery-interval=1s",
-		"--rollout-window=0s")
+		"--rollout-window=0s", "--log-level=trace")
 	g.Eventually(p.Output).WithTimeout(30*time.Second).Should(ContainSubstring("Kind=SecretProviderClassPodStatus"),
 		"nudge waiting for SecretProviderClassPodStatus to be served")
 	g.Expect(p.Output()).NotTo(ContainSubstring("Watching Secrets Store CSI"), "not served yet")
