@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -122,7 +123,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}
 	warnAccepted(ctx, opts)
 
-	caches, err := registerCacheObjects(ctx, metrics.Registry, scheme)
+	reg := shardRegisterer(metrics.Registry, shardOf(opts))
+	caches, err := registerCacheObjects(ctx, reg, scheme)
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
@@ -202,23 +204,23 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	})); err != nil {
 		return err
 	}
-	recorder, err := newRecorder(ctx, cfg, scheme, opts, lull, metrics.Registry)
+	recorder, err := newRecorder(ctx, cfg, scheme, opts, lull, reg)
 	if err != nil {
 		return err
 	}
 	recorder.start(ctx)
-	m, err := nudgemetrics.New(metrics.Registry, opts.MetricsByNamespace)
+	m, err := nudgemetrics.New(reg, opts.MetricsByNamespace)
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
-	if err := registerBuildInfo(metrics.Registry); err != nil {
+	if err := registerBuildInfo(reg); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	b := Behaviour(opts)
 	if err := addNotifiers(ctx, mgr, opts, &b); err != nil {
 		return err
 	}
-	waves, err := fleet.NewWaves(metrics.Registry, wavesOf(opts), opts.RolloutTimeout)
+	waves, err := fleet.NewWaves(reg, wavesOf(opts), opts.RolloutTimeout)
 	if err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
@@ -272,7 +274,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		// Without its CRD (config/ applied without config/crd) nudge waits
 		// for it instead of failing to start.
 		if err := setupWhenServed(ctx, mgr, v1alpha1.GroupVersion.WithKind("ValueBinding"), opts.DiscoveryInterval, func(string) error {
-			return setupValueBindings(ctx, mgr, opts, key, recorder, lull)
+			return setupValueBindings(ctx, mgr, opts, key, recorder, lull, reg)
 		}); err != nil {
 			return err
 		}
@@ -367,8 +369,9 @@ func wavesOf(opts options.Options) int {
 }
 
 // setupValueBindings registers the ValueBinding controller (--value-bindings):
-// its target cache watches the namespaces nudge's own cache watches.
-func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Options, key fingerprint.Key, recorder events.EventRecorder, lull *record.Lull) error {
+// its target cache watches the namespaces nudge's own cache watches, its
+// metrics are registered with reg.
+func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Options, key fingerprint.Key, recorder events.EventRecorder, lull *record.Lull, reg prometheus.Registerer) error {
 	targets, err := opts.BindingTargets()
 	if err != nil {
 		return err
@@ -385,7 +388,7 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 		DiscoveryInterval: opts.DiscoveryInterval,
 		Workers:           opts.ValueBindingWorkers,
 		Lull:              lull,
-		Metrics:           metrics.Registry,
+		Metrics:           reg,
 	}
 	if err := r.SetupWithManager(ctx, mgr); err != nil {
 		return fmt.Errorf("setting up the ValueBinding controller: %w", err)
