@@ -191,13 +191,15 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		return err
 	}
 	lull := &record.Lull{}
+	log := ctrl.LoggerFrom(ctx)
 	// Every replica serves reads from its caches, so every replica is ready
 	// once they are synced, the leader or not.
 	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
 		ok := mgr.GetCache().WaitForCacheSync(ctx)
 		synced.Store(ok)
 		if ok {
-			releaseStartMemory(ctx, lull, time.Now(), endStart)
+			// The manager's context does not carry nudge's logger.
+			releaseStartMemory(ctrl.LoggerInto(ctx, log), lull, time.Now(), endStart)
 		}
 		endStart()
 		return nil

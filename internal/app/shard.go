@@ -78,8 +78,16 @@ type shardEntry struct {
 
 func (c *shardInfo) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
+// Collect serves one series per shard and server_side: two nudges of one
+// shard in a process (tests run them at once) would otherwise serve the
+// same series twice, which the registry refuses.
 func (c *shardInfo) Collect(ch chan<- prometheus.Metric) {
+	seen := map[shardEntry]bool{}
 	c.shards.each(func(e *shardEntry) {
+		if seen[*e] {
+			return
+		}
+		seen[*e] = true
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, e.shard.Name, e.shard.Start, e.shard.End, strconv.FormatBool(e.serverSide))
 	})
 }
