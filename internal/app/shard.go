@@ -44,6 +44,24 @@ func sharded(s shard.Shard, scheme *runtime.Scheme, newInformer newInformerFunc)
 	}
 }
 
+// shardRegisterer returns reg for the whole cluster, and for a shard reg
+// with every series registered through it labelled shard="<s.Name>" (as
+// given: "1/3", or "0xSTART-0xEND"), so that a shard's series stay apart
+// without a join on nudge_shard_info. nudge_shard_info, which names its
+// shard itself, is registered with reg directly.
+//
+// A series registered with and without the label cannot be served by one
+// registry: the nudges of one process (tests run several) must all be
+// sharded or all not. Those of different shards are registered apart, one
+// collector for each shard, reused by a nudge of the same shard started
+// again.
+func shardRegisterer(reg prometheus.Registerer, s shard.Shard) prometheus.Registerer {
+	if s.Whole() {
+		return reg
+	}
+	return prometheus.WrapRegistererWith(prometheus.Labels{"shard": s.Name}, reg)
+}
+
 // shardInfo serves nudge_shard_info{shard, start, end, server_side}: 1 for
 // each nudge of the process started with --shard (one, but for tests), with
 // its range and whether the API server honours the shard selector (its
@@ -60,8 +78,16 @@ type shardEntry struct {
 
 func (c *shardInfo) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 
+// Collect serves one series per shard and server_side: two nudges of one
+// shard in a process (tests run them at once) would otherwise serve the
+// same series twice, which the registry refuses.
 func (c *shardInfo) Collect(ch chan<- prometheus.Metric) {
+	seen := map[shardEntry]bool{}
 	c.shards.each(func(e *shardEntry) {
+		if seen[*e] {
+			return
+		}
+		seen[*e] = true
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, 1, e.shard.Name, e.shard.Start, e.shard.End, strconv.FormatBool(e.serverSide))
 	})
 }

@@ -3,10 +3,12 @@ package shard
 import (
 	"net/url"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/shard"
@@ -84,7 +86,47 @@ func TestThreeShards(t *testing.T) {
 				}
 			}
 		}
+
+		// Every series of nudge's own names its shard; each shard counted
+		// its own rollouts.
+		rolled := map[string]bool{}
+		for name, series := range nudgeSeries(t) {
+			for _, labels := range series {
+				c.g.Expect(labels).To(HaveKeyWithValue("shard", Not(BeEmpty())), "%s %v carries its shard", name, labels)
+				if name == "nudge_rollouts_total" {
+					rolled[labels["shard"]] = true
+				}
+			}
+		}
+		for _, m := range members {
+			c.g.Expect(rolled).To(HaveKey(m.s.Name), "nudge_rollouts_total{shard=%q} served", m.s.Name)
+		}
 	})
+}
+
+// nudgeSeries returns the label sets of each nudge_* and reloader_* series
+// the process serves (every nudge of a test serves the process's one
+// registry), by metric name.
+func nudgeSeries(t *testing.T) map[string][]map[string]string {
+	t.Helper()
+	families, err := ctrlmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatalf("gathering the metrics: %v", err)
+	}
+	out := map[string][]map[string]string{}
+	for _, f := range families {
+		if !strings.HasPrefix(f.GetName(), "nudge_") && !strings.HasPrefix(f.GetName(), "reloader_") {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			out[f.GetName()] = append(out[f.GetName()], labels)
+		}
+	}
+	return out
 }
 
 // foreign returns the namespaces of sent that s does not own.
