@@ -2,6 +2,7 @@ package app
 
 import (
 	"bytes"
+	"debug/elf"
 	"os"
 	"syscall"
 )
@@ -17,15 +18,21 @@ import (
 // cache (clean, reclaimable): a page touched again is mapped back by a
 // minor fault, without reading the disk. The writable data is left alone.
 //
-// It does nothing when a debugger traces the process: a breakpoint is a
-// private copy of a code page, which MADV_DONTNEED would discard. Errors
-// are those of reading /proc/self and of madvise(2).
+// It does nothing when a debugger traces the process (a breakpoint is a
+// private copy of a code page, which MADV_DONTNEED would discard), nor for
+// a position-independent executable (-buildmode=pie): its loader writes
+// relocations into pages it then makes read-only (RELRO), and discarding
+// those would map back the file's unrelocated bytes. Errors are those of
+// reading /proc/self and the executable's ELF header, and of madvise(2).
 func releaseBinaryPages() (uint64, error) {
 	if traced, err := isTraced(); err != nil || traced {
 		return 0, err
 	}
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
+		return 0, err
+	}
+	if fixed, err := fixedAddress("/proc/self/exe"); err != nil || !fixed {
 		return 0, err
 	}
 	maps, err := os.ReadFile("/proc/self/maps")
@@ -55,4 +62,17 @@ func isTraced() (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+// fixedAddress reports whether the ELF file at path is an executable linked
+// at a fixed address (type ET_EXEC, Go's default on Linux), whose read-only
+// pages hold the file's bytes as they are; a position-independent one
+// (ET_DYN) is relocated when loaded.
+func fixedAddress(path string) (bool, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false, err
+	}
+	defer func() { _ = f.Close() }()
+	return f.Type == elf.ET_EXEC, nil
 }
