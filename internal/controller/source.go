@@ -36,7 +36,8 @@ type kindSource struct {
 	handler    handler.EventHandler
 	predicates []predicate.Predicate
 
-	synced chan error // the start's result; buffered, sent once
+	synced chan struct{} // closed when the start has ended, err set
+	err    error         // the start's outcome
 	cancel context.CancelFunc
 }
 
@@ -54,8 +55,11 @@ func watchKind(c cache.Cache, obj client.Object, h handler.EventHandler, predica
 // (WaitForSync reports the outcome).
 func (s *kindSource) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	ctx, s.cancel = context.WithCancel(ctx)
-	s.synced = make(chan error, 1)
-	go func() { s.synced <- s.start(ctx, queue) }()
+	s.synced = make(chan struct{})
+	go func() {
+		s.err = s.start(ctx, queue)
+		close(s.synced)
+	}()
 	return nil
 }
 
@@ -100,8 +104,8 @@ func (s *kindSource) start(ctx context.Context, queue workqueue.TypedRateLimitin
 // sync timeout) or the informer could not be had.
 func (s *kindSource) WaitForSync(ctx context.Context) error {
 	select {
-	case err := <-s.synced:
-		return err
+	case <-s.synced:
+		return s.err
 	case <-ctx.Done():
 		s.cancel()
 		if errors.Is(ctx.Err(), context.Canceled) {
