@@ -129,7 +129,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
 	co := cacheOptions(opts, custom)
-	co.NewInformer = sharded(shardOf(opts), scheme, caches.NewInformer)
+	waits := &syncWaits{}
+	co.NewInformer = waits.newInformer(sharded(shardOf(opts), scheme, caches.NewInformer))
 	if err := announceShard(ctx, metrics.Registry, direct, opts.SystemNamespace, shardOf(opts)); err != nil {
 		return fmt.Errorf("registering metrics: %w", err)
 	}
@@ -141,7 +142,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		WebhookServer:                 hooks,
 		Scheme:                        scheme,
 		Cache:                         co,
-		NewCache:                      shard.NewCache(shardOf(opts), caches.NewInformer),
+		NewCache:                      waits.newCache(shard.NewCache(shardOf(opts), caches.NewInformer)),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofBindAddress(),

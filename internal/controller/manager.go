@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -47,10 +46,19 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Waves != nil {
 		changed = append(changed, fleet.ProgressChanged())
 	}
+	// Each kind is watched with a kindSource, not For and Watches: the
+	// workers start as soon as the handlers have the cached objects (see
+	// kindSource).
+	name := r.Kind.Name()
+	logs, err := reconcileLog(mgr, name, r.Kind.New())
+	if err != nil {
+		return fmt.Errorf("naming the %s controller's logs: %w", name, err)
+	}
+	cached := mgr.GetCache()
 	b := ctrl.NewControllerManagedBy(mgr).
-		Named(r.Kind.Name()).
-		For(r.Kind.New(), builder.WithPredicates(r.births.recorder(r.now), predicate.Or(changed...))).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)})
+		Named(name).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1), LogConstructor: logs}).
+		WatchesRawSource(watchKind(cached, r.Kind.New(), &handler.EnqueueRequestForObject{}, r.births.recorder(r.now), predicate.Or(changed...)))
 	if r.Waves != nil {
 		b = b.WatchesRawSource(source.Func(r.Waves.Register(r.Kind, r.Client)))
 	}
@@ -59,16 +67,15 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	// The recorder comes before the filter: it notes every version.
 	if !opts.IgnoreSources[refs.ConfigMap] {
-		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(r.updates.Recorder(), r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		b = b.WatchesRawSource(watchKind(cached, &corev1.ConfigMap{}, toWorkloads, r.updates.Recorder(), r.Changes.Recorder(), sources.Changed(r.Dialect)))
 	}
 	if !opts.IgnoreSources[refs.Secret] {
-		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(r.updates.Recorder(), r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		b = b.WatchesRawSource(watchKind(cached, &corev1.Secret{}, toWorkloads, r.updates.Recorder(), r.Changes.Recorder(), sources.Changed(r.Dialect)))
 	}
 	if opts.NamespaceLabels {
 		ns := &metav1.PartialObjectMetadata{}
 		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		b = b.WatchesMetadata(ns, handler.EnqueueRequestsFromMapFunc(r.workloadsIn),
-			builder.WithPredicates(predicate.LabelChangedPredicate{}))
+		b = b.WatchesRawSource(watchKind(cached, ns, handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
 	}
 	c, err := b.Build(r)
 	r.ctrl = c

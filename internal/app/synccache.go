@@ -1,0 +1,77 @@
+package app
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+)
+
+// syncWaits makes a cache whose WaitForCacheSync waits for its informers'
+// first lists on their sync channels (client-go's HasSyncedChecker) rather
+// than by polling every 100 ms, as controller-runtime's does (client-go's
+// WaitForCacheSync). The manager starts the controllers once its cache has
+// synced, so after every start the first reconcile waited for that poll
+// (docs/performance.md, under steady load).
+type syncWaits struct {
+	mu        sync.Mutex
+	informers []toolscache.SharedIndexInformer
+}
+
+// newInformer returns next, each informer it makes kept to be waited for.
+// Set it as the cache's NewInformer (cache.Options).
+func (w *syncWaits) newInformer(next newInformerFunc) newInformerFunc {
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		inf := next(lw, obj, resync, indexers)
+		w.mu.Lock()
+		w.informers = append(w.informers, inf)
+		w.mu.Unlock()
+		return inf
+	}
+}
+
+// newCache returns next, its caches' WaitForCacheSync waiting first for the
+// informers newInformer made.
+func (w *syncWaits) newCache(next cache.NewCacheFunc) cache.NewCacheFunc {
+	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
+		c, err := next(cfg, opts)
+		if err != nil {
+			return nil, err
+		}
+		return &syncWaitingCache{Cache: c, waits: w}, nil
+	}
+}
+
+// syncWaitingCache is a cache whose WaitForCacheSync waits without polling.
+type syncWaitingCache struct {
+	cache.Cache
+	waits *syncWaits
+}
+
+// WaitForCacheSync waits for each informer made so far and not stopped to
+// have synced, or ctx to be done, then returns the cache's own
+// WaitForCacheSync: its first look finds them synced, and it is still the
+// one to decide (an informer made by another NewInformer, if any, is polled
+// for as before). It returns false when ctx is done first. nudge removes
+// no informer: one stopped while waited for would hold the wait until ctx
+// is done.
+func (c *syncWaitingCache) WaitForCacheSync(ctx context.Context) bool {
+	c.waits.mu.Lock()
+	informers := append([]toolscache.SharedIndexInformer(nil), c.waits.informers...)
+	c.waits.mu.Unlock()
+	for _, inf := range informers {
+		if inf.IsStopped() {
+			continue
+		}
+		select {
+		case <-inf.HasSyncedChecker().Done():
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return c.Cache.WaitForCacheSync(ctx)
+}

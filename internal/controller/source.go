@@ -1,0 +1,155 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// kindSource is a controller's source of obj's events from the manager's
+// cache: controller-runtime's source.Kind, but its WaitForSync returns as
+// soon as its handler has been given the cached objects, told by the
+// handler registration's sync channel (client-go's HasSyncedChecker). The
+// Kind source polls for it every 100 ms (client-go's WaitForCacheSync), and
+// a controller's workers start only once every source has synced, so after
+// every start the first reconcile waited for the poll. As with the Kind
+// source, WaitForSync returns only once the cache has synced too: nothing
+// rolls before its inputs are cached.
+type kindSource struct {
+	cache      cache.Cache
+	obj        client.Object
+	handler    handler.EventHandler
+	predicates []predicate.Predicate
+
+	synced chan struct{} // closed when the start has ended, err set
+	err    error         // the start's outcome
+	cancel context.CancelFunc
+}
+
+var _ source.SyncingSource = (*kindSource)(nil)
+
+// watchKind returns the source of obj's events (a typed object, or
+// unstructured or metadata with its kind set) from c, given to h when every
+// predicate passes.
+func watchKind(c cache.Cache, obj client.Object, h handler.EventHandler, predicates ...predicate.Predicate) *kindSource {
+	return &kindSource{cache: c, obj: obj, handler: h, predicates: predicates}
+}
+
+// Start adds the source's handler to the informer of its kind, without
+// blocking: the informer is asked for, and waited for, in the background
+// (WaitForSync reports the outcome).
+func (s *kindSource) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	ctx, s.cancel = context.WithCancel(ctx)
+	s.synced = make(chan struct{})
+	go func() {
+		s.err = s.start(ctx, queue)
+		close(s.synced)
+	}()
+	return nil
+}
+
+// start gets the informer, adds the handler and waits for it to be synced.
+// Like the Kind source, it asks for the informer again every 10 s while the
+// cache cannot give it (a custom resource's definition not served yet,
+// RBAC), logging why, until ctx is done.
+func (s *kindSource) start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+	var inf cache.Informer
+	var lastErr error
+	if err := wait.PollUntilContextCancel(ctx, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		if inf, lastErr = s.cache.GetInformer(ctx, s.obj); lastErr != nil {
+			ctrl.LoggerFrom(ctx).Error(lastErr, "Could not get an informer; trying again", "source", s.String())
+			return false, nil
+		}
+		return true, nil
+	}); err != nil {
+		return fmt.Errorf("getting the informer of %s: %w", s, errors.Join(err, lastErr))
+	}
+	registered := &registering{Informer: inf}
+	// source.Informer adds controller-runtime's own event handler, the one
+	// the Kind source adds, and registering keeps its registration.
+	if err := (&source.Informer{Informer: registered, Handler: s.handler, Predicates: s.predicates}).Start(ctx, queue); err != nil {
+		return err
+	}
+	// Synced already when the manager started the controller; waits only
+	// for an informer the controller was the first to ask for.
+	if !s.cache.WaitForCacheSync(ctx) {
+		return fmt.Errorf("%s: cache not synced", s)
+	}
+	select {
+	case <-registered.reg.HasSyncedChecker().Done():
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%s: handler not synced: %w", s, ctx.Err())
+	}
+}
+
+// WaitForSync waits for the handler to have been given every cached object,
+// the cache being synced. It returns nil when ctx is cancelled (the
+// controller stops) and an error when it expires (the controller's cache
+// sync timeout) or the informer could not be had.
+func (s *kindSource) WaitForSync(ctx context.Context) error {
+	select {
+	case <-s.synced:
+		return s.err
+	case <-ctx.Done():
+		s.cancel()
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil
+		}
+		return fmt.Errorf("timed out waiting for %s to sync", s)
+	}
+}
+
+// String names the source in the controller's logs.
+func (s *kindSource) String() string {
+	if gvk := s.obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
+		return fmt.Sprintf("kind source: %T[%s]", s.obj, gvk)
+	}
+	return fmt.Sprintf("kind source: %T", s.obj)
+}
+
+// registering is an informer that keeps the registration of the handler
+// added to it (one).
+type registering struct {
+	cache.Informer
+	reg toolscache.ResourceEventHandlerRegistration
+}
+
+func (r *registering) AddEventHandlerWithOptions(h toolscache.ResourceEventHandler, opts toolscache.HandlerOptions) (toolscache.ResourceEventHandlerRegistration, error) {
+	reg, err := r.Informer.AddEventHandlerWithOptions(h, opts)
+	r.reg = reg
+	return reg, err
+}
+
+// reconcileLog returns the log constructor controller-runtime's builder
+// gives a controller of obj's kind made with For: the controller's name,
+// group and kind, and the request's object. The controllers here watch their
+// kind with a kindSource instead of For, and keep the same log lines.
+func reconcileLog(mgr ctrl.Manager, name string, obj client.Object) (func(*reconcile.Request) logr.Logger, error) {
+	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
+	if err != nil {
+		return nil, err
+	}
+	log := mgr.GetLogger().WithValues("controller", name, "controllerGroup", gvk.Group, "controllerKind", gvk.Kind)
+	return func(req *reconcile.Request) logr.Logger {
+		if req == nil {
+			return log
+		}
+		return log.WithValues(gvk.Kind, klog.KRef(req.Namespace, req.Name), "namespace", req.Namespace, "name", req.Name)
+	}, nil
+}

@@ -1,0 +1,75 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"nudge.dev/nudge/internal/controller"
+	nt "nudge.dev/nudge/internal/nudgetest"
+)
+
+// TestKindSourceSyncs: the controllers' source of a kind reports itself
+// synced only once its handler has been given every cached object (the
+// controller's workers start then: nothing rolls before its inputs are
+// cached), on a cache started before the source as in a restart; it
+// reports an error when the cache cannot give its informer within the
+// controller's timeout, and nothing when the controller stops first.
+func TestKindSourceSyncs(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := plane.GenerateNamespace(ctx, "source-")
+	g.Expect(err).NotTo(HaveOccurred())
+	const n = 300
+	for i := range n {
+		g.Expect(k8s.Create(ctx, nt.ConfigMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"}))).To(Succeed())
+	}
+	c, err := cache.New(plane.Config(), cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	_, err = c.GetInformer(ctx, &corev1.ConfigMap{})
+	g.Expect(err).NotTo(HaveOccurred())
+	go func() { _ = c.Start(ctx) }()
+	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue(), "the cache synced")
+
+	var given atomic.Int64
+	counting := handler.Funcs{CreateFunc: func(context.Context, event.CreateEvent, workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		given.Add(1)
+	}}
+	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer queue.ShutDown()
+	src := controller.WatchKind(c, &corev1.ConfigMap{}, counting)
+	g.Expect(src.Start(ctx, queue)).To(Succeed())
+	synced, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	g.Expect(src.WaitForSync(synced)).To(Succeed(), "the source synced")
+	g.Expect(given.Load()).To(BeEquivalentTo(n), "every cached ConfigMap was given to the handler before the source reported itself synced")
+
+	unserved := &unstructured.Unstructured{}
+	unserved.SetGroupVersionKind(schema.GroupVersionKind{Group: "absent.nudge.dev", Version: "v1", Kind: "Absent"})
+	src = controller.WatchKind(c, unserved, counting)
+	g.Expect(src.Start(ctx, queue)).To(Succeed())
+	expiring, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	g.Expect(src.WaitForSync(expiring)).To(MatchError(ContainSubstring("timed out waiting for kind source")),
+		"a kind the API server does not serve: the wait ends with an error at the controller's timeout")
+
+	src = controller.WatchKind(c, unserved, counting)
+	g.Expect(src.Start(ctx, queue)).To(Succeed())
+	stopped, stop := context.WithCancel(ctx)
+	stop()
+	g.Expect(src.WaitForSync(stopped)).To(Succeed(), "the controller stopped: no error")
+}
