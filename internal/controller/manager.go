@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,17 +28,16 @@ type Options struct {
 	NamespaceLabels bool
 }
 
-// SetupWithManager registers the source index for r.Kind and a controller
-// that reconciles r.Kind on its own changes and on changes of the sources it
-// references.
+// SetupWithManager registers a controller that reconciles r.Kind on its own
+// changes and on changes of the sources it references, found in the source
+// index its own watch keeps (sources.Index).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	index, err := sources.NewIndex(ctx, mgr, r.Kind, r.AutoReloadAll, r.Dialect)
-	if err != nil {
-		return fmt.Errorf("indexing %ss by source: %w", r.Kind.Name(), err)
-	}
-	r.index = index
+	r.index = sources.NewIndex(r.Kind, r.AutoReloadAll, r.Dialect)
 	toWorkloads := handler.EnqueueRequestsFromMapFunc(r.workloadsOf)
+	// The index first: it sees every event of the kind, in order, and
+	// passes those that change a workload's sources (see Index.Tracker).
 	changed := []predicate.Predicate{
+		r.index.Tracker(),
 		predicate.GenerationChangedPredicate{},
 		predicate.AnnotationChangedPredicate{},
 		predicate.LabelChangedPredicate{},

@@ -1,7 +1,6 @@
 package trim
 
 import (
-	"maps"
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -84,11 +83,7 @@ func Workload(obj any) (any, error) {
 		o.SetNamespace(unique.Make(o.GetNamespace()).Value())
 		ownership.TrimManagedFields(o)
 		o.SetOwnerReferences(nil)
-		if a := o.GetAnnotations(); a[lastApplied] != "" {
-			a = maps.Clone(a)
-			delete(a, lastApplied)
-			o.SetAnnotations(a)
-		}
+		o.SetAnnotations(annotations(o.GetAnnotations()))
 	}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
@@ -118,20 +113,42 @@ func Workload(obj any) (any, error) {
 	return obj, nil
 }
 
-// sealOnly returns labels with only workload.SealLabel left (in place), or nil
-// without it: nudge reads no other label of a workload.
+// sealOnly returns a map of only labels' workload.SealLabel, or nil without
+// it: nudge reads no other label of a workload.
 func sealOnly(labels map[string]string) map[string]string {
-	if _, ok := labels[workload.SealLabel]; !ok {
+	seal, ok := labels[workload.SealLabel]
+	if !ok {
 		return nil
 	}
-	maps.DeleteFunc(labels, func(k, _ string) bool { return k != workload.SealLabel })
-	return labels
+	return map[string]string{workload.SealLabel: seal}
+}
+
+// annotations returns a copy of a without kubectl's last-applied
+// configuration (nil when nothing is left), each key a copy shared by every
+// object that carries it (unique.Make): the same few keys (the dialects',
+// nudge's own) are on every workload, and the decoder gives each object its
+// own copy of each.
+func annotations(a map[string]string) map[string]string {
+	n := len(a)
+	if _, ok := a[lastApplied]; ok {
+		n--
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make(map[string]string, n)
+	for k, v := range a {
+		if k != lastApplied {
+			out[unique.Make(k).Value()] = v
+		}
+	}
+	return out
 }
 
 // trimTemplate keeps of a pod template its annotations (dialects read some)
 // and what its pod spec references.
 func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
-	out := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: t.Annotations}, Spec: t.Spec}
+	out := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: annotations(t.Annotations)}, Spec: t.Spec}
 	trimPodSpec(&out.Spec)
 	return out
 }
