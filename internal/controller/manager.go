@@ -8,6 +8,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -15,6 +16,7 @@ import (
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // Options tune the controllers.
@@ -40,7 +42,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		r.index.Tracker(),
 		predicate.GenerationChangedPredicate{},
 		predicate.AnnotationChangedPredicate{},
-		predicate.LabelChangedPredicate{},
+		sealChanged(),
 	}
 	if r.Waves != nil {
 		changed = append(changed, fleet.ProgressChanged())
@@ -71,4 +73,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	c, err := b.Build(r)
 	r.ctrl = c
 	return err
+}
+
+// sealChanged passes an update of a workload whose seal changed: of a
+// workload's labels the cache keeps only the seal, and not as a label (see
+// workload.Seal).
+func sealChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return true
+		}
+		was, had := workload.Seal(e.ObjectOld)
+		is, has := workload.Seal(e.ObjectNew)
+		return was != is || had != has
+	}}
 }

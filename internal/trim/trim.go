@@ -1,6 +1,7 @@
 package trim
 
 import (
+	"strings"
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -44,7 +45,7 @@ func Workloads(ks ...workload.Kind) toolscache.TransformFunc {
 // trimUnstructured trims u, an object of kind k, in place.
 func trimUnstructured(u *unstructured.Unstructured, k workload.Kind) {
 	tmpl := k.Template(u)
-	u.SetLabels(sealOnly(u.GetLabels()))
+	moveSeal(u)
 	u.Object = map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": u.Object["metadata"]}
 	if tmpl == nil || len(k.TemplatePath()) == 0 {
 		return
@@ -63,7 +64,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // reconciler and the source index read: the metadata nudge reads (name,
 // namespace, a copy of its name shared by every object in it,
 // resourceVersion, generation, annotations but kubectl's
-// last-applied-configuration, of the labels only nudge's seal, and of the
+// last-applied-configuration, of the labels only nudge's seal, moved to the
+// selfLink (see moveSeal), and of the
 // managedFields only a written-back state's owner, see ownership.WrittenBackBy), a
 // Deployment's paused flag, and of the pod template its annotations and what
 // references a source (see trimPodSpec). A write that needs the whole object
@@ -87,24 +89,24 @@ func Workload(obj any) (any, error) {
 	}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		o.Labels = sealOnly(o.Labels)
+		moveSeal(o)
 		o.Spec = appsv1.DeploymentSpec{Paused: o.Spec.Paused, Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.DeploymentStatus{}
 	case *appsv1.StatefulSet:
-		o.Labels = sealOnly(o.Labels)
+		moveSeal(o)
 		o.Spec = appsv1.StatefulSetSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.StatefulSetStatus{}
 	case *appsv1.DaemonSet:
-		o.Labels = sealOnly(o.Labels)
+		moveSeal(o)
 		o.Spec = appsv1.DaemonSetSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.DaemonSetStatus{}
 	case *batchv1.CronJob:
-		o.Labels = sealOnly(o.Labels)
+		moveSeal(o)
 		o.Spec = batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{
 			Spec: batchv1.JobSpec{Template: trimTemplate(o.Spec.JobTemplate.Spec.Template)}}}
 		o.Status = batchv1.CronJobStatus{}
 	case *batchv1.Job:
-		o.Labels = sealOnly(o.Labels)
+		moveSeal(o)
 		o.Spec = batchv1.JobSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = batchv1.JobStatus{}
 	case *unstructured.Unstructured:
@@ -113,14 +115,18 @@ func Workload(obj any) (any, error) {
 	return obj, nil
 }
 
-// sealOnly returns a map of only labels' workload.SealLabel, or nil without
-// it: nudge reads no other label of a workload.
-func sealOnly(labels map[string]string) map[string]string {
-	seal, ok := labels[workload.SealLabel]
-	if !ok {
-		return nil
+// moveSeal moves a workload's workload.SealLabel into its selfLink (see
+// workload.CachedSealMark; any other selfLink is cleared) and drops its
+// labels: nudge reads no other label of a workload, and reads the seal with
+// workload.Seal. A selfLink that already holds a seal is kept, so that the
+// move is idempotent.
+func moveSeal(o metav1.Object) {
+	if seal, ok := o.GetLabels()[workload.SealLabel]; ok {
+		o.SetSelfLink(workload.CachedSealMark + seal)
+	} else if !strings.HasPrefix(o.GetSelfLink(), workload.CachedSealMark) {
+		o.SetSelfLink("")
 	}
-	return map[string]string{workload.SealLabel: seal}
+	o.SetLabels(nil)
 }
 
 // annotations returns a copy of a without kubectl's last-applied
