@@ -133,7 +133,7 @@ func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
 	g.Expect(trimmed.NodeSelector).To(BeNil())
 	g.Expect(trimmed.Volumes).To(BeNil(), "volumes' references are in the container")
 	g.Expect(d.Labels).To(BeNil(), "no label")
-	g.Expect(d.SelfLink).To(Equal(workload.CachedSealMark+"s"), "of the labels only the seal, moved (workload.Seal)")
+	g.Expect(d.GetSelfLink()).To(Equal(workload.CachedSealMark+"s"), "of the labels only the seal, moved (workload.Seal)")
 	g.Expect(d.Spec.Paused).To(BeTrue(), "the pause period reads it")
 	g.Expect(d.Spec.Selector).To(BeNil())
 	g.Expect(d.Spec.Replicas).To(BeNil())
@@ -164,7 +164,8 @@ func TestTrimWorkloadMovesTheSeal(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: tt.labels, SelfLink: tt.selfLink}}
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: tt.labels}}
+			d.SetSelfLink(tt.selfLink)
 			_, _ = Workload(d)
 			g.Expect(d.Labels).To(BeNil())
 			seal, ok := workload.Seal(d)
