@@ -13,9 +13,9 @@ import (
 )
 
 // Without --namespaces the cache has one informer per kind for the whole
-// cluster, and the source index is that informer's own (the other tests all
-// run with --namespaces, whose per-namespace informers use a field index).
-// Both kinds of index key are looked up: a source's name and a name pattern.
+// cluster (the other tests all run with --namespaces, one informer per
+// namespace), and the source index is fed by its events. Both kinds of index
+// key are looked up: a source's name and a name pattern.
 func TestWholeClusterCacheIndex(t *testing.T) {
 	e := setup(t, false, nil)
 	var ns corev1.Namespace

@@ -102,7 +102,8 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 		window = *spec.Window
 	}
 	applied := obj.GetAnnotations()[workload.AppliedAnnotation]
-	sealed := applied != "" && obj.GetLabels()[workload.SealLabel] == r.Key.Seal(applied)
+	seal, _ := workload.Seal(obj)
+	sealed := applied != "" && seal == r.Key.Seal(applied)
 	in := rollout.Input{
 		Applied:     applied,
 		Sealed:      sealed,

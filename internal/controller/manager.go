@@ -2,12 +2,12 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -15,6 +15,7 @@ import (
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // Options tune the controllers.
@@ -28,20 +29,19 @@ type Options struct {
 	NamespaceLabels bool
 }
 
-// SetupWithManager registers the source index for r.Kind and a controller
-// that reconciles r.Kind on its own changes and on changes of the sources it
-// references.
+// SetupWithManager registers a controller that reconciles r.Kind on its own
+// changes and on changes of the sources it references, found in the source
+// index its own watch keeps (sources.Index).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	index, err := sources.NewIndex(ctx, mgr, r.Kind, r.AutoReloadAll, r.Dialect)
-	if err != nil {
-		return fmt.Errorf("indexing %ss by source: %w", r.Kind.Name(), err)
-	}
-	r.index = index
+	r.index = sources.NewIndex(r.Kind, r.AutoReloadAll, r.Dialect)
 	toWorkloads := handler.EnqueueRequestsFromMapFunc(r.workloadsOf)
+	// The index first: it sees every event of the kind, in order, and
+	// passes those that change a workload's sources (see Index.Tracker).
 	changed := []predicate.Predicate{
+		r.index.Tracker(),
 		predicate.GenerationChangedPredicate{},
 		predicate.AnnotationChangedPredicate{},
-		predicate.LabelChangedPredicate{},
+		sealChanged(),
 	}
 	if r.Waves != nil {
 		changed = append(changed, fleet.ProgressChanged())
@@ -80,4 +80,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	c, err := b.Build(r)
 	r.ctrl = c
 	return err
+}
+
+// sealChanged passes an update of a workload whose seal changed: of a
+// workload's labels the cache keeps only the seal, and not as a label (see
+// workload.Seal).
+func sealChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return true
+		}
+		was, had := workload.Seal(e.ObjectOld)
+		is, has := workload.Seal(e.ObjectNew)
+		return was != is || had != has
+	}}
 }

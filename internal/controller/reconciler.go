@@ -90,7 +90,7 @@ type Reconciler struct {
 	births   births                // workloads seen created, for first sight (see births)
 	updates  sources.Updates       // content updates of sources, for first sight (see births)
 	taken    ownership.Takeovers   // states taken over from another key
-	index    sources.Index         // set by SetupWithManager
+	index    *sources.Index        // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
 }
 

@@ -57,7 +57,7 @@ func (r *Reconciler) stateChange(obj client.Object, value string) workload.Chang
 // baselined, not rolled. A workload without state costs no write.
 func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
 	_, applied := obj.GetAnnotations()[workload.AppliedAnnotation]
-	_, sealed := obj.GetLabels()[workload.SealLabel]
+	_, sealed := workload.Seal(obj)
 	if !applied && !sealed {
 		return nil
 	}

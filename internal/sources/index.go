@@ -3,14 +3,16 @@ package sources
 import (
 	"context"
 	"slices"
+	"sync"
+	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	toolscache "k8s.io/client-go/tools/cache"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"nudge.dev/nudge/internal/dialect"
@@ -18,26 +20,39 @@ import (
 	"nudge.dev/nudge/internal/workload"
 )
 
-// sourceIndex is the field index from a source to the workloads that may
-// reference it. Its keys are "Kind/namespace/name" for every source a
-// workload's pod spec or annotations name, and "Kind/namespace/*" for a
-// workload with a name pattern (Reloader's regular expressions) in that
-// namespace.
-const sourceIndex = "nudge.dev/source"
-
 // anyName stands for every name in a pattern key; no object name contains it.
 const anyName = "*"
 
-func indexKey(kind refs.Kind, namespace, name string) string {
-	return refs.Source{Kind: kind, Namespace: namespace, Name: name}.String()
+// Index maps a source to the workloads of one kind that may reference it:
+// every source a workload's pod spec or annotations name, and, for a
+// workload with a name pattern (Reloader's regular expressions), its kind
+// and namespace with the name anyName. It over-approximates (every source of
+// the pod spec, whatever the dialect's filters); the reconciler decides
+// exactly. A workload no dialect opts in has no keys.
+//
+// It is nudge's own rather than an index of the informer's store: client-go
+// keeps a set (a Go map) per indexed value and a key string per value, about
+// 1.1 KiB for a workload reading four sources, where this keeps a slice of
+// workload names per source, about 0.5 KiB. It is updated by Tracker, the
+// first predicate of the kind's own watch: see Tracker for why that order
+// loses no change. Safe for concurrent use.
+type Index struct {
+	keys func(client.Object) []refs.Source
+	mu   sync.RWMutex
+	of   map[refs.Source][]types.NamespacedName
 }
 
-// sourceKeys is the index func of sourceIndex for workloads of kind k. It
-// over-approximates (every source of the pod spec, whatever the dialect's
-// filters); the reconciler decides exactly. It returns nil for an object of
+// NewIndex returns an empty index of workloads of kind k; keys are read with
+// d, and with autoReloadAll every workload is opted in.
+func NewIndex(k workload.Kind, autoReloadAll bool, d dialect.Parser) *Index {
+	return &Index{keys: sourceKeys(k, autoReloadAll, d), of: map[refs.Source][]types.NamespacedName{}}
+}
+
+// sourceKeys returns the index keys of a workload of kind k, sorted, each
+// namespace a shared copy (unique.Make). It returns nil for an object of
 // another type or one no dialect opts in.
-func sourceKeys(k workload.Kind, autoReloadAll bool, d dialect.Parser) client.IndexerFunc {
-	return func(obj client.Object) []string {
+func sourceKeys(k workload.Kind, autoReloadAll bool, d dialect.Parser) func(client.Object) []refs.Source {
+	return func(obj client.Object) []refs.Source {
 		tmpl := k.Template(obj)
 		if tmpl == nil {
 			return nil
@@ -46,20 +61,94 @@ func sourceKeys(k workload.Kind, autoReloadAll bool, d dialect.Parser) client.In
 		if !spec.Enabled(autoReloadAll) {
 			return nil
 		}
-		var keys []string
+		var keys []refs.Source
 		for _, r := range refs.FromPodSpec(obj.GetNamespace(), &tmpl.Spec) {
-			keys = append(keys, r.Source.String())
+			keys = append(keys, r.Source)
 		}
 		for _, n := range spec.Named {
 			name := n.Name
 			if n.Pattern != nil {
 				name = anyName
 			}
-			keys = append(keys, indexKey(n.Kind, n.Namespace, name))
+			keys = append(keys, refs.Source{Kind: n.Kind, Namespace: n.Namespace, Name: name})
 		}
-		slices.Sort(keys)
+		for i := range keys {
+			keys[i].Namespace = unique.Make(keys[i].Namespace).Value()
+		}
+		slices.SortFunc(keys, refs.Source.Compare)
 		return slices.Compact(keys)
 	}
+}
+
+// Tracker returns the predicate that keeps the index in step with the
+// workloads' own watch: it indexes a created workload, re-indexes an updated
+// one and drops a deleted one, and it is true (the workload is reconciled)
+// whenever the workload's keys changed, false otherwise. Put it first among
+// the kind's predicates (predicate.Or(Tracker(), …)), after those that pass
+// every event, so that it sees every event, in order.
+//
+// The index then lags the informer's store: a workload that starts reading
+// a source is in the store before the index knows it, and a change of the
+// source in between does not find it. It loses no change: the workload's own
+// event, which re-indexed it, enqueues it afterwards, and its reconcile reads
+// the source's change from the cache, which had it before the lookup. A
+// workload that stops reading a source is still found until its event is
+// handled; the reconcile then finds nothing to roll.
+func (x *Index) Tracker() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc: func(e event.CreateEvent) bool { return x.update(nil, e.Object) },
+		UpdateFunc: func(e event.UpdateEvent) bool { return x.update(e.ObjectOld, e.ObjectNew) },
+		DeleteFunc: func(e event.DeleteEvent) bool {
+			x.update(e.Object, nil)
+			return true
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// update moves a workload from old's keys to new's (either may be nil) and
+// reports whether they differ.
+func (x *Index) update(old, new client.Object) bool {
+	var was, is []refs.Source
+	var name types.NamespacedName
+	if old != nil {
+		was, name = x.keys(old), client.ObjectKeyFromObject(old)
+	}
+	if new != nil {
+		is, name = x.keys(new), client.ObjectKeyFromObject(new)
+	}
+	if slices.Equal(was, is) {
+		return false
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, k := range was {
+		if !slices.Contains(is, k) {
+			x.remove(k, name)
+		}
+	}
+	for _, k := range is {
+		if !slices.Contains(was, k) && !slices.Contains(x.of[k], name) {
+			x.of[k] = append(x.of[k], name)
+		}
+	}
+	return true
+}
+
+func (x *Index) remove(k refs.Source, name types.NamespacedName) {
+	names := slices.DeleteFunc(x.of[k], func(n types.NamespacedName) bool { return n == name })
+	if len(names) == 0 {
+		delete(x.of, k)
+		return
+	}
+	x.of[k] = slices.Clip(names)
+}
+
+// lookup returns the workloads indexed under k, a copy.
+func (x *Index) lookup(k refs.Source) []types.NamespacedName {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return slices.Clone(x.of[k])
 }
 
 // SourceOf returns the source a changed object stands for: a ConfigMap or
@@ -82,30 +171,22 @@ func SourceOf(obj client.Object) (src refs.Source, ok bool) {
 	return src, true
 }
 
-// Index looks up the source index of one workload kind: a request for every
-// workload whose index keys include key.
-type Index func(ctx context.Context, key string) ([]reconcile.Request, error)
-
 // Workloads returns a request for every workload of the index's kind that
-// may reference the source obj stands for (see SourceOf), reading only the
-// index; none for an object that stands for no source. A lookup that fails
-// is logged and skipped.
-func (idx Index) Workloads(ctx context.Context, obj client.Object) []reconcile.Request {
+// may reference the source obj stands for (see SourceOf): those indexed
+// under its name and under a pattern of its kind and namespace. It returns
+// none for an object that stands for no source.
+func (x *Index) Workloads(_ context.Context, obj client.Object) []reconcile.Request {
 	src, ok := SourceOf(obj)
 	if !ok {
 		return nil
 	}
 	var reqs []reconcile.Request
-	for _, key := range []string{
-		indexKey(src.Kind, src.Namespace, src.Name),
-		indexKey(src.Kind, src.Namespace, anyName),
-	} {
-		found, err := idx(ctx, key)
-		if err != nil {
-			ctrl.LoggerFrom(ctx).Error(err, "Failed to look workloads up in the index", "key", key)
-			continue
-		}
-		reqs = append(reqs, found...)
+	for _, n := range x.lookup(src) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: n})
+	}
+	src.Name = anyName
+	for _, n := range x.lookup(src) {
+		reqs = append(reqs, reconcile.Request{NamespacedName: n})
 	}
 	return reqs
 }
@@ -120,64 +201,4 @@ func Requests(list client.ObjectList) []reconcile.Request {
 		return nil
 	})
 	return reqs
-}
-
-// indexer is what a single informer of controller-runtime's cache is (a
-// client-go SharedIndexInformer); its per-namespace informers are not.
-type indexer interface{ GetIndexer() toolscache.Indexer }
-
-// NewIndex registers sourceIndex for kind k in mgr's cache. With one
-// informer for the kind, the index is that informer's own and holds each key
-// once, and a lookup reads only store keys; with one informer per namespace
-// (--namespaces) it is a controller-runtime field index, which holds each key
-// twice (per namespace and for all), and a lookup lists from the cache.
-func NewIndex(ctx context.Context, mgr ctrl.Manager, k workload.Kind, autoReloadAll bool, d dialect.Parser) (Index, error) {
-	keys := sourceKeys(k, autoReloadAll, d)
-	inf, err := mgr.GetCache().GetInformer(ctx, k.New())
-	if err != nil {
-		return nil, err
-	}
-	if si, ok := inf.(indexer); ok {
-		if err := inf.AddIndexers(toolscache.Indexers{sourceIndex: func(obj any) ([]string, error) {
-			if o, ok := obj.(client.Object); ok {
-				return keys(o), nil
-			}
-			return nil, nil
-		}}); err != nil {
-			return nil, err
-		}
-		return indexKeys(si.GetIndexer()), nil
-	}
-	if err := mgr.GetFieldIndexer().IndexField(ctx, k.New(), sourceIndex, keys); err != nil {
-		return nil, err
-	}
-	c := mgr.GetClient()
-	return func(ctx context.Context, key string) ([]reconcile.Request, error) {
-		list := k.NewList()
-		// Only names are read: no deep copy of every workload.
-		if err := c.List(ctx, list, client.MatchingFields{sourceIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
-			return nil, err
-		}
-		return Requests(list), nil
-	}, nil
-}
-
-// indexKeys looks sourceIndex up in idx by store key ("namespace/name"): no
-// object is read or copied.
-func indexKeys(idx toolscache.Indexer) Index {
-	return func(_ context.Context, key string) ([]reconcile.Request, error) {
-		ids, err := idx.IndexKeys(sourceIndex, key)
-		if err != nil {
-			return nil, err
-		}
-		reqs := make([]reconcile.Request, 0, len(ids))
-		for _, id := range ids {
-			ns, name, err := toolscache.SplitMetaNamespaceKey(id)
-			if err != nil {
-				return nil, err
-			}
-			reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: ns, Name: name}})
-		}
-		return reqs, nil
-	}
 }

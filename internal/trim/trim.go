@@ -1,7 +1,7 @@
 package trim
 
 import (
-	"maps"
+	"strings"
 	"unique"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -45,7 +45,7 @@ func Workloads(ks ...workload.Kind) toolscache.TransformFunc {
 // trimUnstructured trims u, an object of kind k, in place.
 func trimUnstructured(u *unstructured.Unstructured, k workload.Kind) {
 	tmpl := k.Template(u)
-	u.SetLabels(sealOnly(u.GetLabels()))
+	moveSeal(u)
 	u.Object = map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": u.Object["metadata"]}
 	if tmpl == nil || len(k.TemplatePath()) == 0 {
 		return
@@ -64,7 +64,8 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // reconciler and the source index read: the metadata nudge reads (name,
 // namespace, a copy of its name shared by every object in it,
 // resourceVersion, generation, annotations but kubectl's
-// last-applied-configuration, of the labels only nudge's seal, and of the
+// last-applied-configuration, of the labels only nudge's seal, moved to the
+// selfLink (see moveSeal), and of the
 // managedFields only a written-back state's owner, see ownership.WrittenBackBy), a
 // Deployment's paused flag, and of the pod template its annotations and what
 // references a source (see trimPodSpec). A write that needs the whole object
@@ -84,32 +85,28 @@ func Workload(obj any) (any, error) {
 		o.SetNamespace(unique.Make(o.GetNamespace()).Value())
 		ownership.TrimManagedFields(o)
 		o.SetOwnerReferences(nil)
-		if a := o.GetAnnotations(); a[lastApplied] != "" {
-			a = maps.Clone(a)
-			delete(a, lastApplied)
-			o.SetAnnotations(a)
-		}
+		o.SetAnnotations(annotations(o.GetAnnotations()))
 	}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
-		o.Labels = sealOnly(o.Labels)
+		moveSeal(o)
 		o.Spec = appsv1.DeploymentSpec{Paused: o.Spec.Paused, Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.DeploymentStatus{}
 	case *appsv1.StatefulSet:
-		o.Labels = sealOnly(o.Labels)
+		moveSeal(o)
 		o.Spec = appsv1.StatefulSetSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.StatefulSetStatus{}
 	case *appsv1.DaemonSet:
-		o.Labels = sealOnly(o.Labels)
+		moveSeal(o)
 		o.Spec = appsv1.DaemonSetSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = appsv1.DaemonSetStatus{}
 	case *batchv1.CronJob:
-		o.Labels = sealOnly(o.Labels)
+		moveSeal(o)
 		o.Spec = batchv1.CronJobSpec{JobTemplate: batchv1.JobTemplateSpec{
 			Spec: batchv1.JobSpec{Template: trimTemplate(o.Spec.JobTemplate.Spec.Template)}}}
 		o.Status = batchv1.CronJobStatus{}
 	case *batchv1.Job:
-		o.Labels = sealOnly(o.Labels)
+		moveSeal(o)
 		o.Spec = batchv1.JobSpec{Template: trimTemplate(o.Spec.Template)}
 		o.Status = batchv1.JobStatus{}
 	case *unstructured.Unstructured:
@@ -118,20 +115,46 @@ func Workload(obj any) (any, error) {
 	return obj, nil
 }
 
-// sealOnly returns labels with only workload.SealLabel left (in place), or nil
-// without it: nudge reads no other label of a workload.
-func sealOnly(labels map[string]string) map[string]string {
-	if _, ok := labels[workload.SealLabel]; !ok {
+// moveSeal moves a workload's workload.SealLabel into its selfLink (see
+// workload.CachedSealMark; any other selfLink is cleared) and drops its
+// labels: nudge reads no other label of a workload, and reads the seal with
+// workload.Seal. A selfLink that already holds a seal is kept, so that the
+// move is idempotent.
+func moveSeal(o metav1.Object) {
+	if seal, ok := o.GetLabels()[workload.SealLabel]; ok {
+		o.SetSelfLink(workload.CachedSealMark + seal)
+	} else if !strings.HasPrefix(o.GetSelfLink(), workload.CachedSealMark) {
+		o.SetSelfLink("")
+	}
+	o.SetLabels(nil)
+}
+
+// annotations returns a copy of a without kubectl's last-applied
+// configuration (nil when nothing is left), each key a copy shared by every
+// object that carries it (unique.Make): the same few keys (the dialects',
+// nudge's own) are on every workload, and the decoder gives each object its
+// own copy of each.
+func annotations(a map[string]string) map[string]string {
+	n := len(a)
+	if _, ok := a[lastApplied]; ok {
+		n--
+	}
+	if n == 0 {
 		return nil
 	}
-	maps.DeleteFunc(labels, func(k, _ string) bool { return k != workload.SealLabel })
-	return labels
+	out := make(map[string]string, n)
+	for k, v := range a {
+		if k != lastApplied {
+			out[unique.Make(k).Value()] = v
+		}
+	}
+	return out
 }
 
 // trimTemplate keeps of a pod template its annotations (dialects read some)
 // and what its pod spec references.
 func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
-	out := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: t.Annotations}, Spec: t.Spec}
+	out := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: annotations(t.Annotations)}, Spec: t.Spec}
 	trimPodSpec(&out.Spec)
 	return out
 }

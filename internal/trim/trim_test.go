@@ -51,7 +51,8 @@ func TestTrimWorkloadsTrimsCustomKinds(t *testing.T) {
 	g.Expect(svc.Object).To(HaveKey("spec"))
 	g.Expect(svc.Object["spec"]).To(HaveLen(1), "of the spec only the template")
 	g.Expect(svc.Object).NotTo(HaveKey("status"))
-	g.Expect(svc.GetLabels()).To(Equal(map[string]string{workload.SealLabel: "s"}))
+	g.Expect(svc.GetLabels()).To(BeNil(), "no label")
+	g.Expect(svc.GetSelfLink()).To(Equal(workload.CachedSealMark+"s"), "the seal, moved (workload.Seal)")
 	g.Expect(svc.GetAnnotations()).To(Equal(map[string]string{"secret.reloader.stakater.com/reload": "db"}))
 	g.Expect(svc.GetManagedFields()).To(BeNil())
 	trimmed := knative.Template(svc)
@@ -131,7 +132,8 @@ func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
 	g.Expect(trimmed.Containers[0].Image).To(BeEmpty(), "images are not kept")
 	g.Expect(trimmed.NodeSelector).To(BeNil())
 	g.Expect(trimmed.Volumes).To(BeNil(), "volumes' references are in the container")
-	g.Expect(d.Labels).To(Equal(map[string]string{workload.SealLabel: "s"}), "of the labels only the seal")
+	g.Expect(d.Labels).To(BeNil(), "no label")
+	g.Expect(d.GetSelfLink()).To(Equal(workload.CachedSealMark+"s"), "of the labels only the seal, moved (workload.Seal)")
 	g.Expect(d.Spec.Paused).To(BeTrue(), "the pause period reads it")
 	g.Expect(d.Spec.Selector).To(BeNil())
 	g.Expect(d.Spec.Replicas).To(BeNil())
@@ -141,6 +143,39 @@ func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
 	again := d.DeepCopy()
 	_, _ = Workload(again)
 	g.Expect(again).To(Equal(d), "idempotent")
+}
+
+// TestTrimWorkloadMovesTheSeal: a workload's seal label is kept in its
+// selfLink, read by workload.Seal; a selfLink of the API server's is
+// cleared, so that a workload without the label has no seal in the cache.
+func TestTrimWorkloadMovesTheSeal(t *testing.T) {
+	tests := map[string]struct {
+		labels   map[string]string
+		selfLink string
+		seal     string
+		sealed   bool
+	}{
+		"the seal label":                          {labels: map[string]string{"app": "web", workload.SealLabel: "s"}, seal: "s", sealed: true},
+		"an empty seal label":                     {labels: map[string]string{workload.SealLabel: ""}, seal: "", sealed: true},
+		"the label wins over a selfLink":          {labels: map[string]string{workload.SealLabel: "s"}, selfLink: workload.CachedSealMark + "x", seal: "s", sealed: true},
+		"no seal label":                           {labels: map[string]string{"app": "web"}},
+		"no seal label, an old server's selfLink": {selfLink: "/apis/apps/v1/namespaces/ns/deployments/web"},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "web", Labels: tt.labels}}
+			d.SetSelfLink(tt.selfLink)
+			_, _ = Workload(d)
+			g.Expect(d.Labels).To(BeNil())
+			seal, ok := workload.Seal(d)
+			g.Expect(ok).To(Equal(tt.sealed))
+			g.Expect(seal).To(Equal(tt.seal))
+			again := d.DeepCopy()
+			_, _ = Workload(again)
+			g.Expect(again).To(Equal(d), "idempotent")
+		})
+	}
 }
 
 // TestTrimWorkloadKeepsNamespaceLabels: Workload is the cache's default

@@ -1,5 +1,11 @@
 package workload
 
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
 // Labels and annotations nudge writes on a workload. On its metadata: the
 // applied state, its seal (a label, see fingerprint.Key.Seal) and the time
 // of the last rollout. On the pod template: the trigger.
@@ -28,3 +34,22 @@ const (
 // ownership.WrittenBackBy). It is also the user agent nudge's API client
 // sends (app.RESTConfig), the manager older versions were recorded under.
 const FieldManager = "nudge"
+
+// CachedSealMark begins the selfLink of a workload in nudge's cache that
+// carries a seal, followed by the seal: the cache transform (trim.Workload)
+// moves the SealLabel there and drops the labels, a string where the label
+// took a map of its own (about 340 bytes a workload). selfLink is
+// deprecated because the API server no longer sets it, which makes it a
+// field no real object carries; the transform clears any other value. Read
+// the seal with Seal.
+const CachedSealMark = "nudge:seal:"
+
+// Seal returns obj's seal: its SealLabel as the API server serves it, or
+// the copy nudge's cache keeps (CachedSealMark); ok is false when it has
+// none.
+func Seal(obj metav1.Object) (seal string, ok bool) {
+	if seal, ok := obj.GetLabels()[SealLabel]; ok {
+		return seal, true
+	}
+	return strings.CutPrefix(obj.GetSelfLink(), CachedSealMark)
+}
