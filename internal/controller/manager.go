@@ -1,6 +1,8 @@
 package controller
 
 import (
+	"fmt"
+
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
