@@ -191,7 +191,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}); err != nil {
 		return err
 	}
-	lull := &record.Lull{}
+	lull, reconciled := &record.Lull{}, &record.Lull{}
 	log := ctrl.LoggerFrom(ctx)
 	// Every replica serves reads from its caches, so every replica is ready
 	// once they are synced, the leader or not.
@@ -200,7 +200,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		synced.Store(ok)
 		if ok {
 			// The manager's context does not carry nudge's logger.
-			releaseStartMemory(ctrl.LoggerInto(ctx, log), lull, time.Now(), endStart)
+			releaseStartMemory(ctrl.LoggerInto(ctx, log), lull, reconciled, time.Now(), endStart)
 		}
 		endStart()
 		return nil
@@ -245,6 +245,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Dialect:       dialect.NewParser(opts.Reloader.Annotations),
 			Metrics:       m,
 			Lull:          lull,
+			Reconciled:    reconciled,
 			Behaviour:     b,
 			Waves:         waves,
 		}
@@ -478,15 +479,25 @@ func (everyReplica) NeedLeaderElection() bool          { return false }
 // releaseStartMemory ends the start (endStart: the garbage collector's
 // start-up headroom, see widenStartHeadroom) and returns to the operating
 // system, once, the memory the start allocated and freed (decoding the
-// initial lists, the first-sight baselines) that the Go runtime would
-// otherwise keep, and the pages of the binary the start touched
-// (releaseBinaryPages): when no workload has been written for 2 s since the
-// caches synced at synced, or 2 minutes after it at the latest. It costs one
-// garbage collection and, later, a minor page fault for each page of code
-// run again; at the default scale of `make bench` the first lowers the idle
-// RSS by about 2.5 MiB, the second by about 20 MiB (docs/performance.md).
-func releaseStartMemory(ctx context.Context, lull *record.Lull, synced time.Time, endStart func()) {
-	lull.WaitSince(ctx, synced, 2*time.Second, synced.Add(2*time.Minute))
+// initial lists, the first reconcile and baseline of every workload) that
+// the Go runtime would otherwise keep, and the pages of the binary the start
+// touched (releaseBinaryPages): once no workload has been written and no
+// reconcile has ended for 2 s since the caches synced at synced (the first
+// reconciles are done), or 10 minutes after it at the latest (a stream of
+// changes that never pauses). It costs one garbage collection and, later, a
+// minor page fault for each page of code run again; at the default scale of
+// `make bench` the first lowers the idle RSS by about 2.5 MiB, the second by
+// about 20 MiB (docs/performance.md).
+func releaseStartMemory(ctx context.Context, wrote, reconciled *record.Lull, synced time.Time, endStart func()) {
+	const quiet = 2 * time.Second
+	deadline := synced.Add(10 * time.Minute)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		wrote.WaitSince(ctx, synced, quiet, deadline)
+		reconciled.WaitSince(ctx, synced, quiet, deadline)
+		if now := time.Now(); wrote.Remaining(now, quiet) == 0 && reconciled.Remaining(now, quiet) == 0 {
+			break
+		}
+	}
 	endStart()
 	if ctx.Err() != nil {
 		return
