@@ -59,10 +59,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	// The recorder comes before the filter: it notes every version.
 	if !opts.IgnoreSources[refs.ConfigMap] {
-		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(r.updates.Recorder(), r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		b = b.Watches(&corev1.ConfigMap{}, toWorkloads, builder.WithPredicates(r.Changes.Recorder(), sources.Changed(r.Dialect)))
 	}
 	if !opts.IgnoreSources[refs.Secret] {
-		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(r.updates.Recorder(), r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		b = b.Watches(&corev1.Secret{}, toWorkloads, builder.WithPredicates(r.Changes.Recorder(), sources.Changed(r.Dialect)))
 	}
 	if opts.NamespaceLabels {
 		ns := &metav1.PartialObjectMetadata{}
