@@ -6,9 +6,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -260,33 +260,24 @@ func (b *bench) rolloutsQuiet(ctx context.Context, quiet, timeout time.Duration)
 // client.
 func (b *bench) applyFloor(ctx context.Context, names []string, value string) error {
 	harbors := b.dyn.Resource(harborGVR).Namespace(bindingNamespace)
-	jobs := make(chan string)
-	errs := make(chan error, len(names))
-	var wg sync.WaitGroup
-	for range applyFloorWorkers {
-		wg.Go(func() {
-			for name := range jobs {
-				u := &unstructured.Unstructured{Object: map[string]any{
-					"apiVersion": "goharbor.io/v1beta1", "kind": "Harbor",
-					"metadata": map[string]any{"name": name, "namespace": bindingNamespace},
-				}}
-				if err := unstructured.SetNestedField(u.Object, value, accessKeyPath...); err != nil {
-					errs <- err
-					continue
-				}
-				if _, err := harbors.Apply(ctx, name, u, metav1.ApplyOptions{FieldManager: "applyfloor", Force: true}); err != nil {
-					errs <- fmt.Errorf("applying to Harbor %s: %w", name, err)
-				}
+	var g errgroup.Group
+	g.SetLimit(applyFloorWorkers)
+	for _, name := range names {
+		g.Go(func() error {
+			u := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "goharbor.io/v1beta1", "kind": "Harbor",
+				"metadata": map[string]any{"name": name, "namespace": bindingNamespace},
+			}}
+			if err := unstructured.SetNestedField(u.Object, value, accessKeyPath...); err != nil {
+				return err
 			}
+			if _, err := harbors.Apply(ctx, name, u, metav1.ApplyOptions{FieldManager: "applyfloor", Force: true}); err != nil {
+				return fmt.Errorf("applying to Harbor %s: %w", name, err)
+			}
+			return nil
 		})
 	}
-	for _, n := range names {
-		jobs <- n
-	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	return <-errs // nil when none failed
+	return g.Wait() // the first error, when any failed
 }
 
 func applyFloorHarbor(i int) string { return fmt.Sprintf("h-a-%04d", i) }

@@ -4,11 +4,11 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	"golang.org/x/sync/errgroup"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -134,25 +134,17 @@ func terminatedWatches(t *testing.T, resource string) int {
 // first error.
 func parallel(t *testing.T, names []string, f func(string) error) {
 	t.Helper()
-	jobs := make(chan string)
-	errs := make(chan error, len(names))
-	var wg sync.WaitGroup
-	for range 32 {
-		wg.Go(func() {
-			for name := range jobs {
-				if err := f(name); err != nil {
-					errs <- fmt.Errorf("%s: %w", name, err)
-				}
+	var g errgroup.Group
+	g.SetLimit(32)
+	for _, name := range names {
+		g.Go(func() error {
+			if err := f(name); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
 			}
+			return nil
 		})
 	}
-	for _, name := range names {
-		jobs <- name
-	}
-	close(jobs)
-	wg.Wait()
-	close(errs)
-	if err := <-errs; err != nil {
+	if err := g.Wait(); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -18,16 +18,15 @@ import (
 // births remembers, per workload whose creation nudge's informer delivered
 // (not one listed at start), the workload's resourceVersion then, for
 // sources.Young or until nudge rolls it. A source whose content nudge saw
-// change to a later resourceVersion (sources.Updates.After) changed after
+// change to a later resourceVersion (sources.Changes.After) changed after
 // the workload's pods were made, so the workload rolls once even on first
 // sight (rule 3 in docs/design.md; rollout.Input.Young). A workload created
 // while the watch was down is delivered by a later list at a later
 // resourceVersion: fewer sources count, never more. The zero value is
 // ready to use; it is safe for concurrent use.
 type births struct {
-	mu    sync.Mutex
-	of    map[types.NamespacedName]birth
-	swept time.Time
+	mu sync.Mutex
+	of sources.Recent[types.NamespacedName, birth]
 }
 
 // birth is one workload's creation as nudge saw it.
@@ -37,6 +36,12 @@ type birth struct {
 	// held lists the young sources of a rollout that waits (window, slot,
 	// missing source, halt): kept past sources.Young, until the rollout.
 	held []refs.Source
+}
+
+// Old reports whether the creation was seen more than sources.Young before
+// now and holds no young source.
+func (e birth) Old(now time.Time) bool {
+	return now.Sub(e.at) > sources.Young && len(e.held) == 0
 }
 
 // recorder returns a predicate that records the creation of a workload
@@ -57,37 +62,22 @@ func (b *births) recorder(now func() time.Time) predicate.Funcs {
 func (b *births) born(key types.NamespacedName, version string, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.of == nil {
-		b.of = map[types.NamespacedName]birth{}
-	}
-	if now.Sub(b.swept) > sources.Young/4 {
-		for k, e := range b.of {
-			if now.Sub(e.at) > sources.Young && len(e.held) == 0 {
-				delete(b.of, k)
-			}
-		}
-		b.swept = now
-	}
-	b.of[key] = birth{version: version, at: now}
+	b.of.Put(key, birth{version: version, at: now}, now)
 }
 
 // young returns, sorted, the sources of counted (references whose source
 // exists) of which nudge saw what the reference reads change after key's
 // creation, while key is young or holds such a change.
-func (b *births) young(key types.NamespacedName, counted []refs.Reference, updates *sources.Updates, now time.Time) []refs.Source {
+func (b *births) young(key types.NamespacedName, counted []refs.Reference, changes *sources.Changes, now time.Time) []refs.Source {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e, ok := b.of[key]
+	e, ok := b.of.Get(key, now)
 	if !ok {
-		return nil
-	}
-	if now.Sub(e.at) > sources.Young && len(e.held) == 0 {
-		delete(b.of, key)
 		return nil
 	}
 	var out []refs.Source
 	for _, ref := range counted {
-		if slices.Contains(e.held, ref.Source) || updates.After(ref, e.version) {
+		if slices.Contains(e.held, ref.Source) || changes.After(ref, e.version, now) {
 			out = append(out, ref.Source)
 		}
 	}
@@ -95,29 +85,29 @@ func (b *births) young(key types.NamespacedName, counted []refs.Reference, updat
 	return out
 }
 
-// decided settles key after decision d, taken with young sources: a
-// rollout written ends the workload's youth; one that waits keeps its
+// decided settles key after decision d, taken at now with young sources:
+// a rollout written ends the workload's youth; one that waits keeps its
 // young sources until it is written; any other decision lets it age.
-func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollout.Action, written bool) {
+func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollout.Action, written bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	e, ok := b.of[key]
+	e, ok := b.of.Get(key, now)
 	if !ok {
 		return
 	}
 	switch d {
 	case rollout.Roll:
 		if written {
-			delete(b.of, key)
+			b.of.Delete(key)
 		}
 	case rollout.Wait, rollout.Hold, rollout.Pending, rollout.Halted:
 		if len(young) > 0 {
 			e.held = young
-			b.of[key] = e
+			b.of.Put(key, e, now)
 		}
 	default:
 		e.held = nil
-		b.of[key] = e
+		b.of.Put(key, e, now)
 	}
 }
 
@@ -126,5 +116,5 @@ func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollou
 func (b *births) forget(key types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	delete(b.of, key)
+	b.of.Delete(key)
 }

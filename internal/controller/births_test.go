@@ -29,56 +29,56 @@ func TestBirths(t *testing.T) {
 	}
 	tests := map[string]struct {
 		listed bool // the creation came in the informer's initial list
-		steps  func(b *births, u *sources.Updates, clk *clocktesting.FakePassiveClock)
+		steps  func(b *births, c *sources.Changes, clk *clocktesting.FakePassiveClock)
 		want   []refs.Source
 	}{
 		"a change after the creation counts": {
-			steps: func(_ *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
-				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+			steps: func(_ *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
 			},
 			want: []refs.Source{app},
 		},
 		"a change before the creation does not": {
-			steps: func(_ *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
-				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("95", "b")})
+			steps: func(_ *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("95", "b")})
 			},
 		},
 		"a workload listed at start has no birth": {
 			listed: true,
-			steps: func(_ *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
-				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+			steps: func(_ *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
 			},
 		},
 		"a rollout written ends the youth": {
-			steps: func(b *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
-				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Roll, true)
+			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				b.decided(web, []refs.Source{app}, rollout.Roll, true, t0)
 			},
 		},
 		"a rollout not written does not": {
-			steps: func(b *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
-				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Roll, false)
+			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				b.decided(web, []refs.Source{app}, rollout.Roll, false, t0)
 			},
 			want: []refs.Source{app},
 		},
 		"a minute after the creation the workload is old": {
-			steps: func(_ *births, u *sources.Updates, clk *clocktesting.FakePassiveClock) {
-				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+			steps: func(_ *births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
 				clk.SetTime(t0.Add(sources.Young + time.Second))
 			},
 		},
 		"a rollout that waits keeps its young sources past the minute": {
-			steps: func(b *births, u *sources.Updates, clk *clocktesting.FakePassiveClock) {
-				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Pending, false)
+			steps: func(b *births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				b.decided(web, []refs.Source{app}, rollout.Pending, false, t0)
 				clk.SetTime(t0.Add(2 * sources.Young))
 			},
 			want: []refs.Source{app},
 		},
 		"a workload forgotten (not opted in) has no birth": {
-			steps: func(b *births, u *sources.Updates, _ *clocktesting.FakePassiveClock) {
-				u.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
 				b.forget(web)
 			},
 		},
@@ -87,10 +87,10 @@ func TestBirths(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			clk := clocktesting.NewFakePassiveClock(t0)
-			b, u := &births{}, &sources.Updates{Clock: clk}
+			b, c := &births{}, &sources.Changes{Clock: clk}
 			b.recorder(clk.Now).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
-			tc.steps(b, u, clk)
-			g.Expect(b.young(web, []refs.Reference{{Source: app}}, u, clk.Now())).To(Equal(tc.want))
+			tc.steps(b, c, clk)
+			g.Expect(b.young(web, []refs.Reference{{Source: app}}, c, clk.Now())).To(Equal(tc.want))
 		})
 	}
 }

@@ -69,10 +69,10 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	// The recorder comes before the filter: it notes every version.
 	if !opts.IgnoreSources[refs.ConfigMap] {
-		b = b.WatchesRawSource(watchKind(cached, &corev1.ConfigMap{}, toWorkloads, r.updates.Recorder(), r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		b = b.WatchesRawSource(watchKind(cached, &corev1.ConfigMap{}, toWorkloads, r.Changes.Recorder(), sources.Changed(r.Dialect)))
 	}
 	if !opts.IgnoreSources[refs.Secret] {
-		b = b.WatchesRawSource(watchKind(cached, &corev1.Secret{}, toWorkloads, r.updates.Recorder(), r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		b = b.WatchesRawSource(watchKind(cached, &corev1.Secret{}, toWorkloads, r.Changes.Recorder(), sources.Changed(r.Dialect)))
 	}
 	if opts.NamespaceLabels {
 		ns := &metav1.PartialObjectMetadata{}

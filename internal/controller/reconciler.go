@@ -75,9 +75,10 @@ type Reconciler struct {
 	// Waves, when not nil, bounds the rollouts in flight and halts a change
 	// whose rollout fails (--max-concurrent-rollouts); shared by every kind.
 	Waves *fleet.Waves
-	// Changes, shared by every kind, remembers when the sources' content
-	// changed, to tell a lone change from a burst (rule 1); when nil, every
-	// change is lone.
+	// Changes, shared by every kind, remembers the sources' content changes
+	// of the last minute: when, to tell a lone change from a burst (rule 1),
+	// and at which resourceVersion per key, for first sight (rule 3, see
+	// births); when nil, every change is lone and no source is young.
 	Changes *sources.Changes
 	// Jobs, for the Job kind with --recreate-jobs, re-creates the Jobs whose
 	// sources changed; it must be set for that kind.
@@ -91,7 +92,6 @@ type Reconciler struct {
 	changes  changes               // when nudge saw a source change of a workload, for its latency
 	lag      lag                   // reconciles in a row that found the cache behind (see cacheBehind)
 	births   births                // workloads seen created, for first sight (see births)
-	updates  sources.Updates       // content updates of sources, for first sight (see births)
 	taken    ownership.Takeovers   // states taken over from another key
 	index    *sources.Index        // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
@@ -247,7 +247,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	stakater := slices.Contains(spec.Dialects, dialect.Reloader) || (len(spec.Dialects) == 0 && r.AutoReloadAll)
 	result, err := r.act(ctx, obj, in, d, stakater)
 	r.changes.settle(req.NamespacedName, d.Action)
-	r.births.decided(req.NamespacedName, in.Young, d.Action, err == nil)
+	r.births.decided(req.NamespacedName, in.Young, d.Action, err == nil, in.Now)
 	if r.Waves == nil {
 		return result, err
 	}
@@ -336,7 +336,7 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 			counted = append(counted, c.Reference)
 		}
 	}
-	in.Young = r.births.young(client.ObjectKeyFromObject(obj), counted, &r.updates, r.now())
+	in.Young = r.births.young(client.ObjectKeyFromObject(obj), counted, r.Changes, r.now())
 	return in, causes, nil
 }
 

@@ -1,7 +1,6 @@
 package ownership_test
 
 import (
-	"context"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -16,7 +15,6 @@ import (
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/app"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
@@ -50,17 +48,17 @@ func TestShards(t *testing.T) {
 			nsA, nsB, moved, none := c.namespace("a"), c.namespace("b"), c.namespace("a"), c.namespace("none")
 
 			// Each shard baselines its own namespaces, with its own key.
-			c.ownedBy(map[*shardNamespace]*shard{nsA: a, nsB: b, moved: a})
+			c.OwnedBy(map[*nt.Space]*nt.Member{nsA: a, nsB: b, moved: a})
 
 			// The same-named ConfigMap changes everywhere: each workload
 			// rolls once, by the nudge of its shard alone.
-			for _, ns := range []*shardNamespace{nsA, nsB, moved, none} {
-				c.change(ns, "2")
+			for _, ns := range []*nt.Space{nsA, nsB, moved, none} {
+				c.Change(ns, "app", "2")
 			}
-			c.rolledTo(map[*shardNamespace]int64{nsA: 1, nsB: 1, moved: 1, none: 0})
-			c.g.Expect(c.deployment(none).Annotations).NotTo(HaveKey(workload.AppliedAnnotation),
+			c.RolledTo(map[*nt.Space]int64{nsA: 1, nsB: 1, moved: 1, none: 0})
+			c.G.Expect(c.deployment(none).Annotations).NotTo(HaveKey(workload.AppliedAnnotation),
 				"no baseline in a namespace no shard selects")
-			c.g.Expect(c.deployment(none).Labels).NotTo(HaveKey(workload.SealLabel))
+			c.G.Expect(c.deployment(none).Labels).NotTo(HaveKey(workload.SealLabel))
 			c.rolledBy(a, nsA, 1)
 			c.rolledBy(b, nsA, 0)
 			c.rolledBy(b, nsB, 1)
@@ -68,39 +66,39 @@ func TestShards(t *testing.T) {
 			c.rolledBy(a, moved, 1)
 			c.rolledBy(a, none, 0)
 			c.rolledBy(b, none, 0)
-			c.g.Expect(c.trigger(nsA)).NotTo(BeEmpty(), "the pod-template trigger written")
+			c.G.Expect(c.trigger(nsA)).NotTo(BeEmpty(), "the pod-template trigger written")
 
 			// Relabelled from A to B: handed over without a rollout, and A
 			// does not take it back.
 			before := c.deployment(moved).Annotations[workload.AppliedAnnotation]
 			c.relabel(moved, "b")
 			if sharedKey {
-				c.g.Consistently(c.applied(moved)).WithTimeout(3*time.Second).Should(Equal(before),
+				c.G.Consistently(c.applied(moved)).WithTimeout(3*time.Second).Should(Equal(before),
 					"the state written with the shared key to carry over untouched")
 			} else {
-				c.ownedBy(map[*shardNamespace]*shard{moved: b})
+				c.OwnedBy(map[*nt.Space]*nt.Member{moved: b})
 			}
-			c.g.Expect(moved.rollouts()).To(Equal(int64(1)), "no rollout for the handover")
+			c.G.Expect(moved.Rollouts()).To(Equal(int64(1)), "no rollout for the handover")
 
 			// The next change is B's to roll, once.
-			c.change(moved, "3")
-			c.rolledTo(map[*shardNamespace]int64{moved: 2})
+			c.Change(moved, "app", "3")
+			c.RolledTo(map[*nt.Space]int64{moved: 2})
 			c.rolledBy(b, moved, 1)
 			c.rolledBy(a, moved, 1)
 
 			// Handed back to A through a gap in which neither shard owns it,
 			// with a change made in the gap.
 			c.relabel(moved, "none")
-			c.change(moved, "4")
-			c.g.Consistently(moved.rollouts).WithTimeout(3*time.Second).Should(Equal(int64(2)),
+			c.Change(moved, "app", "4")
+			c.G.Consistently(moved.Rollouts).WithTimeout(3*time.Second).Should(Equal(int64(2)),
 				"no rollout while no shard selects the namespace")
 			c.relabel(moved, "a")
 			if sharedKey {
-				c.rolledTo(map[*shardNamespace]int64{moved: 3})
+				c.RolledTo(map[*nt.Space]int64{moved: 3})
 				c.rolledBy(a, moved, 2)
 			} else {
-				c.ownedBy(map[*shardNamespace]*shard{moved: a})
-				c.g.Expect(moved.rollouts()).To(Equal(int64(2)), "the change made in the gap lost to the first sight")
+				c.OwnedBy(map[*nt.Space]*nt.Member{moved: a})
+				c.G.Expect(moved.Rollouts()).To(Equal(int64(2)), "the change made in the gap lost to the first sight")
 			}
 			c.rolledBy(b, moved, 1)
 		})
@@ -127,21 +125,21 @@ func TestShardOverlap(t *testing.T) {
 			n := c.namespace("a")
 			writes := c.writes(n)
 
-			c.g.Eventually(c.applied(n)).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a baseline of %s/web", n.name)
-			c.g.Consistently(writes).WithTimeout(3*time.Second).Should(BeNumerically("<=", 6),
-				"a few writes of %s/web (its creation included), not a write per reconcile of two nudges", n.name)
-			t.Logf("Writes of %s/web before the change: %d", n.name, writes())
+			c.G.Eventually(c.applied(n)).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a baseline of %s/web", n.Name)
+			c.G.Consistently(writes).WithTimeout(3*time.Second).Should(BeNumerically("<=", 6),
+				"a few writes of %s/web (its creation included), not a write per reconcile of two nudges", n.Name)
+			t.Logf("Writes of %s/web before the change: %d", n.Name, writes())
 			contested := c.events(n, record.ReasonStateContested)
 			if sharedKey {
-				c.g.Expect(contested()).To(BeEmpty(), "no contest between nudges that share a key")
+				c.G.Expect(contested()).To(BeEmpty(), "no contest between nudges that share a key")
 			} else {
-				c.g.Eventually(contested).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a Warning that two nudges contest %s/web", n.name)
+				c.G.Eventually(contested).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a Warning that two nudges contest %s/web", n.Name)
 			}
 
-			c.change(n, "2")
-			c.rolledTo(map[*shardNamespace]int64{n: 1})
-			line := "updated 'web' of type 'Deployment' in namespace '" + n.name + "'"
-			c.g.Expect(strings.Count(a.nudge.Logs()+both.nudge.Logs(), line)).To(Equal(1), "one rollout logged, by either nudge")
+			c.Change(n, "app", "2")
+			c.RolledTo(map[*nt.Space]int64{n: 1})
+			line := "updated 'web' of type 'Deployment' in namespace '" + n.Name + "'"
+			c.G.Expect(strings.Count(a.Nudge.Logs()+both.Nudge.Logs(), line)).To(Equal(1), "one rollout logged, by either nudge")
 		})
 	}
 }
@@ -149,31 +147,13 @@ func TestShardOverlap(t *testing.T) {
 // shardedCluster is one TestShards case: its namespaces and nudges, the
 // shard label's values unique to the case.
 type shardedCluster struct {
-	t      *testing.T
-	g      *WithT
-	ctx    context.Context
+	*nt.Cluster
 	id     string // makes the label values of the case unique
 	system string // the shared system namespace, with sharedKey
 }
 
-// shard is one nudge release: its name and key.
-type shard struct {
-	name  string
-	keyID string
-	nudge *nt.Nudge
-}
-
-// shardNamespace is a namespace with a ConfigMap "app" and a Deployment
-// "web" that reads it in auto mode.
-type shardNamespace struct {
-	name      string
-	templates *nt.TemplateWrites
-}
-
-func (n *shardNamespace) rollouts() int64 { return n.templates.Count("web") }
-
 func newShardedCluster(t *testing.T, sharedKey bool) *shardedCluster {
-	c := &shardedCluster{t: t, g: NewWithT(t), ctx: t.Context(), id: utilrand.String(6)}
+	c := &shardedCluster{Cluster: nt.NewCluster(t, k8s), id: utilrand.String(6)}
 	if sharedKey {
 		c.system = c.newNamespace("shard-sys-")
 	}
@@ -181,9 +161,9 @@ func newShardedCluster(t *testing.T, sharedKey bool) *shardedCluster {
 }
 
 func (c *shardedCluster) newNamespace(prefix string) string {
-	c.t.Helper()
-	ns, err := plane.GenerateNamespace(c.ctx, prefix)
-	c.g.Expect(err).NotTo(HaveOccurred())
+	c.T.Helper()
+	ns, err := plane.GenerateNamespace(c.Ctx, prefix)
+	c.G.Expect(err).NotTo(HaveOccurred())
 	return ns
 }
 
@@ -191,8 +171,8 @@ func (c *shardedCluster) newNamespace(prefix string) string {
 // label is one of values (name alone when none is given), as the chart runs
 // it (no --namespaces), keeping its key in its own system namespace or,
 // with a shared key, in the shared one.
-func (c *shardedCluster) shard(name string, values ...string) *shard {
-	c.t.Helper()
+func (c *shardedCluster) shard(name string, values ...string) *nt.Member {
+	c.T.Helper()
 	system := c.system
 	if system == "" {
 		system = c.newNamespace("shard-sys-")
@@ -203,123 +183,60 @@ func (c *shardedCluster) shard(name string, values ...string) *shard {
 	for i, v := range values {
 		values[i] = c.value(v)
 	}
-	s := &shard{name: name}
-	s.nudge = nt.Start(c.t, plane.Config(), system, func(o *options.Options) {
+	return c.Start(name, plane.Config(), system, func(o *options.Options) {
 		o.Namespaces = nil
 		o.NamespaceSelector = shardLabel + " in (" + strings.Join(values, ",") + ")"
 		o.LeaderElectionID = "nudge-" + name
 	})
-	c.g.Eventually(func() error {
-		k, err := app.ReadKey(c.ctx, k8s, system, options.Default().KeySecret)
-		s.keyID = k.ID()
-		return err
-	}).WithTimeout(20*time.Second).Should(Succeed(), "nudge %s to create its key", name)
-	return s
 }
 
 func (c *shardedCluster) value(shard string) string { return c.id + "-" + shard }
 
 // namespace creates a namespace labelled for shard, with its ConfigMap and
-// Deployment.
-func (c *shardedCluster) namespace(shard string) *shardNamespace {
-	c.t.Helper()
-	n := &shardNamespace{name: c.newNamespace("shard-")}
-	n.templates = nt.WatchTemplates(c.t, k8s, n.name)
-	c.relabel(n, shard)
-	for _, o := range []client.Object{
-		nt.ConfigMap(n.name, "app", map[string]string{"v": "1"}),
-		nt.Deployment(n.name, "web", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "app")),
-	} {
-		c.g.Expect(k8s.Create(c.ctx, o)).To(Succeed())
-	}
-	return n
+// Deployment (see nt.Cluster.Space).
+func (c *shardedCluster) namespace(shard string) *nt.Space {
+	c.T.Helper()
+	ns := c.newNamespace("shard-")
+	c.label(ns, shard)
+	return c.Space(ns, nil)
 }
 
-func (c *shardedCluster) relabel(n *shardNamespace, shard string) {
-	c.t.Helper()
+func (c *shardedCluster) relabel(n *nt.Space, shard string) { c.label(n.Name, shard) }
+
+func (c *shardedCluster) label(ns, shard string) {
+	c.T.Helper()
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+shardLabel+`":"`+c.value(shard)+`"}}}`))
-	c.g.Expect(k8s.Patch(c.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: n.name}}, patch)).To(Succeed())
+	c.G.Expect(k8s.Patch(c.Ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, patch)).To(Succeed())
 }
 
-func (c *shardedCluster) change(n *shardNamespace, v string) {
-	c.t.Helper()
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"`+v+`"}}`))
-	c.g.Expect(k8s.Patch(c.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: n.name, Name: "app"}}, patch)).To(Succeed())
-}
-
-func (c *shardedCluster) deployment(n *shardNamespace) *appsv1.Deployment {
-	c.t.Helper()
+func (c *shardedCluster) deployment(n *nt.Space) *appsv1.Deployment {
+	c.T.Helper()
 	var d appsv1.Deployment
-	c.g.Expect(k8s.Get(c.ctx, client.ObjectKey{Namespace: n.name, Name: "web"}, &d)).To(Succeed())
+	c.G.Expect(k8s.Get(c.Ctx, client.ObjectKey{Namespace: n.Name, Name: "web"}, &d)).To(Succeed())
 	return &d
 }
 
-func (c *shardedCluster) applied(n *shardNamespace) func() string {
-	return func() string { return c.deployment(n).Annotations[workload.AppliedAnnotation] }
+func (c *shardedCluster) applied(n *nt.Space) func() string {
+	return func() string { return c.Applied(n, "web") }
 }
 
-func (c *shardedCluster) trigger(n *shardNamespace) string {
+func (c *shardedCluster) trigger(n *nt.Space) string {
 	return c.deployment(n).Spec.Template.Annotations[workload.RestartedAtAnnotation]
 }
 
-// ownedBy waits until the Deployment of each namespace holds a state
-// written with the key of its shard, then checks for 3 s that each keeps it:
-// no other nudge takes it.
-func (c *shardedCluster) ownedBy(owners map[*shardNamespace]*shard) {
-	c.t.Helper()
-	keys := func() map[string]string {
-		out := map[string]string{}
-		for n := range owners {
-			id, _, _ := strings.Cut(strings.TrimPrefix(c.applied(n)(), "v1."), " ")
-			out[n.name] = id
-		}
-		return out
-	}
-	want := map[string]string{}
-	for n, s := range owners {
-		want[n.name] = s.keyID
-	}
-	c.g.Eventually(keys).WithTimeout(20*time.Second).Should(Equal(want),
-		"each Deployment to be baselined with the key of its shard (namespace: key ID)")
-	c.g.Consistently(keys).WithTimeout(3*time.Second).Should(Equal(want),
-		"each Deployment to stay with the key of its shard (namespace: key ID)")
-}
-
-// rolledTo waits until the Deployment of each namespace has had the
-// rollouts wanted, then checks for 3 s that no further one follows.
-func (c *shardedCluster) rolledTo(want map[*shardNamespace]int64) {
-	c.t.Helper()
-	counts := func() map[string]int64 {
-		out := map[string]int64{}
-		for n := range want {
-			out[n.name] = n.rollouts()
-		}
-		return out
-	}
-	w := map[string]int64{}
-	for n, k := range want {
-		w[n.name] = k
-	}
-	c.g.Eventually(counts).WithTimeout(20*time.Second).Should(Equal(w), "the rollouts of each Deployment (namespace: rollouts)")
-	c.g.Consistently(counts).WithTimeout(3*time.Second).Should(Equal(w), "no further rollout (namespace: rollouts)")
-}
-
-// rolledBy checks that the nudge of s logged want rollouts of the
-// Deployment of n.
-func (c *shardedCluster) rolledBy(s *shard, n *shardNamespace, want int) {
-	c.t.Helper()
-	line := "updated 'web' of type 'Deployment' in namespace '" + n.name + "'"
-	c.g.Expect(strings.Count(s.nudge.Logs(), line)).To(Equal(want),
-		"rollouts of %s/web logged by the nudge of shard %s", n.name, s.name)
+// rolledBy checks that nudge m logged want rollouts of the Deployment of n.
+func (c *shardedCluster) rolledBy(m *nt.Member, n *nt.Space, want int) {
+	c.T.Helper()
+	c.G.Expect(nt.RolledBy(m, n)).To(Equal(want), "rollouts of %s/web logged by the nudge of shard %s", n.Name, m.Name)
 }
 
 // writes returns a count, from a watch, of the writes of the Deployment of
 // n (its creation included).
-func (c *shardedCluster) writes(n *shardNamespace) func() int64 {
-	c.t.Helper()
-	w, err := k8s.Watch(c.ctx, &appsv1.DeploymentList{}, client.InNamespace(n.name))
-	c.g.Expect(err).NotTo(HaveOccurred())
-	c.t.Cleanup(w.Stop)
+func (c *shardedCluster) writes(n *nt.Space) func() int64 {
+	c.T.Helper()
+	w, err := k8s.Watch(c.Ctx, &appsv1.DeploymentList{}, client.InNamespace(n.Name))
+	c.G.Expect(err).NotTo(HaveOccurred())
+	c.T.Cleanup(w.Stop)
 	var count atomic.Int64
 	go func() {
 		for range w.ResultChan() {
@@ -330,6 +247,6 @@ func (c *shardedCluster) writes(n *shardNamespace) func() int64 {
 }
 
 // events returns the Events about the Deployment of n with reason.
-func (c *shardedCluster) events(n *shardNamespace, reason string) func() []eventsv1.Event {
-	return (&nt.Env{T: c.t, G: c.g, Ctx: c.ctx, NS: n.name, K8s: k8s}).Events("web", reason)
+func (c *shardedCluster) events(n *nt.Space, reason string) func() []eventsv1.Event {
+	return (&nt.Env{T: c.T, G: c.G, Ctx: c.Ctx, NS: n.Name, K8s: k8s}).Events("web", reason)
 }

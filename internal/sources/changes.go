@@ -1,61 +1,85 @@
 package sources
 
 import (
+	"slices"
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
 )
 
-// Changes remembers, per ConfigMap and Secret, when nudge's informers saw
-// its content change: the last two times, so that rollout.Decide can tell a
-// lone change from one of a burst (rule 1). It is kept in memory only: after
-// a restart nothing is remembered and every change is lone. Memory is
-// bounded by the sources that exist: a source's entry is dropped with it.
+// Changes remembers, per ConfigMap and Secret whose content nudge's
+// informers saw change in the last Young, what rollout.Decide needs of
+// that change:
+//
+//   - when: the last two times, to tell a lone change from one of a burst
+//     (Times, rule 1 in docs/design.md);
+//   - at which resourceVersion each key of its content (data and
+//     binaryData, see ContentChanged) last changed, a key added or removed
+//     being a key changed, to tell a change made after a workload's
+//     creation (After, rule 3).
+//
+// A creation after the informer's initial list is a change in time, of no
+// key: a source created after its workload is what the workload's pods
+// start with. A deletion forgets the source. Memory is one entry per source
+// changed in the last Young, one resourceVersion per key changed; it is
+// kept in memory only: after a restart nothing is remembered and every
+// change is lone.
 //
 // Every workload kind's controller watches the same sources, so the same
-// event is offered once per kind; an event is recorded once, by the
-// resourceVersion it brings. A nil *Changes records nothing and remembers
-// nothing. It is safe for concurrent use.
+// event is offered once per kind: it is recorded once, by the first
+// recorder that is offered its resourceVersion; an older version is one
+// recorded already. A nil *Changes records nothing and remembers nothing.
+// It is safe for concurrent use.
 type Changes struct {
-	// Now tells the time; time.Now when nil.
-	Now func() time.Time
+	// Clock tells the time of a change; clock.RealClock when nil.
+	Clock clock.PassiveClock
 
 	mu sync.Mutex
-	at map[refs.Source]seen
+	of Recent[refs.Source, change]
 }
 
-// seen is what Changes keeps of one source.
-type seen struct {
-	version    string    // resourceVersion of the last change recorded
-	last, prev time.Time // when the last and the one before were seen
+// change is what Changes keeps of one source.
+type change struct {
+	version    string            // resourceVersion of the last event recorded
+	last, prev time.Time         // when the last content change and the one before were seen
+	keys       map[string]string // per key changed, the resourceVersion it last changed at
+}
+
+// Old reports whether the last content change was seen more than Young
+// before now.
+func (c change) Old(now time.Time) bool {
+	return now.Sub(c.last) > Young
 }
 
 // Times returns when src's content was seen to change, the last two times
 // at most, latest first. version is the resourceVersion of src as the
 // reader of its content sees it (the cache): when the recorder has not seen
 // that version yet (the cache is updated before its event reaches the
-// recorder), its change counts as seen at now. nil when nothing is known of
-// src: no event since the start but the initial list, which brings no
-// change (nor its version: a source nudge never saw change is lone).
+// recorder), its change counts as seen at now. nil when no change of src
+// was seen in the last Young: none since the start (the initial list
+// brings no change), or one too old for rule 1 to count it.
 func (c *Changes) Times(src refs.Source, version string, now time.Time) []time.Time {
 	if c == nil {
 		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s, ok := c.at[src]
+	e, ok := c.of.Get(src, now)
 	switch {
 	case !ok:
 		return nil
-	case s.version == version:
-		return nonZero(s.last, s.prev)
+	case e.version == version:
+		return nonZero(e.last, e.prev)
 	}
-	return nonZero(now, s.last)
+	return nonZero(now, e.last)
 }
 
 func nonZero(ts ...time.Time) []time.Time {
@@ -68,22 +92,52 @@ func nonZero(ts ...time.Time) []time.Time {
 	return out
 }
 
+// After reports whether nudge saw, in the Young before now, a change of
+// what ref reads of its source (any key for a whole reference) to a
+// resourceVersion greater than version (a workload's, taken at its
+// creation). Resource versions are compared as integers
+// (resourceversion.CompareResourceVersion, promised since Kubernetes 1.35
+// for objects of one resource): across resources, as here, the comparison
+// holds when both are stored in one etcd, the default, whose revision is
+// every object's resourceVersion. A malformed version answers false.
+func (c *Changes) After(ref refs.Reference, version string, now time.Time) bool {
+	if c == nil {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.of.Get(ref.Source, now)
+	if !ok {
+		return false
+	}
+	for k, v := range e.keys {
+		if !ref.Whole() && !slices.Contains(ref.Keys, k) {
+			continue
+		}
+		if n, err := resourceversion.CompareResourceVersion(v, version); err == nil && n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // Recorder returns a predicate that records every content change of a
 // ConfigMap or Secret it is offered (creations after the initial list, and
 // updates of data or binaryData), notes the resourceVersion of every other
-// update, and forgets a deleted source. It passes every event: put it
-// before the predicates that filter them, so that it sees every version.
+// update of a source it remembers, and forgets a deleted source. It passes
+// every event: put it before the predicates that filter them, so that it
+// sees every version, and records a change before any reconcile it causes.
 func (c *Changes) Recorder() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
-			if !e.IsInInitialList {
-				c.record(e.Object, true)
+			if !e.IsInInitialList && e.Object != nil {
+				c.record(nil, e.Object)
 			}
 			return true
 		},
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			if e.ObjectOld != nil && e.ObjectNew != nil {
-				c.record(e.ObjectNew, ContentChanged(e.ObjectOld, e.ObjectNew))
+				c.record(e.ObjectOld, e.ObjectNew)
 			}
 			return true
 		},
@@ -94,43 +148,87 @@ func (c *Changes) Recorder() predicate.Funcs {
 	}
 }
 
-// record notes obj's resourceVersion and, when changed, that its content
-// changed now; a version already noted is not recorded again.
-func (c *Changes) record(obj client.Object, changed bool) {
+// record notes the version of obj that follows old (nil for a creation):
+// when its content changed, that it changed now, and at which version each
+// key did. A version not newer than the one noted was recorded already.
+func (c *Changes) record(old, obj client.Object) {
 	src, ok := SourceOf(obj)
 	if c == nil || !ok {
 		return
 	}
+	version := obj.GetResourceVersion()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	s := c.at[src]
-	if s.version == obj.GetResourceVersion() {
+	now := c.now()
+	e, ok := c.of.Get(src, now)
+	if ok && !newer(version, e.version) {
 		return
 	}
-	if c.at == nil {
-		c.at = map[refs.Source]seen{}
+	var keys []string
+	if old != nil && ContentChanged(old, obj) {
+		keys = changedKeys(Digests(old), Digests(obj))
 	}
-	s.version = obj.GetResourceVersion()
-	if changed {
-		s.last, s.prev = c.now(), s.last
+	if old != nil && len(keys) == 0 {
+		if ok { // the version of a source changed lately, for Times
+			e.version = version
+			c.of.Put(src, e, now)
+		}
+		return
 	}
-	c.at[src] = s
+	if len(keys) > 0 && e.keys == nil {
+		e.keys = make(map[string]string, len(keys))
+	}
+	for _, k := range keys {
+		e.keys[k] = version
+	}
+	e.version, e.last, e.prev = version, now, e.last
+	c.of.Put(src, e, now)
+}
+
+// newer reports whether resourceVersion a comes after b; when either is
+// not an integer, whether they differ.
+func newer(a, b string) bool {
+	n, err := resourceversion.CompareResourceVersion(a, b)
+	if err != nil {
+		return a != b
+	}
+	return n > 0
+}
+
+// changedKeys returns the keys whose digest differs between old and new,
+// or that only one of them has.
+func changedKeys(old, new fingerprint.Digests) []string {
+	var out []string
+	for k, v := range new {
+		if w, ok := old[k]; !ok || w != v {
+			out = append(out, k)
+		}
+	}
+	for k := range old {
+		if _, ok := new[k]; !ok {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // forget drops what is remembered of obj.
 func (c *Changes) forget(obj client.Object) {
+	if c == nil || obj == nil {
+		return
+	}
 	src, ok := SourceOf(obj)
-	if c == nil || !ok {
+	if !ok {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.at, src)
+	c.of.Delete(src)
 }
 
 func (c *Changes) now() time.Time {
-	if c.Now == nil {
+	if c.Clock == nil {
 		return time.Now()
 	}
-	return c.Now()
+	return c.Clock.Now()
 }

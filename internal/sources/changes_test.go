@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -27,7 +28,8 @@ func TestChanges(t *testing.T) {
 	}
 	tests := map[string]struct {
 		events  []func(predicate.Funcs)
-		version string // the cache's resourceVersion of the source; "" for the last update's
+		version string        // the cache's resourceVersion of the source; "" for the last update's
+		at      time.Duration // when Times is asked, after t0; Young/2 when 0
 		want    []time.Time
 	}{
 		"a content change is remembered": {
@@ -46,10 +48,19 @@ func TestChanges(t *testing.T) {
 		"a metadata change is no change": {
 			events: []func(predicate.Funcs){update(cm("1", "x"), cm("2", "x"))},
 		},
+		"an older version offered by a slower kind's controller is no change": {
+			events:  []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y")), update(cm("2", "y"), cm("3", "z")), update(cm("1", "x"), cm("2", "y"))},
+			version: "3",
+			want:    []time.Time{t0.Add(2 * time.Second), t0.Add(time.Second)},
+		},
 		"a version the recorder has not seen counts as a change now": {
 			events:  []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y"))},
 			version: "3",
-			want:    []time.Time{t0.Add(time.Hour), t0.Add(time.Second)},
+			want:    []time.Time{t0.Add(Young / 2), t0.Add(time.Second)},
+		},
+		"a change older than Young is forgotten": {
+			events: []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y"))},
+			at:     Young + 2*time.Second,
 		},
 		"a metadata change's version is noted": {
 			events:  []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y")), update(cm("2", "y"), cm("3", "y"))},
@@ -76,8 +87,7 @@ func TestChanges(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			now := t0
-			c := &Changes{Now: func() time.Time { now = now.Add(time.Second); return now }}
+			c := &Changes{Clock: &ticking{now: t0}}
 			version := tt.version
 			for _, ev := range tt.events {
 				ev(c.Recorder())
@@ -85,10 +95,20 @@ func TestChanges(t *testing.T) {
 			if version == "" {
 				version = fmt.Sprint(len(tt.events) + 1)
 			}
-			g.Expect(c.Times(app, version, t0.Add(time.Hour))).To(Equal(tt.want))
+			at := tt.at
+			if at == 0 {
+				at = Young / 2
+			}
+			g.Expect(c.Times(app, version, t0.Add(at))).To(Equal(tt.want))
 		})
 	}
 }
+
+// ticking is a clock that moves a second on at every reading.
+type ticking struct{ now time.Time }
+
+func (t *ticking) Now() time.Time                  { t.now = t.now.Add(time.Second); return t.now }
+func (t *ticking) Since(u time.Time) time.Duration { return t.now.Sub(u) }
 
 // TestNilChanges: a nil Changes passes every event and remembers nothing.
 func TestNilChanges(t *testing.T) {
@@ -98,4 +118,134 @@ func TestNilChanges(t *testing.T) {
 	new := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", ResourceVersion: "2"}, Data: map[string]string{"a": "1"}}
 	g.Expect(c.Recorder().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new})).To(BeTrue())
 	g.Expect(c.Times(refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "app"}, "2", time.Now())).To(BeNil())
+	g.Expect(c.After(refs.Reference{Source: refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "app"}}, "1", time.Now())).To(BeFalse())
+}
+
+// TestChangesRememberKeyVersionsForAMinute: Changes answers After for a
+// change, newer than the version asked about and seen within a minute, of
+// a key the reference reads; a creation, a metadata-only update, a
+// deletion and age all leave nothing.
+func TestChangesRememberKeyVersionsForAMinute(t *testing.T) {
+	cm := func(rv, value string, labels map[string]string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", ResourceVersion: rv, Labels: labels},
+			Data: map[string]string{"k": value, "other": "o"}}
+	}
+	without := func(c *corev1.ConfigMap, key string) *corev1.ConfigMap { delete(c.Data, key); return c }
+	src := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		events  func(c *Changes, clk *clocktesting.FakePassiveClock)
+		keys    []string // the keys the reference reads; nil: the whole source
+		version string
+		want    bool
+	}{
+		"a content update after the version counts": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
+			},
+			version: "11", want: true,
+		},
+		"a content update before the version does not": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
+			},
+			version: "12",
+		},
+		"versions compare as integers, not strings": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("99", "a", nil), ObjectNew: cm("100", "b", nil)})
+			},
+			version: "99", want: true,
+		},
+		"a change of a key the reference reads counts": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
+			},
+			keys: []string{"k"}, version: "11", want: true,
+		},
+		"a change of a key the reference does not read does not": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
+			},
+			keys: []string{"other"}, version: "11",
+		},
+		"a removed key is a changed key": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: without(cm("12", "a", nil), "other")})
+			},
+			keys: []string{"other"}, version: "11", want: true,
+		},
+		"each key keeps the version it last changed at": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("12", "b", nil), ObjectNew: without(cm("14", "b", nil), "other")})
+			},
+			keys: []string{"k"}, version: "13",
+		},
+		"a creation is not an update": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Create(event.CreateEvent{Object: cm("12", "b", nil)})
+			},
+			version: "11",
+		},
+		"a metadata-only update is not a content update": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "a", map[string]string{"l": "v"})})
+			},
+			version: "11",
+		},
+		"a deletion forgets the source": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("13", "b", nil)})
+			},
+			version: "11",
+		},
+		"an update older than a minute is forgotten": {
+			events: func(c *Changes, clk *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
+				clk.SetTime(t0.Add(Young + time.Second))
+			},
+			version: "11",
+		},
+		"a malformed version answers false": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
+			},
+			version: "x",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			clk := clocktesting.NewFakePassiveClock(t0)
+			c := &Changes{Clock: clk}
+			tc.events(c, clk)
+			g.Expect(c.After(refs.Reference{Source: src, Keys: tc.keys}, tc.version, clk.Now())).To(Equal(tc.want))
+		})
+	}
+}
+
+// TestChangesHoldOnlyRecentChanges: the memory holds only the sources whose
+// content changed in the last minute; a metadata-only update of another
+// adds nothing.
+func TestChangesHoldOnlyRecentChanges(t *testing.T) {
+	g := NewWithT(t)
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(t0)
+	c := &Changes{Clock: clk}
+	secret := func(name, rv, value string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: name, ResourceVersion: rv},
+			Data: map[string][]byte{"k": []byte(value)}}
+	}
+	for i := range 100 {
+		name := fmt.Sprintf("s-%d", i)
+		c.Recorder().Update(event.UpdateEvent{ObjectOld: secret(name, "4", "a"), ObjectNew: secret(name, "5", "b")})
+	}
+	g.Expect(c.of.Len()).To(Equal(100))
+	clk.SetTime(t0.Add(Young + time.Second))
+	c.Recorder().Update(event.UpdateEvent{ObjectOld: secret("metadata", "6", "a"), ObjectNew: secret("metadata", "7", "a")})
+	g.Expect(c.of.Len()).To(Equal(100), "a metadata-only update of a source not remembered")
+	c.Recorder().Update(event.UpdateEvent{ObjectOld: secret("new", "6", "a"), ObjectNew: secret("new", "7", "b")})
+	g.Expect(c.of.Len()).To(Equal(1))
 }

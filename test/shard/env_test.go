@@ -8,22 +8,16 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	utilrand "k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/rest"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/app"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/shard"
-	"nudge.dev/nudge/internal/workload"
 )
 
 // runLabel is the namespace label that keeps each test's nudges to its own
@@ -34,9 +28,7 @@ const runLabel = "nudge.dev/test-run"
 // cluster is one test on one plane: its namespaces, its nudges and what
 // they were sent.
 type cluster struct {
-	t   *testing.T
-	g   *WithT
-	ctx context.Context
+	*nt.Cluster
 	pl  *plane
 	run string // the runLabel value of the test's namespaces
 	// system is the namespace of the nudges' key when they share one
@@ -46,23 +38,13 @@ type cluster struct {
 
 // member is one running shard.
 type member struct {
-	s     shard.Shard
-	nudge *nt.Nudge
-	keyID string
-	sent  *recorder
+	*nt.Member
+	s    shard.Shard
+	sent *recorder
 }
-
-// space is a namespace of the test, with a ConfigMap "app" and a
-// Deployment "web" that reads it in auto mode.
-type space struct {
-	name      string
-	templates *nt.TemplateWrites
-}
-
-func (n *space) rollouts() int64 { return n.templates.Count("web") }
 
 func newCluster(t *testing.T, pl *plane, sharedKey bool) *cluster {
-	c := &cluster{t: t, g: NewWithT(t), ctx: t.Context(), pl: pl, run: utilrand.String(8)}
+	c := &cluster{Cluster: nt.NewCluster(t, pl.k8s), pl: pl, run: utilrand.String(8)}
 	if sharedKey {
 		c.system = c.namespaceNamed("shard-sys-"+utilrand.String(5), false)
 	}
@@ -72,13 +54,13 @@ func newCluster(t *testing.T, pl *plane, sharedKey bool) *cluster {
 // namespaceNamed creates namespace name, labelled for the test's nudges
 // when selected, and deletes it when the test ends.
 func (c *cluster) namespaceNamed(name string, selected bool) string {
-	c.t.Helper()
+	c.T.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	if selected {
 		ns.Labels = map[string]string{runLabel: c.run}
 	}
-	c.g.Expect(c.pl.k8s.Create(c.ctx, ns)).To(Succeed())
-	c.t.Cleanup(func() { _ = c.pl.k8s.Delete(context.Background(), ns) })
+	c.G.Expect(c.K8s.Create(c.Ctx, ns)).To(Succeed())
+	c.T.Cleanup(func() { _ = c.K8s.Delete(context.Background(), ns) })
 	return name
 }
 
@@ -91,34 +73,30 @@ func nameIn(s shard.Shard) string {
 	}
 }
 
-// space creates a namespace owned by s, with its ConfigMap and Deployment,
-// and starts counting the Deployment's rollouts.
-func (c *cluster) space(s shard.Shard, annotations map[string]string) *space {
-	c.t.Helper()
-	n := &space{name: c.namespaceNamed(nameIn(s), true)}
-	n.templates = nt.WatchTemplates(c.t, c.pl.k8s, n.name)
-	a := map[string]string{"nudge.dev/auto": "true"}
-	for k, v := range annotations {
-		a[k] = v
-	}
-	c.create(nt.ConfigMap(n.name, "app", map[string]string{"v": "1"}),
-		nt.Deployment(n.name, "web", 1, a, nt.EnvFrom("ConfigMap", "app")))
-	return n
+// space creates a namespace owned by s, with its ConfigMap and Deployment
+// (see nt.Cluster.Space).
+func (c *cluster) space(s shard.Shard, annotations map[string]string) *nt.Space {
+	c.T.Helper()
+	return c.Space(c.namespaceNamed(nameIn(s), true), annotations)
 }
 
-func (c *cluster) create(objs ...client.Object) {
-	c.t.Helper()
-	for _, o := range objs {
-		c.g.Expect(c.pl.k8s.Create(c.ctx, o)).To(Succeed())
+// baselinedBy waits until each Deployment "web" is baselined with its
+// owner's key, and checks for 3 s that no other key takes it.
+func (c *cluster) baselinedBy(owners map[*nt.Space]*member) {
+	c.T.Helper()
+	of := map[*nt.Space]*nt.Member{}
+	for n, m := range owners {
+		of[n] = m.Member
 	}
+	c.OwnedBy(of)
 }
 
 // start starts the nudge of shard s ("i/N"), watching every namespace of
 // the test, JSON on the wire so that the test can read what it was sent.
 func (c *cluster) start(name string) *member {
-	c.t.Helper()
+	c.T.Helper()
 	s, err := shard.Parse(name)
-	c.g.Expect(err).NotTo(HaveOccurred())
+	c.G.Expect(err).NotTo(HaveOccurred())
 	system := c.system
 	if system == "" {
 		system = c.namespaceNamed("shard-sys-"+utilrand.String(5), false)
@@ -127,76 +105,13 @@ func (c *cluster) start(name string) *member {
 	cfg := rest.CopyConfig(c.pl.p.Config())
 	cfg.ContentType = "application/json"
 	cfg.Wrap(m.sent.wrap)
-	m.nudge = nt.Start(c.t, cfg, system, func(o *options.Options) {
+	m.Member = c.Start(name, cfg, system, func(o *options.Options) {
 		o.Namespaces = nil
 		o.NamespaceSelector = runLabel + "=" + c.run
 		o.Shard = name
 		o.RolloutWindow = 0
 	})
-	c.g.Eventually(func() error {
-		k, err := app.ReadKey(c.ctx, c.pl.k8s, system, options.Default().KeySecret)
-		m.keyID = k.ID()
-		return err
-	}).WithTimeout(20*time.Second).Should(Succeed(), "nudge %s to create its key", name)
 	return m
-}
-
-func (c *cluster) change(n *space, name, v string) {
-	c.t.Helper()
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"`+v+`"}}`))
-	c.g.Expect(c.pl.k8s.Patch(c.ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: n.name, Name: name}}, patch)).To(Succeed())
-}
-
-func (c *cluster) applied(n *space, name string) string {
-	var d appsv1.Deployment
-	if err := c.pl.k8s.Get(c.ctx, client.ObjectKey{Namespace: n.name, Name: name}, &d); err != nil {
-		return ""
-	}
-	return d.Annotations[workload.AppliedAnnotation]
-}
-
-// baselinedBy waits until each Deployment "web" is baselined with its
-// owner's key, and checks for 3 s that no other key takes it.
-func (c *cluster) baselinedBy(owners map[*space]*member) {
-	c.t.Helper()
-	keys := func() map[string]string {
-		out := map[string]string{}
-		for n := range owners {
-			id, _, _ := strings.Cut(strings.TrimPrefix(c.applied(n, "web"), "v1."), " ")
-			out[n.name] = id
-		}
-		return out
-	}
-	want := map[string]string{}
-	for n, m := range owners {
-		want[n.name] = m.keyID
-	}
-	c.g.Eventually(keys).WithTimeout(30*time.Second).Should(Equal(want), "each Deployment baselined with the key of its shard (namespace: key ID)")
-	c.g.Consistently(keys).WithTimeout(3*time.Second).Should(Equal(want), "each Deployment to stay with the key of its shard")
-}
-
-// rolledTo waits until each namespace's Deployment has had the rollouts
-// wanted, then checks for 3 s that no further one follows.
-func (c *cluster) rolledTo(want map[*space]int64) {
-	c.t.Helper()
-	counts := func() map[string]int64 {
-		out := map[string]int64{}
-		for n := range want {
-			out[n.name] = n.rollouts()
-		}
-		return out
-	}
-	w := map[string]int64{}
-	for n, k := range want {
-		w[n.name] = k
-	}
-	c.g.Eventually(counts).WithTimeout(30*time.Second).Should(Equal(w), "the rollouts of each Deployment (namespace: rollouts)")
-	c.g.Consistently(counts).WithTimeout(3*time.Second).Should(Equal(w), "no further rollout (namespace: rollouts)")
-}
-
-// rolledBy returns how many rollouts of n's Deployment m logged.
-func rolledBy(m *member, n *space) int {
-	return strings.Count(m.nudge.Logs(), "updated 'web' of type 'Deployment' in namespace '"+n.name+"'")
 }
 
 // recorder keeps the URLs of the GET requests a nudge sent and, for its

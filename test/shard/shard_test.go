@@ -27,7 +27,7 @@ func TestThreeShards(t *testing.T) {
 	eachPlane(t, func(t *testing.T, pl *plane) {
 		c := newCluster(t, pl, false)
 		var members []*member
-		owners := map[*space]*member{}
+		owners := map[*nt.Space]*member{}
 		for _, name := range []string{"0/3", "1/3", "2/3"} {
 			m := c.start(name)
 			members = append(members, m)
@@ -38,51 +38,51 @@ func TestThreeShards(t *testing.T) {
 		// A workload of shard 0 naming a ConfigMap of a namespace of shard 1.
 		home, away := c.space(members[0].s, nil), c.space(members[1].s, nil)
 		owners[home], owners[away] = members[0], members[1]
-		c.create(nt.ConfigMap(away.name, "shared", map[string]string{"v": "1"}),
-			nt.Deployment(home.name, "cross", 1, map[string]string{"nudge.dev/configmaps": away.name + "/shared"}))
+		c.Create(nt.ConfigMap(away.Name, "shared", map[string]string{"v": "1"}),
+			nt.Deployment(home.Name, "cross", 1, map[string]string{"nudge.dev/configmaps": away.Name + "/shared"}))
 		c.baselinedBy(owners)
-		c.g.Eventually(func() string { return c.applied(home, "cross") }).WithTimeout(30*time.Second).
-			Should(HavePrefix("v1."+members[0].keyID), "the cross-shard workload baselined by its own shard")
+		c.G.Eventually(func() string { return c.Applied(home, "cross") }).WithTimeout(30*time.Second).
+			Should(HavePrefix("v1."+members[0].KeyID), "the cross-shard workload baselined by its own shard")
 
-		want := map[*space]int64{}
+		want := map[*nt.Space]int64{}
 		for n := range owners {
-			c.change(n, "app", "2")
+			c.Change(n, "app", "2")
 			want[n] = 1
 		}
-		c.rolledTo(want)
+		c.RolledTo(want)
 		for n, owner := range owners {
 			for _, m := range members {
 				expected := 0
 				if m == owner {
 					expected = 1
 				}
-				c.g.Expect(rolledBy(m, n)).To(Equal(expected), "rollouts of %s/web logged by shard %s", n.name, m.s.Name)
+				c.G.Expect(nt.RolledBy(m.Member, n)).To(Equal(expected), "rollouts of %s/web logged by shard %s", n.Name, m.s.Name)
 			}
 		}
 
-		cross := func() int64 { return home.templates.Count("cross") }
-		c.g.Expect(cross()).To(BeZero())
+		cross := func() int64 { return home.Templates.Count("cross") }
+		c.G.Expect(cross()).To(BeZero())
 		for i, v := range []string{"2", "3"} {
-			c.change(away, "shared", v)
-			c.g.Eventually(cross).WithTimeout(30*time.Second).Should(Equal(int64(i+1)), "the cross-shard workload rolled once per change")
-			c.g.Consistently(cross).WithTimeout(3 * time.Second).Should(Equal(int64(i + 1)))
+			c.Change(away, "shared", v)
+			c.G.Eventually(cross).WithTimeout(30*time.Second).Should(Equal(int64(i+1)), "the cross-shard workload rolled once per change")
+			c.G.Consistently(cross).WithTimeout(3 * time.Second).Should(Equal(int64(i + 1)))
 		}
-		c.g.Expect(members[0].sent.urls()).To(ContainElement(And(
-			ContainSubstring("/namespaces/"+away.name+"/configmaps?"),
+		c.G.Expect(members[0].sent.urls()).To(ContainElement(And(
+			ContainSubstring("/namespaces/"+away.Name+"/configmaps?"),
 			ContainSubstring("fieldSelector=metadata.name%3Dshared"))), "shard 0 watches the one ConfigMap of shard 1 it reads")
 
 		for _, m := range members {
-			c.g.Expect(m.nudge.Logs()).To(ContainSubstring(`"serverSide":`+strconv.FormatBool(pl.gate)), "shard %s found whether the server filters", m.s.Name)
+			c.G.Expect(m.Nudge.Logs()).To(ContainSubstring(`"serverSide":`+strconv.FormatBool(pl.gate)), "shard %s found whether the server filters", m.s.Name)
 			sent := m.sent.sentFrom()
 			if !pl.gate {
-				c.g.Expect(sent).To(ContainElement(Not(BeZero())))
-				c.g.Expect(foreign(m.s, sent)).NotTo(BeEmpty(), "without the gate the server sends shard %s every namespace's objects", m.s.Name)
+				c.G.Expect(sent).To(ContainElement(Not(BeZero())))
+				c.G.Expect(foreign(m.s, sent)).NotTo(BeEmpty(), "without the gate the server sends shard %s every namespace's objects", m.s.Name)
 				continue
 			}
-			c.g.Expect(foreign(m.s, sent)).To(BeEmpty(), "with the gate shard %s is sent only its namespaces' objects", m.s.Name)
+			c.G.Expect(foreign(m.s, sent)).To(BeEmpty(), "with the gate shard %s is sent only its namespaces' objects", m.s.Name)
 			for _, u := range m.sent.urls() {
 				if clusterWide(u) {
-					c.g.Expect(u).To(ContainSubstring("shardSelector="), "every cluster-wide list and watch of shard %s carries its selector", m.s.Name)
+					c.G.Expect(u).To(ContainSubstring("shardSelector="), "every cluster-wide list and watch of shard %s carries its selector", m.s.Name)
 				}
 			}
 		}
@@ -92,14 +92,14 @@ func TestThreeShards(t *testing.T) {
 		rolled := map[string]bool{}
 		for name, series := range nudgeSeries(t) {
 			for _, labels := range series {
-				c.g.Expect(labels).To(HaveKeyWithValue("shard", Not(BeEmpty())), "%s %v carries its shard", name, labels)
+				c.G.Expect(labels).To(HaveKeyWithValue("shard", Not(BeEmpty())), "%s %v carries its shard", name, labels)
 				if name == "nudge_rollouts_total" {
 					rolled[labels["shard"]] = true
 				}
 			}
 		}
 		for _, m := range members {
-			c.g.Expect(rolled).To(HaveKey(m.s.Name), "nudge_rollouts_total{shard=%q} served", m.s.Name)
+			c.G.Expect(rolled).To(HaveKey(m.s.Name), "nudge_rollouts_total{shard=%q} served", m.s.Name)
 		}
 	})
 }
@@ -158,17 +158,17 @@ func TestReshard(t *testing.T) {
 	eachPlane(t, func(t *testing.T, pl *plane) {
 		c := newCluster(t, pl, true)
 		old := []*member{c.start("0/2"), c.start("1/2")}
-		var spaces []*space
+		var spaces []*nt.Space
 		for range 3 {
 			for _, m := range old {
 				spaces = append(spaces, c.space(m.s, nil))
 			}
 		}
-		c.g.Eventually(func() []string {
+		c.G.Eventually(func() []string {
 			var missing []string
 			for _, n := range spaces {
-				if c.applied(n, "web") == "" {
-					missing = append(missing, n.name)
+				if c.Applied(n, "web") == "" {
+					missing = append(missing, n.Name)
 				}
 			}
 			return missing
@@ -176,36 +176,36 @@ func TestReshard(t *testing.T) {
 
 		changeAll := func(round int) {
 			for _, n := range spaces {
-				c.change(n, "app", strconv.Itoa(round+1))
+				c.Change(n, "app", strconv.Itoa(round+1))
 			}
 		}
 		rolled := func(round int) {
-			want := map[*space]int64{}
+			want := map[*nt.Space]int64{}
 			for _, n := range spaces {
 				want[n] = int64(round)
 			}
-			c.rolledTo(want)
+			c.RolledTo(want)
 		}
 		changeAll(1)
 		third := c.start("2/3")
 		rolled(1)
 		changeAll(2)
-		old[1].nudge.Stop(t)
+		old[1].Nudge.Stop(t)
 		second := c.start("1/3")
 		rolled(2)
 		changeAll(3)
-		old[0].nudge.Stop(t)
+		old[0].Nudge.Stop(t)
 		first := c.start("0/3")
 		rolled(3)
 
 		late := c.space(second.s, nil)
-		c.g.Eventually(func() string { return c.applied(late, "web") }).WithTimeout(30*time.Second).
+		c.G.Eventually(func() string { return c.Applied(late, "web") }).WithTimeout(30*time.Second).
 			ShouldNot(BeEmpty(), "a namespace created after the start baselined")
-		c.change(late, "app", "2")
-		c.rolledTo(map[*space]int64{late: 1})
+		c.Change(late, "app", "2")
+		c.RolledTo(map[*nt.Space]int64{late: 1})
 		for _, m := range []*member{first, third} {
-			c.g.Expect(rolledBy(m, late)).To(BeZero(), "shard %s rolls nothing of a namespace of shard 1/3", m.s.Name)
+			c.G.Expect(nt.RolledBy(m.Member, late)).To(BeZero(), "shard %s rolls nothing of a namespace of shard 1/3", m.s.Name)
 		}
-		c.g.Expect(rolledBy(second, late)).To(Equal(1), "shard 1/3 rolls its new namespace")
+		c.G.Expect(nt.RolledBy(second.Member, late)).To(Equal(1), "shard 1/3 rolls its new namespace")
 	})
 }
