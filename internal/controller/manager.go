@@ -49,7 +49,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.Kind.Name()).
-		For(r.Kind.New(), builder.WithPredicates(r.births.recorder(r.now), predicate.Or(changed...))).
+		For(r.Kind.New(), builder.WithPredicates(r.births.recorder(r.now), r.history.ownWrites(), predicate.Or(changed...))).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1)})
 	if r.Waves != nil {
 		b = b.WatchesRawSource(source.Func(r.Waves.Register(r.Kind, r.Client)))
