@@ -118,7 +118,8 @@ func setStartPercent() {
 // startPercent returns the GC percent that lets a live heap of live bytes
 // grow by at least headroom bytes before the next collection, and never
 // less than base: max(base, ⌈100 × headroom / live⌉), live taken as at
-// least minLiveHeap (so at most 100 × headroom / 4 MiB: 200 %).
+// least minLiveHeap (so at most 100 × headroom / 4 MiB: 200 % for the
+// start's 8 MiB, 400 % for the writes' 16 MiB).
 func startPercent(base int, live, headroom uint64) int {
 	live = max(live, minLiveHeap)
 	return max(base, int((100*headroom+live-1)/live))

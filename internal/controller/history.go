@@ -43,21 +43,23 @@ type madeVersion struct {
 // wrote records that nudge wrote the workload key, patching its version
 // over, which made version made ("" when not known, or when nudge's own
 // events are reconciled). A first sight of a workload not yet known is not
-// recorded as a version written over, so that the start over many workloads
-// stays lean: a second reconcile on the stale version would be a first
-// sight again, whose patch, guarded by that version, the API server
-// refuses.
+// recorded, so that the start over many workloads stays lean: a second
+// reconcile on the stale version would be a first sight again, whose patch,
+// guarded by that version, the API server refuses. (A made version whose
+// event came before wrote stays until the workload's next event: one
+// entry per workload at most, where first sights would leave one per
+// workload of the cluster.)
 func (h *history) wrote(key types.NamespacedName, over, made string, firstSight bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	if _, known := h.over[key]; firstSight && !known {
+		return
+	}
 	if made != "" && made != over {
 		if h.made == nil {
 			h.made = map[types.NamespacedName]madeVersion{}
 		}
 		h.made[key] = madeVersion{version: made}
-	}
-	if _, known := h.over[key]; firstSight && !known {
-		return
 	}
 	if h.over == nil {
 		h.over = map[types.NamespacedName]string{}

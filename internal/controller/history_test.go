@@ -98,8 +98,11 @@ func TestOwnWrites(t *testing.T) {
 		"the event of nudge's own write is dropped": {
 			steps: []step{{wrote: &[3]string{"1", "2"}}, {update: [2]string{"1", "2"}}},
 		},
-		"the event of a first sight's write is dropped": {
-			steps: []step{{wrote: &[3]string{"1", "2", "true"}}, {update: [2]string{"1", "2"}}},
+		"the event of a first sight's write is reconciled, as first sights are not remembered": {
+			steps: []step{{wrote: &[3]string{"1", "2", "true"}}, {update: [2]string{"1", "2"}, want: true}},
+		},
+		"the event of a first sight's write of a known workload is dropped": {
+			steps: []step{{wrote: &[3]string{"0", "1"}}, {update: [2]string{"0", "1"}}, {wrote: &[3]string{"1", "2", "true"}}, {update: [2]string{"1", "2"}}},
 		},
 		"the write is remembered until its event: a second one passes": {
 			steps: []step{{wrote: &[3]string{"1", "2"}}, {update: [2]string{"1", "2"}}, {update: [2]string{"1", "2"}, want: true}},
