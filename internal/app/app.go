@@ -203,6 +203,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			releaseStartMemory(ctrl.LoggerInto(ctx, log), lull, reconciled, time.Now(), endStart)
 		}
 		endStart()
+		if ok {
+			holdWriteHeadroom(ctx, lull)
+		}
 		return nil
 	})); err != nil {
 		return err

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"slices"
 	"sync"
 )
 
@@ -26,29 +27,35 @@ const startHeadroom = 8 << 20
 // the headroom before the first collections.
 const minLiveHeap = 4 << 20
 
-// startGC is the process's start-up setting of the garbage collector. It is
-// the process's, not one nudge's: tests run several nudges in one process,
-// and the setting holds while any of them starts.
+// startGC is the process's setting of the garbage collector while nudges
+// start or write (see widenHeadroom). It is the process's, not one nudge's:
+// tests run several nudges in one process, and the setting holds while any
+// of them holds headroom.
 var startGC struct {
 	sync.Mutex
-	starting int  // nudges starting
-	base     int  // GC percent before the first of them started, restored after the last
-	armed    bool // a collection will call tuneStartGC
+	held  []uint64 // the headroom of each holder
+	base  int      // GC percent before the first holder, restored after the last
+	armed bool     // a collection will call tuneStartGC
 }
 
 // widenStartHeadroom makes the garbage collector leave at least
-// startHeadroom bytes of growth after each collection, or what the GC
-// percent in force (nudge's 20 or $GOGC) leaves when that is more; nothing
-// changes with GC off. It holds until restore is called: once the start's work is done. restore
-// may be called more than once.
-func widenStartHeadroom() (restore func()) {
+// startHeadroom bytes of growth after each collection while nudge starts
+// (see widenHeadroom).
+func widenStartHeadroom() (restore func()) { return widenHeadroom(startHeadroom) }
+
+// widenHeadroom makes the garbage collector leave at least headroom bytes
+// of growth after each collection, or what the GC percent in force (nudge's
+// 20 or $GOGC) leaves when that is more; nothing changes with GC off. While
+// several hold headroom, the largest counts. It holds until restore is
+// called; restore may be called more than once.
+func widenHeadroom(headroom uint64) (restore func()) {
 	startGC.Lock()
 	defer startGC.Unlock()
-	if startGC.starting == 0 {
+	if len(startGC.held) == 0 {
 		startGC.base = debug.SetGCPercent(100)
 		debug.SetGCPercent(startGC.base)
 	}
-	startGC.starting++
+	startGC.held = append(startGC.held, headroom)
 	if startGC.base >= 0 {
 		setStartPercent()
 		if !startGC.armed {
@@ -61,8 +68,13 @@ func widenStartHeadroom() (restore func()) {
 		once.Do(func() {
 			startGC.Lock()
 			defer startGC.Unlock()
-			if startGC.starting--; startGC.starting == 0 {
+			i := slices.Index(startGC.held, headroom)
+			startGC.held = slices.Delete(startGC.held, i, i+1)
+			switch {
+			case len(startGC.held) == 0:
 				debug.SetGCPercent(startGC.base)
+			case startGC.base >= 0:
+				setStartPercent()
 			}
 		})
 	}
@@ -79,11 +91,11 @@ func armStartGC() {
 }
 
 // tuneStartGC sets the GC percent from the live heap the last collection
-// measured, and arms the next collection, while a nudge starts with GC on.
+// measured, and arms the next collection, while headroom is held with GC on.
 func tuneStartGC() {
 	startGC.Lock()
 	defer startGC.Unlock()
-	if startGC.starting == 0 || startGC.base < 0 {
+	if len(startGC.held) == 0 || startGC.base < 0 {
 		startGC.armed = false
 		return
 	}
@@ -91,7 +103,8 @@ func tuneStartGC() {
 	armStartGC()
 }
 
-// setStartPercent sets the GC percent for the live heap now; startGC is held.
+// setStartPercent sets the GC percent for the live heap now and the largest
+// headroom held; startGC is locked and some headroom held.
 func setStartPercent() {
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(live)
@@ -99,13 +112,14 @@ func setStartPercent() {
 	if live[0].Value.Kind() == metrics.KindUint64 {
 		bytes = live[0].Value.Uint64()
 	}
-	debug.SetGCPercent(startPercent(startGC.base, bytes, startHeadroom))
+	debug.SetGCPercent(startPercent(startGC.base, bytes, slices.Max(startGC.held)))
 }
 
 // startPercent returns the GC percent that lets a live heap of live bytes
 // grow by at least headroom bytes before the next collection, and never
 // less than base: max(base, ⌈100 × headroom / live⌉), live taken as at
-// least minLiveHeap (so at most 100 × headroom / 4 MiB: 200 %).
+// least minLiveHeap (so at most 100 × headroom / 4 MiB: 200 % for the
+// start's 8 MiB, 400 % for the writes' 16 MiB).
 func startPercent(base int, live, headroom uint64) int {
 	live = max(live, minLiveHeap)
 	return max(base, int((100*headroom+live-1)/live))

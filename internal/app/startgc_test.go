@@ -1,8 +1,12 @@
 package app
 
 import (
+	"context"
 	"runtime/debug"
 	"testing"
+	"time"
+
+	"nudge.dev/nudge/internal/record"
 )
 
 func TestStartPercent(t *testing.T) {
@@ -67,4 +71,68 @@ func TestStartHeadroom(t *testing.T) {
 	if p := gcPercent(); p != -1 {
 		t.Errorf("GC percent %d once started with GC off, want -1 (off)", p)
 	}
+}
+
+// TestLargestHeadroomCounts: while several hold headroom the largest sets
+// the GC percent, and once it is given back the others' holds. Not
+// parallel: the GC percent is the process's.
+func TestLargestHeadroomCounts(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(20))
+	small := widenHeadroom(8 << 20)
+	defer small()
+	atSmall := gcPercent()
+	large := widenHeadroom(64 << 20)
+	atLarge := gcPercent()
+	if atLarge <= atSmall {
+		t.Errorf("GC percent %d with 64 MiB of headroom held beside 8 MiB, want above 8 MiB's %d", atLarge, atSmall)
+	}
+	large()
+	if p := gcPercent(); p >= atLarge || p <= 20 {
+		t.Errorf("GC percent %d once 64 MiB is given back, want 8 MiB's (%d then), below %d and above 20", p, atSmall, atLarge)
+	}
+	small()
+	if p := gcPercent(); p != 20 {
+		t.Errorf("GC percent %d once all is given back, want 20", p)
+	}
+}
+
+// TestWriteHeadroom: a workload write widens the GC percent, and a pause of
+// writeQuiet restores it. Not parallel: the GC percent is the process's.
+func TestWriteHeadroom(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(20))
+	ctx, stop := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	defer func() {
+		stop()
+		<-done
+	}()
+	var lull record.Lull
+	writes := lull.Writes()
+	go func() {
+		defer close(done)
+		holdWriteHeadroom(ctx, &lull)
+	}()
+	waitPercent := func(what string, ok func(int) bool) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for !ok(gcPercent()) {
+			if time.Now().After(deadline) {
+				t.Fatalf("GC percent %d 10 s on, want it %s", gcPercent(), what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if len(writes) != 0 || gcPercent() != 20 {
+		t.Fatalf("GC percent %d before any write, want 20", gcPercent())
+	}
+	lull.Wrote(time.Now())
+	waitPercent("widened after a write", func(p int) bool { return p > 20 })
+	wrote := time.Now()
+	lull.Wrote(wrote)
+	waitPercent("20 again once the writes pause", func(p int) bool { return p == 20 })
+	if since := time.Since(wrote); since < writeQuiet {
+		t.Errorf("GC percent restored %v after the last write, before writeQuiet (%v)", since, writeQuiet)
+	}
+	lull.Wrote(time.Now())
+	waitPercent("widened again by the next write", func(p int) bool { return p > 20 })
 }

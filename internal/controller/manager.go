@@ -60,7 +60,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1), LogConstructor: logs}).
-		WatchesRawSource(watchKind(cached, r.Kind.New(), &handler.EnqueueRequestForObject{}, r.births.recorder(r.now), predicate.Or(changed...)))
+		WatchesRawSource(watchKind(cached, r.Kind.New(), &handler.EnqueueRequestForObject{}, r.births.recorder(r.now), predicate.Or(changed...),
+			r.history.ownWrites()))
 	if r.Waves != nil {
 		b = b.WatchesRawSource(source.Func(r.Waves.Register(r.Kind, r.Client)))
 	}

@@ -206,11 +206,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return r.resume(ctx, obj, ctrl.Result{})
 	}
-	if r.history.stale(req.NamespacedName, obj.GetResourceVersion()) {
+	if stale, awaited := r.history.stale(req.NamespacedName, obj.GetResourceVersion()); stale {
 		// The cache has not seen nudge's last write yet; that write's event
-		// brings the workload back.
-		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see nudge's last write", "kind", r.Kind.Name(), "resourceVersion", obj.GetResourceVersion())
-		return ctrl.Result{}, nil
+		// brings the workload back, or has come meanwhile (see ownWrites).
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see nudge's last write", "kind", r.Kind.Name(), "resourceVersion", obj.GetResourceVersion(), "eventAwaited", awaited)
+		if awaited {
+			return ctrl.Result{}, nil
+		}
+		return ctrl.Result{RequeueAfter: staleWait}, nil
 	}
 
 	in, more, err := r.inputs(ctx, obj, spec, tmpl)
@@ -290,7 +293,7 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 		if err := r.apply(ctx, obj, r.stateChange(obj, applied)); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.history.wrote(key, over, d.FirstSight)
+		r.history.wrote(key, over, r.made(obj), d.FirstSight)
 		r.taken.Took(key, in, r.Key.ID())
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
@@ -298,9 +301,24 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 		if err := r.roll(ctx, obj, d, applied, in.Now, stakater); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.history.wrote(key, over, false)
+		r.history.wrote(key, over, r.made(obj), false)
 	}
 	return r.resume(ctx, obj, result)
+}
+
+// staleWait is how long a reconcile that read a version nudge has written
+// over waits when the write's event has come meanwhile: the cache holds the
+// write once its event is handled, so a moment.
+const staleWait = 10 * time.Millisecond
+
+// made returns the resourceVersion of obj, as nudge's write returned it, for
+// history.wrote: "" when nudge reconciles its own writes' events (with
+// waves, which follow each rollout's progress from its events).
+func (r *Reconciler) made(obj client.Object) string {
+	if r.Waves != nil {
+		return ""
+	}
+	return obj.GetResourceVersion()
 }
 
 // inputs gathers what rollout.Decide needs from the cache (see

@@ -11,11 +11,29 @@ import (
 // competing with them for the API server. The zero value is ready to use;
 // it is safe for concurrent use.
 type Lull struct {
-	last atomic.Int64 // Unix nanoseconds of the last workload write; 0: none
+	last   atomic.Int64                  // Unix nanoseconds of the last workload write; 0: none
+	writes atomic.Pointer[chan struct{}] // see Writes; nil until then
 }
 
-// Wrote records a workload write at now.
-func (l *Lull) Wrote(now time.Time) { l.last.Store(now.UnixNano()) }
+// Wrote records a workload write at now. It never blocks.
+func (l *Lull) Wrote(now time.Time) {
+	l.last.Store(now.UnixNano())
+	if c := l.writes.Load(); c != nil {
+		select {
+		case *c <- struct{}{}:
+		default: // a signal waits already
+		}
+	}
+}
+
+// Writes returns a channel that receives after a workload write; writes
+// made while a signal waits to be received add none (its buffer holds one).
+// Every call returns the same channel.
+func (l *Lull) Writes() <-chan struct{} {
+	c := make(chan struct{}, 1)
+	l.writes.CompareAndSwap(nil, &c)
+	return *l.writes.Load()
+}
 
 // Remaining returns how long from now until no workload will have been
 // written for quiet, if none is written meanwhile; 0 when none has been for

@@ -111,3 +111,39 @@ func TestLullRemaining(t *testing.T) {
 		})
 	}
 }
+
+// TestLullWrites: writes before Writes signal nothing; after it, a write
+// signals once, however many follow before the signal is received; every
+// call returns the same channel.
+func TestLullWrites(t *testing.T) {
+	var l Lull
+	l.Wrote(time.Now())
+	writes := l.Writes()
+	if l.Writes() != writes {
+		t.Fatal("a second Writes returned another channel")
+	}
+	select {
+	case <-writes:
+		t.Fatal("a write made before Writes signalled")
+	default:
+	}
+	for range 3 {
+		l.Wrote(time.Now())
+	}
+	select {
+	case <-writes:
+	default:
+		t.Fatal("no signal after three writes")
+	}
+	select {
+	case <-writes:
+		t.Fatal("a second signal for writes made before the first was received")
+	default:
+	}
+	l.Wrote(time.Now())
+	select {
+	case <-writes:
+	default:
+		t.Fatal("no signal for a write after the signal was received")
+	}
+}
