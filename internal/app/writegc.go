@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"runtime/debug"
+	"runtime/metrics"
 	"time"
 
 	"nudge.dev/nudge/internal/record"
@@ -17,8 +18,10 @@ import (
 // CPU of that fan-out from 0.67 to 0.40 s, as 32 MiB did, but 32 MiB left
 // the RSS after it 5 MiB higher (the objects written meanwhile spread over
 // more of the heap) where 16 MiB left it as it was. It is held only while
-// writes go on and given back, with the memory grown into, once they pause
-// (writeQuiet), so the idle heap keeps GOGC=20's goal.
+// writes go on and given back once they pause (writeQuiet), so the idle
+// heap keeps GOGC=20's goal; the memory grown into is returned at once
+// when it is half the headroom or more (one forced collection, not one per
+// lone rollout), otherwise at the scavenger's pace.
 const writeHeadroom = 16 << 20
 
 // writeQuiet is the pause in workload writes after which the write headroom
@@ -51,10 +54,23 @@ func holdWriteHeadroom(ctx context.Context, lull *record.Lull) {
 		default:
 		}
 		end()
-		if ctx.Err() == nil {
+		if ctx.Err() == nil && retainedFree() >= writeHeadroom/2 {
 			// The heap grown into the headroom goes back to the operating
-			// system now, not at the scavenger's pace.
+			// system now, not at the scavenger's pace. After a write or
+			// two it is not worth a forced collection of the whole heap.
 			debug.FreeOSMemory()
 		}
 	}
+}
+
+// retainedFree returns the bytes of heap the Go runtime holds free and has
+// not returned to the operating system (runtime/metrics'
+// /memory/classes/heap/free:bytes); 0 when the runtime does not tell.
+func retainedFree() uint64 {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(sample)
+	if sample[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return sample[0].Value.Uint64()
 }
