@@ -131,6 +131,12 @@ func TestChangesRememberKeyVersionsForAMinute(t *testing.T) {
 			Data: map[string]string{"k": value, "other": "o"}}
 	}
 	without := func(c *corev1.ConfigMap, key string) *corev1.ConfigMap { delete(c.Data, key); return c }
+	// updated is a row's events: one update of the ConfigMap, from one version to the next.
+	updated := func(from, to *corev1.ConfigMap) func(*Changes, *clocktesting.FakePassiveClock) {
+		return func(c *Changes, _ *clocktesting.FakePassiveClock) {
+			c.Recorder().Update(event.UpdateEvent{ObjectOld: from, ObjectNew: to})
+		}
+	}
 	src := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	tests := map[string]struct {
@@ -140,40 +146,28 @@ func TestChangesRememberKeyVersionsForAMinute(t *testing.T) {
 		want    bool
 	}{
 		"a content update after the version counts": {
-			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
-			},
+			events:  updated(cm("10", "a", nil), cm("12", "b", nil)),
 			version: "11", want: true,
 		},
 		"a content update before the version does not": {
-			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
-			},
+			events:  updated(cm("10", "a", nil), cm("12", "b", nil)),
 			version: "12",
 		},
 		"versions compare as integers, not strings": {
-			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("99", "a", nil), ObjectNew: cm("100", "b", nil)})
-			},
+			events:  updated(cm("99", "a", nil), cm("100", "b", nil)),
 			version: "99", want: true,
 		},
 		"a change of a key the reference reads counts": {
-			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
-			},
-			keys: []string{"k"}, version: "11", want: true,
+			events: updated(cm("10", "a", nil), cm("12", "b", nil)),
+			keys:   []string{"k"}, version: "11", want: true,
 		},
 		"a change of a key the reference does not read does not": {
-			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
-			},
-			keys: []string{"other"}, version: "11",
+			events: updated(cm("10", "a", nil), cm("12", "b", nil)),
+			keys:   []string{"other"}, version: "11",
 		},
 		"a removed key is a changed key": {
-			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: without(cm("12", "a", nil), "other")})
-			},
-			keys: []string{"other"}, version: "11", want: true,
+			events: updated(cm("10", "a", nil), without(cm("12", "a", nil), "other")),
+			keys:   []string{"other"}, version: "11", want: true,
 		},
 		"each key keeps the version it last changed at": {
 			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
@@ -189,9 +183,7 @@ func TestChangesRememberKeyVersionsForAMinute(t *testing.T) {
 			version: "11",
 		},
 		"a metadata-only update is not a content update": {
-			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "a", map[string]string{"l": "v"})})
-			},
+			events:  updated(cm("10", "a", nil), cm("12", "a", map[string]string{"l": "v"})),
 			version: "11",
 		},
 		"a deletion forgets the source": {
@@ -209,9 +201,7 @@ func TestChangesRememberKeyVersionsForAMinute(t *testing.T) {
 			version: "11",
 		},
 		"a malformed version answers false": {
-			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
-			},
+			events:  updated(cm("10", "a", nil), cm("12", "b", nil)),
 			version: "x",
 		},
 	}
