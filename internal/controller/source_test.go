@@ -33,15 +33,9 @@ func TestKindSourceSyncs(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns, err := plane.GenerateNamespace(ctx, "source-")
-	g.Expect(err).NotTo(HaveOccurred())
 	const n = 300
-	for i := range n {
-		g.Expect(k8s.Create(ctx, nt.ConfigMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"}))).To(Succeed())
-	}
-	c, err := cache.New(plane.Config(), cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = c.GetInformer(ctx, &corev1.ConfigMap{})
+	_, c := configMapsCache(t, "source-", n)
+	_, err := c.GetInformer(ctx, &corev1.ConfigMap{})
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = c.Start(ctx) }()
 	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue(), "the cache synced")
@@ -85,14 +79,8 @@ func TestKindSourceBeforeTheCacheStarts(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns, err := plane.GenerateNamespace(ctx, "early-")
-	g.Expect(err).NotTo(HaveOccurred())
 	const n = 300
-	for i := range n {
-		g.Expect(k8s.Create(ctx, nt.ConfigMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"}))).To(Succeed())
-	}
-	c, err := cache.New(plane.Config(), cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	g.Expect(err).NotTo(HaveOccurred())
+	ns, c := configMapsCache(t, "early-", n)
 	queue := controller.NewQueue(ctx, "early", logr.Discard())
 	enqueue := &handler.EnqueueRequestForObject{}
 	updated := make(chan struct{}, 1)
@@ -135,4 +123,19 @@ func TestKindSourceBeforeTheCacheStarts(t *testing.T) {
 	synced, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	g.Expect(src.WaitForSync(synced)).To(Succeed(), "the source synced")
+}
+
+// configMapsCache creates a namespace named from prefix with n ConfigMaps
+// cm-0 … cm-<n-1>, and returns it and a cache of it, not started.
+func configMapsCache(t *testing.T, prefix string, n int) (string, cache.Cache) {
+	t.Helper()
+	g := NewWithT(t)
+	ns, err := plane.GenerateNamespace(t.Context(), prefix)
+	g.Expect(err).NotTo(HaveOccurred())
+	for i := range n {
+		g.Expect(k8s.Create(t.Context(), nt.ConfigMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"}))).To(Succeed())
+	}
+	c, err := cache.New(plane.Config(), cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	return ns, c
 }
