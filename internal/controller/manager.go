@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
@@ -49,19 +50,25 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		changed = append(changed, fleet.ProgressChanged())
 	}
 	// Each kind is watched with a kindSource, not For and Watches: the
-	// workers start as soon as the handlers have the cached objects (see
-	// kindSource).
+	// handlers are added now, before the manager's cache starts, so the
+	// informers' first lists feed them, and the workers start as soon as
+	// the caches have synced (see kindSource).
 	name := r.Kind.Name()
 	logs, err := reconcileLog(mgr, name, r.Kind.New())
 	if err != nil {
 		return fmt.Errorf("naming the %s controller's logs: %w", name, err)
 	}
+	queue := newQueue(ctx, name, logs(nil))
 	cached := mgr.GetCache()
+	own, err := r.watchNow(ctx, queue, watchKind(cached, r.Kind.New(), &handler.EnqueueRequestForObject{}, r.births.recorder(r.now), predicate.Or(changed...),
+		r.history.ownWrites()))
+	if err != nil {
+		return err
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1), LogConstructor: logs}).
-		WatchesRawSource(watchKind(cached, r.Kind.New(), &handler.EnqueueRequestForObject{}, r.births.recorder(r.now), predicate.Or(changed...),
-			r.history.ownWrites()))
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1), LogConstructor: logs, NewQueue: queueOf(queue)}).
+		WatchesRawSource(own)
 	if r.Waves != nil {
 		b = b.WatchesRawSource(source.Func(r.Waves.Register(r.Kind, r.Client)))
 	}
@@ -69,12 +76,18 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		b = b.WatchesRawSource(source.Func(r.Jobs.Resume(r.watched)))
 	}
 	// The recorder comes before the filter: it notes every version.
-	if !opts.IgnoreSources[refs.ConfigMap] {
-		b = b.WatchesRawSource(watchKind(cached, &corev1.ConfigMap{}, toWorkloads, r.Changes.Recorder(), sources.Changed(r.Dialect)))
+	for kind, obj := range map[refs.Kind]client.Object{refs.ConfigMap: &corev1.ConfigMap{}, refs.Secret: &corev1.Secret{}} {
+		if opts.IgnoreSources[kind] {
+			continue
+		}
+		src, err := r.watchNow(ctx, queue, watchKind(cached, obj, toWorkloads, r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(src)
 	}
-	if !opts.IgnoreSources[refs.Secret] {
-		b = b.WatchesRawSource(watchKind(cached, &corev1.Secret{}, toWorkloads, r.Changes.Recorder(), sources.Changed(r.Dialect)))
-	}
+	// Left to the controller's start: its handler lists workloads from the
+	// cache, which cannot be read before it has synced.
 	if opts.NamespaceLabels {
 		ns := &metav1.PartialObjectMetadata{}
 		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
@@ -83,6 +96,20 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	c, err := b.Build(r)
 	r.ctrl = c
 	return err
+}
+
+// watchNow adds src's handler now, its events going to queue (see
+// kindSource.addHandler), and returns src. When the cache cannot give the
+// informer yet, it logs why and leaves the handler to src's start, as
+// controller-runtime's Kind source would; it fails only when ctx is done.
+func (r *Reconciler) watchNow(ctx context.Context, queue *controllerQueue, src *kindSource) (*kindSource, error) {
+	if err := src.addHandler(ctx, queue); err != nil {
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		ctrl.LoggerFrom(ctx).V(1).Info("Could not watch a kind before the controller starts; it will when it starts", "controller", r.Kind.Name(), "source", src.String(), "reason", err.Error())
+	}
+	return src, nil
 }
 
 // sealChanged passes an update of a workload whose seal changed: of a

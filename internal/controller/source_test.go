@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -32,15 +33,9 @@ func TestKindSourceSyncs(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns, err := plane.GenerateNamespace(ctx, "source-")
-	g.Expect(err).NotTo(HaveOccurred())
 	const n = 300
-	for i := range n {
-		g.Expect(k8s.Create(ctx, nt.ConfigMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"}))).To(Succeed())
-	}
-	c, err := cache.New(plane.Config(), cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
-	g.Expect(err).NotTo(HaveOccurred())
-	_, err = c.GetInformer(ctx, &corev1.ConfigMap{})
+	_, c := configMapsCache(t, "source-", n)
+	_, err := c.GetInformer(ctx, &corev1.ConfigMap{})
 	g.Expect(err).NotTo(HaveOccurred())
 	go func() { _ = c.Start(ctx) }()
 	g.Expect(c.WaitForCacheSync(ctx)).To(BeTrue(), "the cache synced")
@@ -72,4 +67,75 @@ func TestKindSourceSyncs(t *testing.T) {
 	stopped, stop := context.WithCancel(ctx)
 	stop()
 	g.Expect(src.WaitForSync(stopped)).To(Succeed(), "the controller stopped: no error")
+}
+
+// TestKindSourceBeforeTheCacheStarts: a source whose handler is added
+// before the cache starts, as nudge's controllers add theirs, is given the
+// informer's first list while the controller's workers do not run yet:
+// every listed object waits in the controller's queue, at low priority, and
+// a change made then goes ahead of them. The source reports itself synced
+// only once started with that queue, and refuses another.
+func TestKindSourceBeforeTheCacheStarts(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := t.Context()
+	const n = 300
+	ns, c := configMapsCache(t, "early-", n)
+	queue := controller.NewQueue(ctx, "early", logr.Discard())
+	enqueue := &handler.EnqueueRequestForObject{}
+	updated := make(chan struct{}, 1)
+	noting := handler.Funcs{CreateFunc: enqueue.Create, UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		enqueue.Update(ctx, e, q)
+		select {
+		case updated <- struct{}{}:
+		default:
+		}
+	}}
+	src := controller.WatchKind(c, &corev1.ConfigMap{}, noting)
+	g.Expect(src.AddHandler(ctx, queue)).To(Succeed(), "the handler was added before the cache started")
+	unstarted, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	g.Expect(src.WaitForSync(unstarted)).To(MatchError(ContainSubstring("before it was started")),
+		"a source waited for before its start says so instead of blocking")
+
+	go func() { _ = c.Start(ctx) }()
+	g.Eventually(queue.Len).WithTimeout(30*time.Second).Should(Equal(n),
+		"every listed ConfigMap queued before the source started")
+	changed := nt.ConfigMap(ns, "cm-123", map[string]string{"k": "changed"})
+	g.Expect(k8s.Update(ctx, changed)).To(Succeed())
+	select {
+	case <-updated:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the update of cm-123 did not reach the handler in 30 s")
+	}
+	req, priority, _ := queue.GetWithPriority()
+	g.Expect(req.Name).To(Equal("cm-123"), "the changed ConfigMap went ahead of the %d listed ones", n-1)
+	g.Expect(priority).To(BeZero(), "a change is queued at the default priority")
+	queue.Done(req)
+	req, priority, _ = queue.GetWithPriority()
+	g.Expect(priority).To(Equal(handler.LowPriority), "a listed ConfigMap (%s) is queued at low priority", req.Name)
+	queue.Done(req)
+
+	other := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+	defer other.ShutDown()
+	g.Expect(src.Start(ctx, other)).To(MatchError(ContainSubstring("another queue")), "a start with another queue than the handler's is refused")
+	g.Expect(src.Start(ctx, queue)).To(Succeed())
+	synced, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	g.Expect(src.WaitForSync(synced)).To(Succeed(), "the source synced")
+}
+
+// configMapsCache creates a namespace named from prefix with n ConfigMaps
+// cm-0 … cm-<n-1>, and returns it and a cache of it, not started.
+func configMapsCache(t *testing.T, prefix string, n int) (string, cache.Cache) {
+	t.Helper()
+	g := NewWithT(t)
+	ns, err := plane.GenerateNamespace(t.Context(), prefix)
+	g.Expect(err).NotTo(HaveOccurred())
+	for i := range n {
+		g.Expect(k8s.Create(t.Context(), nt.ConfigMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"}))).To(Succeed())
+	}
+	c, err := cache.New(plane.Config(), cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	g.Expect(err).NotTo(HaveOccurred())
+	return ns, c
 }
