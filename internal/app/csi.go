@@ -17,7 +17,7 @@ import (
 // workload reconciler, including those set up later (Argo Rollouts), also
 // watches them, and only then do SecretProviderClasses count (on).
 type csiWatch struct {
-	ctx context.Context // for the logger
+	ctx context.Context // the manager's: for the logger and the watches
 	mgr ctrl.Manager
 	on  *atomic.Bool
 
@@ -26,8 +26,13 @@ type csiWatch struct {
 	watching    bool
 }
 
-// setup sets r up with w's manager and adds it (see add).
+// setup sets r up with w's manager and adds it (see add). It holds w's
+// lock throughout: a controller set up once the flag is on watches the pod
+// statuses from its start (see controller.Reconciler.WatchPodStatuses),
+// and one set up before start has begun is among those start watches with.
 func (w *csiWatch) setup(ctx context.Context, r *controller.Reconciler, copts controller.Options) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if err := r.SetupWithManager(ctx, w.mgr, copts); err != nil {
 		return err
 	}
@@ -35,15 +40,13 @@ func (w *csiWatch) setup(ctx context.Context, r *controller.Reconciler, copts co
 }
 
 // add makes r watch SecretProviderClassPodStatuses, now if they are served,
-// otherwise once they are.
+// otherwise once they are; w's lock held.
 func (w *csiWatch) add(r *controller.Reconciler) error {
-	w.mu.Lock()
-	defer w.mu.Unlock()
 	w.reconcilers = append(w.reconcilers, r)
 	if !w.watching {
 		return nil
 	}
-	return r.WatchPodStatuses(w.mgr)
+	return r.WatchPodStatuses(w.ctx, w.mgr)
 }
 
 // start makes every reconciler added so far watch
@@ -55,7 +58,7 @@ func (w *csiWatch) start() error {
 		return nil
 	}
 	for _, r := range w.reconcilers {
-		if err := r.WatchPodStatuses(w.mgr); err != nil {
+		if err := r.WatchPodStatuses(w.ctx, w.mgr); err != nil {
 			return err
 		}
 	}

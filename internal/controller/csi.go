@@ -6,9 +6,7 @@ import (
 	"slices"
 
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
@@ -20,12 +18,36 @@ import (
 // reconcile the workloads of r's kind that may mount the SecretProviderClass
 // of each SecretProviderClassPodStatus that changes, read from mgr's cache.
 // It may be called while the manager runs; the caller sets the CSI flag of
-// the reconcilers after.
-func (r *Reconciler) WatchPodStatuses(mgr ctrl.Manager) error {
+// the reconcilers after. It does nothing for a controller set up with the
+// flag on, which watches them already.
+//
+// The handler is added to the kind's informer here, before the flag is on
+// and so before any reconcile reads a pod status (podStatusSource): a
+// version a reconcile reads was then either in the informer's store when
+// the handler joined, or reaches the handler later as an update. Added at
+// the controller's start instead, as a Kind source adds it, once the
+// informer has synced, an update landing between a reconcile's read and the
+// handler would reach it only as a create of the initial list, which
+// sources.PodStatusChanged drops: a lost rotation.
+func (r *Reconciler) WatchPodStatuses(ctx context.Context, mgr ctrl.Manager) error {
 	if r.ctrl == nil {
 		return fmt.Errorf("watching SecretProviderClassPodStatuses for %ss: the controller is not set up", r.Kind.Name())
 	}
-	return r.ctrl.Watch(source.Kind[client.Object](mgr.GetCache(), sources.NewPodStatus(),
+	if r.podStatuses {
+		return nil
+	}
+	src, err := r.podStatusSource(ctx, mgr)
+	if err != nil {
+		return err
+	}
+	r.podStatuses = true
+	return r.ctrl.Watch(src)
+}
+
+// podStatusSource returns the source of SecretProviderClassPodStatus events
+// for r's controller, its handler added now (see WatchPodStatuses).
+func (r *Reconciler) podStatusSource(ctx context.Context, mgr ctrl.Manager) (*kindSource, error) {
+	return r.watchNow(ctx, r.queue, watchKind(mgr.GetCache(), sources.NewPodStatus(),
 		handler.EnqueueRequestsFromMapFunc(r.workloadsOf), sources.PodStatusChanged()))
 }
 

@@ -59,6 +59,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		return fmt.Errorf("naming the %s controller's logs: %w", name, err)
 	}
 	queue := newQueue(ctx, name, logs(nil))
+	r.queue = queue
 	cached := mgr.GetCache()
 	own, err := r.watchNow(ctx, queue, watchKind(cached, r.Kind.New(), &handler.EnqueueRequestForObject{}, r.births.recorder(r.now), predicate.Or(changed...),
 		r.history.ownWrites()))
@@ -92,6 +93,16 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		ns := &metav1.PartialObjectMetadata{}
 		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
 		b = b.WatchesRawSource(watchKind(cached, ns, handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
+	}
+	// With the CSI flag on already (a kind set up while nudge runs), the pod
+	// statuses are watched from the start (see WatchPodStatuses).
+	if r.CSI != nil && r.CSI.Load() {
+		src, err := r.podStatusSource(ctx, mgr)
+		if err != nil {
+			return err
+		}
+		r.podStatuses = true
+		b = b.WatchesRawSource(src)
 	}
 	c, err := b.Build(r)
 	r.ctrl = c

@@ -95,6 +95,10 @@ type Reconciler struct {
 	taken    ownership.Takeovers   // states taken over from another key
 	index    *sources.Index        // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
+	queue    *controllerQueue      // ctrl's, set by SetupWithManager
+	// Whether ctrl watches SecretProviderClassPodStatuses (see
+	// WatchPodStatuses); read and set under the CSI watch's lock.
+	podStatuses bool
 }
 
 // Behaviour is what Reloader's flags and nudge's options change in how a

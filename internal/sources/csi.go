@@ -88,18 +88,15 @@ func TrimPodStatus(obj any) (any, error) {
 // PodStatusChanged passes creates, deletes and the updates of a
 // SecretProviderClassPodStatus that change what nudge reads of it (class,
 // mounted, objects' ids and versions); a change of its labels or
-// annotations only is dropped (rule 2).
-//
-// Creates of the initial list pass too. The watch is often added while nudge
-// runs (the driver installed after it), and then its handler joins an
-// informer that has synced already: a reconcile may have read a pod status
-// in between, and an update of it that lands before the handler reaches the
-// handler only as part of that initial list. Dropping those would lose the
-// rotation; passing them costs one reconcile per workload that mounts a
-// class, once per watch.
+// annotations only is dropped (rule 2), and so are the creates of the
+// informer's initial list: each workload is reconciled on its own first
+// sight, and a watch added while nudge runs has its handler in place before
+// any reconcile reads a pod status (see
+// controller.Reconciler.WatchPodStatuses), so a later version reaches it as
+// an update.
 func PodStatusChanged() predicate.Funcs {
 	return predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return true },
+		CreateFunc: func(e event.CreateEvent) bool { return !e.IsInInitialList },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := PodStatusOf(e.ObjectOld)
 			n, ok2 := PodStatusOf(e.ObjectNew)
