@@ -142,7 +142,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		WebhookServer:                 hooks,
 		Scheme:                        scheme,
 		Cache:                         co,
-		NewCache:                      waits.newCache(shard.NewCache(shardOf(opts), caches.NewInformer)),
+		NewCache:                      fanOut(waits.newCache(shard.NewCache(shardOf(opts), caches.NewInformer))),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofBindAddress(),
@@ -309,7 +309,9 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 // Secret informers before it starts, so that they list at the same time as
 // the workload kinds' (which the source indexes asked for). Left to the
 // controllers, they would start only once the workload caches had synced,
-// and a restart would wait for the two lists one after the other.
+// and a restart would wait for the two lists one after the other. It adds
+// the fan-out's one handler to each (fanOut) before they list, so that its
+// buffer need not hold the whole list.
 func startSourceInformers(ctx context.Context, mgr ctrl.Manager, ignore map[refs.Kind]bool) error {
 	for kind, obj := range map[refs.Kind]client.Object{refs.ConfigMap: &corev1.ConfigMap{}, refs.Secret: &corev1.Secret{}} {
 		if ignore[kind] {
