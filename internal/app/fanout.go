@@ -21,14 +21,15 @@ import (
 // handlers added to it (see fannedInformer).
 //
 // client-go gives each handler of an informer a buffer of its own, a ring
-// of the notifications not yet handled; a handler added once the informer
-// has synced is given every cached object at once, its ring grows to hold
-// them all, and it never shrinks. Every workload kind's controller and the
-// ValueBinding controller add one to each source informer, after the
-// caches synced: at 100,000 sources, five rings of 65,536 notifications
+// of the notifications not yet handled, which grows to hold as many as the
+// handler fell behind by and never shrinks: a handler added once the
+// informer has synced is given every cached object at once, and one added
+// before is fed the first list faster than it handles it. Every workload
+// kind's controller and the ValueBinding controller add one to each source
+// informer: at 100,000 sources, five rings of up to 65,536 notifications
 // each per informer, about 9 MiB of heap for the life of the process
 // (docs/performance.md). One handler, added before the informers start,
-// keeps one ring per informer, as large as its handler falls behind.
+// keeps one ring per informer.
 //
 // A handler added to a fanned informer is not given the objects cached
 // before it was added: every handler nudge adds to a source informer drops
