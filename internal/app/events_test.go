@@ -93,6 +93,45 @@ func TestRecorder(t *testing.T) {
 		g.Expect(testutil.ToFloat64(r.dropped)).To(Equal(float64(sent-maxWaiting)), "no Event dropped after the lull")
 	})
 
+	// Rollouts one after another, each change waiting for the rollout
+	// before it, are now and then more than 0.1 s apart on a busy machine:
+	// such a stall is no pause, and the Event waits until the writes stop
+	// for eventsQuiet (or eventsMaxDelay).
+	t.Run("an Event waits while workloads are written less than eventsQuiet apart", func(t *testing.T) {
+		const every = 300 * time.Millisecond // three times the quiet that let Events through before
+		g := NewWithT(t)
+		ctx := t.Context()
+		ns := namespace(t)
+		lull := &record.Lull{}
+		writing, stopWrites := context.WithCancel(ctx)
+		defer stopWrites()
+		go func() {
+			tick := time.NewTicker(every)
+			defer tick.Stop()
+			for {
+				lull.Wrote(time.Now())
+				select {
+				case <-writing.Done():
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), lull, prometheus.NewRegistry())
+		g.Expect(err).NotTo(HaveOccurred())
+		r.start(ctx)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", UID: "uid-app", ResourceVersion: "1"}}
+		r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "Rolled ConfigMap app")
+		g.Consistently(func(g Gomega) []eventsv1.Event { return list(g, ns) }).WithTimeout(eventsMaxDelay-2*time.Second).
+			Should(BeEmpty(), "no Event written while workloads are written every %v", every)
+		stopWrites()
+		stopped := time.Now()
+		g.Eventually(func(g Gomega) []eventsv1.Event { return list(g, ns) }).WithTimeout(10*time.Second).
+			Should(HaveLen(1), "the Event written once the writes stopped")
+		g.Expect(time.Since(stopped)).To(BeNumerically(">=", eventsQuiet-every),
+			"the Event written no sooner than eventsQuiet after the last write")
+	})
+
 	// client-go's broadcaster would make the second and third Event a
 	// series of the first (same object reference, type, reason and action)
 	// and lose their notes; nudge records each rollout's sources.
