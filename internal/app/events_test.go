@@ -52,20 +52,8 @@ func TestRecorder(t *testing.T) {
 		ns := namespace(t)
 
 		lull := &record.Lull{}
-		writing, stopWrites := context.WithCancel(ctx)
+		stopWrites := writeEvery(ctx, lull, 10*time.Millisecond)
 		defer stopWrites()
-		go func() {
-			tick := time.NewTicker(10 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				lull.Wrote(time.Now())
-				select {
-				case <-writing.Done():
-					return
-				case <-tick.C:
-				}
-			}
-		}()
 
 		before := runtime.NumGoroutine()
 		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), lull, prometheus.NewRegistry())
@@ -103,20 +91,8 @@ func TestRecorder(t *testing.T) {
 		ctx := t.Context()
 		ns := namespace(t)
 		lull := &record.Lull{}
-		writing, stopWrites := context.WithCancel(ctx)
+		stopWrites := writeEvery(ctx, lull, every)
 		defer stopWrites()
-		go func() {
-			tick := time.NewTicker(every)
-			defer tick.Stop()
-			for {
-				lull.Wrote(time.Now())
-				select {
-				case <-writing.Done():
-					return
-				case <-tick.C:
-				}
-			}
-		}()
 		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), lull, prometheus.NewRegistry())
 		g.Expect(err).NotTo(HaveOccurred())
 		r.start(ctx)
@@ -197,6 +173,25 @@ func TestRecorder(t *testing.T) {
 		t.Logf("Heap in use grew %d KiB over %d written Events", grown/1024, sent)
 		g.Expect(grown).To(BeNumerically("<", 512<<10), "heap in use after %d Events, bytes", sent)
 	})
+}
+
+// writeEvery tells lull of a workload write now and every d after, until
+// the returned stop is called or ctx is done.
+func writeEvery(ctx context.Context, lull *record.Lull, d time.Duration) (stop func()) {
+	writing, stop := context.WithCancel(ctx)
+	go func() {
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for {
+			lull.Wrote(time.Now())
+			select {
+			case <-writing.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return stop
 }
 
 // heapInUse returns the bytes of heap in use after a collection.
