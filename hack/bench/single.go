@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"sort"
 	"time"
 )
 
@@ -43,6 +44,7 @@ func (b *bench) latency(ctx context.Context) error {
 // misses.
 type singleChanges struct {
 	lats, rtts []time.Duration
+	sent       []time.Time // when each of lats was sent
 	byWay      map[string][]time.Duration
 	expected   map[string]bool
 	misses     int
@@ -72,10 +74,27 @@ func (b *bench) changeEach(ctx context.Context, ids []int) (singleChanges, error
 		}
 		lat := rolled[key].Sub(sent)
 		c.lats = append(c.lats, lat)
+		c.sent = append(c.sent, sent)
 		way := use.Source.Kind + " " + use.Way.String()
 		c.byWay[way] = append(c.byWay[way], lat)
 	}
 	return c, nil
+}
+
+// slowest returns the n slowest of c's changes, slowest first, as "latency
+// at sent (index)", for a log line that can be set beside the controller's
+// log.
+func (c singleChanges) slowest(n int) []string {
+	idx := make([]int, len(c.lats))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return c.lats[idx[a]] > c.lats[idx[b]] })
+	var out []string
+	for _, i := range idx[:min(n, len(idx))] {
+		out = append(out, fmt.Sprintf("%.1f ms at %s (#%d)", ms(c.lats[i]), c.sent[i].UTC().Format("15:04:05.000"), i))
+	}
+	return out
 }
 
 // noop changes only a label of cfg.NoOp sources (Secrets and ConfigMaps in

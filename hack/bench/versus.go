@@ -160,6 +160,7 @@ func (b *bench) versusTurn(ctx context.Context, side *VersusSide, round int, flo
 		return err
 	}
 	side.latencies = append(side.latencies, c.lats...)
+	logf("Versus: slowest changes of the turn: %s", strings.Join(c.slowest(5), ", "))
 	side.LatencyMisses += c.misses
 	if harbors == nil {
 		return nil

@@ -36,6 +36,15 @@ import (
 // eventsMaxDelay after it was recorded, so a burst of rollouts does not share
 // the API server with its own Events.
 //
+// eventsQuiet is a second, the pause after which the write headroom of the
+// garbage collector is given back too (writeQuiet). It was 0.1 s: on a busy
+// machine, rollouts one after another (a change, its rollout, the next
+// change) were more than 0.1 s apart now and then, so the writers wrote the
+// Events waiting, which slowed the next rollouts, which let more Events
+// through: in `make bench`'s floor scenario at a load of 10, runs of 5 to 7
+// changes took 100 to 220 ms instead of 7, with Events written between them
+// (docs/performance.md, against the floor).
+//
 // At most eventsMaxWaiting Events wait or are being written at once; the
 // recorder drops (and counts in nudge_events_dropped_total) any Event beyond
 // that, as the API server itself may, so more Events a second than the
@@ -47,7 +56,7 @@ import (
 const (
 	eventsQPS        = 50
 	eventsBurst      = 100
-	eventsQuiet      = 100 * time.Millisecond
+	eventsQuiet      = time.Second
 	eventsMaxDelay   = 5 * time.Second
 	eventsMaxWaiting = 1000
 	eventsWriters    = 4

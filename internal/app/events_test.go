@@ -52,20 +52,8 @@ func TestRecorder(t *testing.T) {
 		ns := namespace(t)
 
 		lull := &record.Lull{}
-		writing, stopWrites := context.WithCancel(ctx)
+		stopWrites := writeEvery(ctx, lull, 10*time.Millisecond)
 		defer stopWrites()
-		go func() {
-			tick := time.NewTicker(10 * time.Millisecond)
-			defer tick.Stop()
-			for {
-				lull.Wrote(time.Now())
-				select {
-				case <-writing.Done():
-					return
-				case <-tick.C:
-				}
-			}
-		}()
 
 		before := runtime.NumGoroutine()
 		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), lull, prometheus.NewRegistry())
@@ -91,6 +79,33 @@ func TestRecorder(t *testing.T) {
 			Should(Equal(maxWaiting), "the waiting Events are written once workload writes pause, the dropped ones never")
 		g.Eventually(r.waiting).WithTimeout(30*time.Second).Should(BeZero(), "no Event waits any more")
 		g.Expect(testutil.ToFloat64(r.dropped)).To(Equal(float64(sent-maxWaiting)), "no Event dropped after the lull")
+	})
+
+	// Rollouts one after another, each change waiting for the rollout
+	// before it, are now and then more than 0.1 s apart on a busy machine:
+	// such a stall is no pause, and the Event waits until the writes stop
+	// for eventsQuiet (or eventsMaxDelay).
+	t.Run("an Event waits while workloads are written less than eventsQuiet apart", func(t *testing.T) {
+		const every = 300 * time.Millisecond // three times the quiet that let Events through before
+		g := NewWithT(t)
+		ctx := t.Context()
+		ns := namespace(t)
+		lull := &record.Lull{}
+		stopWrites := writeEvery(ctx, lull, every)
+		defer stopWrites()
+		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), lull, prometheus.NewRegistry())
+		g.Expect(err).NotTo(HaveOccurred())
+		r.start(ctx)
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", UID: "uid-app", ResourceVersion: "1"}}
+		r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "Rolled ConfigMap app")
+		g.Consistently(func(g Gomega) []eventsv1.Event { return list(g, ns) }).WithTimeout(eventsMaxDelay-2*time.Second).
+			Should(BeEmpty(), "no Event written while workloads are written every %v", every)
+		stopWrites()
+		stopped := time.Now()
+		g.Eventually(func(g Gomega) []eventsv1.Event { return list(g, ns) }).WithTimeout(10*time.Second).
+			Should(HaveLen(1), "the Event written once the writes stopped")
+		g.Expect(time.Since(stopped)).To(BeNumerically(">=", eventsQuiet-every),
+			"the Event written no sooner than eventsQuiet after the last write")
 	})
 
 	// client-go's broadcaster would make the second and third Event a
@@ -158,6 +173,25 @@ func TestRecorder(t *testing.T) {
 		t.Logf("Heap in use grew %d KiB over %d written Events", grown/1024, sent)
 		g.Expect(grown).To(BeNumerically("<", 512<<10), "heap in use after %d Events, bytes", sent)
 	})
+}
+
+// writeEvery tells lull of a workload write now and every d after, until
+// the returned stop is called or ctx is done.
+func writeEvery(ctx context.Context, lull *record.Lull, d time.Duration) (stop func()) {
+	writing, stop := context.WithCancel(ctx)
+	go func() {
+		tick := time.NewTicker(d)
+		defer tick.Stop()
+		for {
+			lull.Wrote(time.Now())
+			select {
+			case <-writing.Done():
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	return stop
 }
 
 // heapInUse returns the bytes of heap in use after a collection.
