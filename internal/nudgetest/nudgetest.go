@@ -7,10 +7,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"runtime/pprof"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -19,6 +21,8 @@ import (
 	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/options"
 )
+
+var rootLogger sync.Once
 
 // Nudge is one running nudge.
 type Nudge struct {
@@ -45,6 +49,11 @@ func Start(t testing.TB, cfg *rest.Config, namespace string, mutate func(*option
 	if err := opts.Validate(); err != nil {
 		t.Fatalf("nudge options: %v", err)
 	}
+	// What logs through controller-runtime's root logger rather than the
+	// context's (client-go's reflectors, through klog) is dropped; unset,
+	// controller-runtime prints a stack to stderr after 30 s that reads
+	// like a goroutine dump.
+	rootLogger.Do(func() { ctrl.SetLogger(logr.Discard()) })
 	n := &Nudge{done: make(chan error, 1), logs: &buffer{}}
 	log := zap.New(zap.WriteTo(n.logs), zap.JSONEncoder(), zap.Level(zapcore.DebugLevel))
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
@@ -73,7 +82,11 @@ func (n *Nudge) Stop(t testing.TB) {
 			t.Errorf("nudge stopped with an error: %v", err)
 		}
 	case <-time.After(30 * time.Second):
-		t.Errorf("nudge did not stop within 30 s")
+		// nudge runs in the test's process: its goroutines are among
+		// these, grouped by stack.
+		var stacks bytes.Buffer
+		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
+		t.Errorf("nudge did not stop within 30 s; the process's goroutines:\n%s", stacks.String())
 	}
 }
 
