@@ -73,8 +73,12 @@ func Start(t testing.TB, cfg *rest.Config, namespace string, mutate func(*option
 func (n *Nudge) Stop(t testing.TB) {
 	t.Helper()
 	n.cancel()
+	began := time.Now()
 	select {
 	case err, ok := <-n.done:
+		if d := time.Since(began); d > 5*time.Second && ok {
+			t.Logf("nudge took %s to stop", d)
+		}
 		if ok {
 			close(n.done)
 		}
