@@ -2,13 +2,17 @@ package controller_test
 
 import (
 	"fmt"
+	"io"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nt "nudge.dev/nudge/internal/nudgetest"
@@ -54,3 +58,117 @@ func TestLeaderElectionEveryReplicaReady(t *testing.T) {
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.RolledTo("web", 1)
 }
+
+// Two nudges over one namespace (a shard and its successor while a set is
+// resharded, a leader and the old process of a restart), one of whose
+// ConfigMap cache runs 2 s behind the API server once synced: each change
+// is rolled once. The one behind sees the other's rollout before the change
+// and must not write the state of its older ConfigMap back (a second
+// rollout), which the other would then roll forward again (a third).
+func TestTwoWritersOneBehindRollOnce(t *testing.T) {
+	e := setup(t, false, nil)
+	ports, err := testbed.FreePorts(1)
+	e.G.Expect(err).NotTo(HaveOccurred())
+	nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
+	lag := &laggingWatches{kind: "configmaps", lag: 2 * time.Second}
+	behind := rest.CopyConfig(plane.Config())
+	behind.Wrap(lag.wrap)
+	nt.Start(t, behind, e.NS, func(o *options.Options) {
+		o.RolloutWindow = 0
+		o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
+	})
+	e.G.Eventually(func() int {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0]))
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}).WithTimeout(20*time.Second).Should(Equal(http.StatusOK), "the nudge behind synced")
+
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
+	lag.on.Store(true)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
+	e.RolledTo("web", 2)
+}
+
+// laggingWatches is a rest.Config.WrapTransport whose watches of kind
+// (a resource: "configmaps"), once on, hand on what they receive lag after
+// receiving it: the cache of that kind runs that far behind the API server,
+// as a loaded nudge's may.
+type laggingWatches struct {
+	kind string
+	lag  time.Duration
+	on   atomic.Bool
+}
+
+func (l *laggingWatches) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		resp, err := rt.RoundTrip(req)
+		if err == nil && req.URL.Query().Get("watch") == "true" && strings.HasSuffix(req.URL.Path, "/"+l.kind) {
+			resp.Body = newLaggingBody(resp.Body, l)
+		}
+		return resp, err
+	})
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// laggingBody is a delay line: a goroutine reads body as it comes, and Read
+// hands each piece on lag after it came, while its watches are on.
+type laggingBody struct {
+	body    io.ReadCloser
+	watches *laggingWatches
+	pieces  chan piece
+	rest    []byte
+	err     error
+}
+
+type piece struct {
+	b    []byte
+	came time.Time
+	err  error
+}
+
+func newLaggingBody(body io.ReadCloser, w *laggingWatches) *laggingBody {
+	l := &laggingBody{body: body, watches: w, pieces: make(chan piece, 1024)}
+	go func() {
+		defer close(l.pieces)
+		for {
+			b := make([]byte, 32<<10)
+			n, err := body.Read(b)
+			l.pieces <- piece{b: b[:n], came: time.Now(), err: err}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return l
+}
+
+func (l *laggingBody) Read(p []byte) (int, error) {
+	for len(l.rest) == 0 {
+		if l.err != nil {
+			return 0, l.err
+		}
+		next, ok := <-l.pieces
+		if !ok {
+			return 0, io.EOF
+		}
+		if l.watches.on.Load() {
+			time.Sleep(time.Until(next.came.Add(l.watches.lag))) // the lag itself, not a wait for a condition
+		}
+		l.rest, l.err = next.b, next.err
+	}
+	n := copy(p, l.rest)
+	l.rest = l.rest[n:]
+	return n, nil
+}
+
+func (l *laggingBody) Close() error { return l.body.Close() }

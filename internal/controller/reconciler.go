@@ -91,6 +91,8 @@ type Reconciler struct {
 	history  history               // nudge's last write per workload, to tell a stale cache
 	changes  changes               // when nudge saw a source change of a workload, for its latency
 	lag      lag                   // reconciles in a row that found the cache behind (see cacheBehind)
+	handover lag                   // reconciles in a row that found the cache behind another nudge's rollout (see behindAnother)
+	rollouts rollouts              // nudge's own rollouts of the last foreignWindow (see behindAnother)
 	births   births                // workloads seen created, for first sight (see births)
 	taken    ownership.Takeovers   // states taken over from another key
 	index    *sources.Index        // set by SetupWithManager
@@ -177,6 +179,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			r.taken.Forget(req.NamespacedName)
 			r.changes.forget(req.NamespacedName)
 			r.lag.forget(req.NamespacedName)
+			r.handover.forget(req.NamespacedName)
 			r.births.forget(req.NamespacedName)
 			r.Waves.Gone(r.waveKey(req.NamespacedName))
 			return ctrl.Result{}, nil
@@ -245,6 +248,11 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.warn(ctx, obj, append(causes, c))
 		return r.resume(ctx, obj, ctrl.Result{RequeueAfter: wait})
 	}
+	if behind, err := r.behindAnother(ctx, req.NamespacedName, in, d); err != nil {
+		return ctrl.Result{}, err
+	} else if behind {
+		return ctrl.Result{RequeueAfter: behindWait}, nil
+	}
 	r.warn(ctx, obj, causes)
 	r.Metrics.Decided(r.Kind.Name(), d.Action)
 	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "kind", r.Kind.Name(), "action", d.Action, "changed", refs.Names(d.Changed), "resourceVersion", obj.GetResourceVersion())
@@ -306,6 +314,7 @@ func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Inpu
 			return r.retry(ctx, err)
 		}
 		r.history.wrote(key, over, r.made(obj), false)
+		r.rollouts.made(key, in.Now)
 	}
 	return r.resume(ctx, obj, result)
 }

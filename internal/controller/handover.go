@@ -1,0 +1,123 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/sources"
+)
+
+// Two nudges may write one workload at once: a shard and its successor
+// while a set of shards changes, a leader and the process it replaced, two
+// releases over one namespace. With one key they compute the same state,
+// and the second writer's write conflicts and then finds nothing to do; but
+// only if their caches agree. When this nudge's cache of a source is behind
+// the other's, the other rolls the workload for the source's change first,
+// and this one, reading that rollout's write before the change, would
+// write its older state back: a rollout back, and the other, seeing it,
+// rolls forward again. Three rollouts for one change.
+//
+// So before it rolls a workload whose last rollout (its
+// nudge.dev/last-rollout annotation) another nudge made within
+// foreignWindow, a reconcile asks the API server for the resourceVersion
+// of each source whose change it would roll, and waits (behindWait, at most
+// behindRetries times in a row) while its cache holds another. Its own
+// rollouts of the last foreignWindow it remembers (rollouts), so that one
+// nudge alone never asks.
+
+// foreignWindow is how recent another nudge's rollout must be for a
+// reconcile to check its cache against the API server before rolling
+// again: far above the time a watch runs behind the API server.
+const foreignWindow = sources.Young
+
+// rollouts remembers the time of each rollout this nudge made in the last
+// foreignWindow (nudge.dev/last-rollout, as written), by workload. The zero
+// value is ready to use; it is safe for concurrent use.
+type rollouts struct {
+	mu sync.Mutex
+	at sources.Recent[types.NamespacedName, rolledAt]
+}
+
+// rolledAt is the time of a rollout, an entry of sources.Recent.
+type rolledAt time.Time
+
+// Old reports whether the rollout is older than foreignWindow at now.
+func (t rolledAt) Old(now time.Time) bool { return now.Sub(time.Time(t)) > foreignWindow }
+
+// made records that this nudge rolled key, stamping it at.
+func (r *rollouts) made(key types.NamespacedName, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.at.Put(key, rolledAt(at), at)
+}
+
+// foreign reports whether the rollout of key stamped at, seen at now, is
+// another nudge's within foreignWindow: not one this nudge made.
+func (r *rollouts) foreign(key types.NamespacedName, at, now time.Time) bool {
+	if at.IsZero() || now.Sub(at) > foreignWindow {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	own, ok := r.at.Get(key, now)
+	return !ok || !time.Time(own).Equal(at)
+}
+
+// behindAnother reports whether d, a rollout of the workload key decided on
+// inputs in, must wait for the cache: the workload's last rollout is
+// another nudge's within foreignWindow, and the API server holds another
+// resourceVersion than the cache of a ConfigMap or Secret whose change d
+// rolls. It returns false once the workload has waited behindRetries times
+// in a row (the cache is then taken as it is), and the API server's error.
+func (r *Reconciler) behindAnother(ctx context.Context, key types.NamespacedName, in rollout.Input, d rollout.Decision) (bool, error) {
+	if d.Action != rollout.Roll || d.FirstSight || r.APIReader == nil || !r.rollouts.foreign(key, in.LastRollout, in.Now) {
+		r.handover.forget(key)
+		return false, nil
+	}
+	for _, src := range d.Changed {
+		var cached client.Object
+		switch src.Kind {
+		case refs.ConfigMap:
+			cached = &corev1.ConfigMap{}
+		case refs.Secret:
+			cached = &corev1.Secret{}
+		default:
+			continue
+		}
+		err := r.Client.Get(ctx, types.NamespacedName{Namespace: src.Namespace, Name: src.Name}, cached)
+		if apierrors.IsNotFound(err) {
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading %s: %w", src, err)
+		}
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(src.Kind) + "List"))
+		if err := r.APIReader.List(ctx, list, client.InNamespace(src.Namespace),
+			client.MatchingFields{"metadata.name": src.Name}, client.Limit(1)); err != nil {
+			return false, fmt.Errorf("looking for %s: %w", src, err)
+		}
+		server := ""
+		if len(list.Items) > 0 {
+			server = list.Items[0].ResourceVersion
+		}
+		if server != cached.GetResourceVersion() {
+			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see a source another nudge rolled from",
+				"kind", r.Kind.Name(), "source", src.String(), "cached", cached.GetResourceVersion(), "server", server, "lastRollout", in.LastRollout)
+			return r.handover.wait(key), nil
+		}
+	}
+	r.handover.forget(key)
+	return false, nil
+}
