@@ -2,6 +2,7 @@ package main
 
 import (
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -85,5 +86,25 @@ func TestVersusRatiosLatency(t *testing.T) {
 	}
 	if p99.Ratio != 1.1 || p99.Pooled != 2.0 || p99.Low != 1.0 || p99.High != 4.5 || p99.Controller != 40 || p99.Floor != 20 {
 		t.Errorf("p99: %+v, want ratio 1.10 (one slow round of 3), pooled 2.00 (40 / 20 ms), 1.00–4.50", p99)
+	}
+}
+
+// A figure without a target (the controllers' CPU) is reported, neither met
+// nor missed; one with a target says which.
+func TestVersusMarkdownTargets(t *testing.T) {
+	v := &VersusResult{Rounds: 2, Controller: VersusSide{
+		FanOutSeconds: ptrs(1.2, 1.2), FanOutCPU: ptrs(0.4, 0.4),
+	}, Floor: VersusSide{
+		FanOutSeconds: ptrs(1.0, 1.0), FanOutCPU: ptrs(0.2, 0.2),
+	}}
+	v.Ratios = versusRatios(v)
+	md := versusMarkdown(v, "nudge")
+	for _, want := range []string{
+		"| fan-out (all rolled) | 1.200 s | 1.000 s | 1.20 × | 1.20–1.20 | 1.20, 1.20 | ≤ 1.10 × | **no** |",
+		"| CPU of the fan-out, its Events included | 0.400 CPU s | 0.200 CPU s | 2.00 × | 2.00–2.00 | 2.00, 2.00 | reported |  |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("versusMarkdown lacks the row\n%s\nin\n%s", want, md)
+		}
 	}
 }
