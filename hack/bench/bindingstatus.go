@@ -125,7 +125,7 @@ func (b *bench) eventsQuiet(ctx context.Context, quiet, timeout time.Duration) (
 			return 0, err
 		}
 		// From begin at the earliest: nudge holds an Event back until its
-		// writes pause (0.1 s), so right after a phase none may have been
+		// writes pause (1 s), so right after a phase none may have been
 		// sent yet.
 		last := begin
 		for _, r := range b.audit.Between(begin, time.Now().Add(time.Minute)) {

@@ -133,7 +133,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.IntVar(&c.BindingLatency, "binding-latency", 100, "sequential Secret changes in the bindings scenario, each bound into one Harbor")
 	fs.IntVar(&c.BindingFanOut, "binding-fanout", 1000, "Harbors bound to one shared Secret in the bindings scenario (0: no fan-out)")
 	fs.StringVar(&c.FloorCmd, "floor-cmd", defaultFloorCmd, "command line of the floor controller in the floor scenario, as -controller-cmd")
-	fs.IntVar(&c.FloorRounds, "floor-rounds", 4, "rounds of the floor scenario: in each, the controller and the floor take one turn each (fan-out, burst, -floor-latency changes, value-binding fan-out)")
+	fs.IntVar(&c.FloorRounds, "floor-rounds", 6, "rounds of the floor scenario: in each, the controller and the floor take one turn each (fan-out, burst, -floor-latency changes, value-binding fan-out); each figure's ratio is the median of the rounds' own")
 	fs.IntVar(&c.FloorLatency, "floor-latency", 100, "sequential single changes in each turn of the floor scenario")
 	fs.DurationVar(&c.Idle, "idle", 10*time.Second, "quiet time after sync before the idle figures are taken")
 	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "quiet time after a scenario that catches unwanted rollouts")

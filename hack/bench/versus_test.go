@@ -1,0 +1,110 @@
+package main
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func ptrs(vs ...float64) []*float64 {
+	out := make([]*float64, len(vs))
+	for i := range vs {
+		out[i] = &vs[i]
+	}
+	return out
+}
+
+// versusRatios: the median of the rounds' own ratios, with their lowest and
+// highest, so that one slow turn moves the ratio less than the ratio of the
+// two sides' medians does.
+func TestVersusRatios(t *testing.T) {
+	tests := map[string]struct {
+		controller, floor []*float64
+		want              Ratio // Figure, Unit and Target not compared
+	}{
+		"one slow controller turn does not move the median": {
+			controller: ptrs(1.0, 1.0, 5.0, 1.0, 1.0),
+			floor:      ptrs(1.0, 1.0, 1.0, 1.0, 1.0),
+			want:       Ratio{Controller: 1.0, Floor: 1.0, Ratio: 1.0, Low: 1.0, High: 5.0, Rounds: []string{"1.00", "1.00", "5.00", "1.00", "1.00"}},
+		},
+		"a slow stretch over both turns of a round cancels": {
+			// The ratio of medians would be 2.1 / 1.1 = 1.91.
+			controller: ptrs(1.2, 2.4, 2.1, 1.1),
+			floor:      ptrs(1.0, 2.0, 1.0, 1.0),
+			want:       Ratio{Controller: 1.65, Floor: 1.0, Ratio: 1.2, Low: 1.1, High: 2.1, Rounds: []string{"1.20", "1.20", "2.10", "1.10"}},
+		},
+		"an even count takes the mean of the middle two": {
+			controller: ptrs(1.0, 3.0),
+			floor:      ptrs(1.0, 1.0),
+			want:       Ratio{Controller: 2.0, Floor: 1.0, Ratio: 2.0, Low: 1.0, High: 3.0, Rounds: []string{"1.00", "3.00"}},
+		},
+		"a round with a miss gives no ratio": {
+			controller: []*float64{ptrs(1.0)[0], nil},
+			floor:      ptrs(1.0, 1.0),
+			want:       Ratio{Rounds: []string{"a round missed"}},
+		},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			res := &VersusResult{
+				Controller: VersusSide{FanOutSeconds: tt.controller},
+				Floor:      VersusSide{FanOutSeconds: tt.floor},
+			}
+			got := versusRatios(res)
+			if len(got) != 1 {
+				t.Fatalf("versusRatios gave %d ratios, want 1 (the fan-out): %+v", len(got), got)
+			}
+			g := got[0]
+			if g.Controller != tt.want.Controller || g.Floor != tt.want.Floor || g.Ratio != tt.want.Ratio ||
+				g.Low != tt.want.Low || g.High != tt.want.High || !slices.Equal(g.Rounds, tt.want.Rounds) {
+				t.Errorf("versusRatios = %+v, want %+v", g, tt.want)
+			}
+		})
+	}
+}
+
+// The latency's ratio is the median of the rounds' own percentiles' ratios;
+// the pooled percentiles are kept beside it.
+func TestVersusRatiosLatency(t *testing.T) {
+	res := &VersusResult{
+		Controller: VersusSide{
+			Latency:       Distribution{N: 300, P50: 10, P99: 40},
+			LatencyRounds: []Distribution{{N: 100, P50: 10, P99: 20}, {N: 100, P50: 10, P99: 90}, {N: 100, P50: 11, P99: 22}},
+		},
+		Floor: VersusSide{
+			Latency:       Distribution{N: 300, P50: 10, P99: 20},
+			LatencyRounds: []Distribution{{N: 100, P50: 10, P99: 20}, {N: 100, P50: 10, P99: 20}, {N: 100, P50: 10, P99: 20}},
+		},
+	}
+	got := map[string]Ratio{}
+	for _, r := range versusRatios(res) {
+		got[r.Figure] = r
+	}
+	p50, p99 := got["change → pod template p50"], got["change → pod template p99"]
+	if p50.Ratio != 1.0 || p50.Pooled != 1.0 || p50.High != 1.1 {
+		t.Errorf("p50: %+v, want ratio 1.00, pooled 1.00, highest 1.10", p50)
+	}
+	if p99.Ratio != 1.1 || p99.Pooled != 2.0 || p99.Low != 1.0 || p99.High != 4.5 || p99.Controller != 40 || p99.Floor != 20 {
+		t.Errorf("p99: %+v, want ratio 1.10 (one slow round of 3), pooled 2.00 (40 / 20 ms), 1.00–4.50", p99)
+	}
+}
+
+// A figure without a target (the controllers' CPU) is reported, neither met
+// nor missed; one with a target says which.
+func TestVersusMarkdownTargets(t *testing.T) {
+	v := &VersusResult{Rounds: 2, Controller: VersusSide{
+		FanOutSeconds: ptrs(1.2, 1.2), FanOutCPU: ptrs(0.4, 0.4),
+	}, Floor: VersusSide{
+		FanOutSeconds: ptrs(1.0, 1.0), FanOutCPU: ptrs(0.2, 0.2),
+	}}
+	v.Ratios = versusRatios(v)
+	md := versusMarkdown(v, "nudge")
+	for _, want := range []string{
+		"| fan-out (all rolled) | 1.200 s | 1.000 s | 1.20 × | 1.20–1.20 | 1.20, 1.20 | ≤ 1.10 × | **no** |",
+		"| CPU of the fan-out, its Events included | 0.400 CPU s | 0.200 CPU s | 2.00 × | 2.00–2.00 | 2.00, 2.00 | reported |  |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("versusMarkdown lacks the row\n%s\nin\n%s", want, md)
+		}
+	}
+}
