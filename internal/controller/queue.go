@@ -2,7 +2,6 @@ package controller
 
 import (
 	"context"
-	"slices"
 	"sync"
 	"time"
 
@@ -165,37 +164,57 @@ func (q *controllerQueue) poke() {
 
 // feed passes the items waiting on to the priority queue, at low priority
 // and in order, as it has room for them, until ctx is done or the queue is
-// shut down.
+// shut down. While none wait it sleeps until told (poke); while some do, it
+// looks again at each Done, and every feedEvery at the latest.
 func (q *controllerQueue) feed(ctx context.Context) {
-	tick := time.NewTicker(feedEvery)
-	defer tick.Stop()
-	for !q.ShuttingDown() {
+	timer := time.NewTimer(feedEvery)
+	defer timer.Stop()
+	for {
+		q.mu.Lock()
+		waiting := q.waiting != nil
+		q.mu.Unlock()
+		var tick <-chan time.Time
+		if waiting {
+			timer.Reset(feedEvery)
+			tick = timer.C
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-q.room:
-		case <-tick.C:
+		case <-tick:
 		}
-		q.mu.Lock()
-		var next []reconcile.Request
-		if n := queueReady - q.PriorityQueue.Len(); n > 0 && q.waiting != nil {
-			for len(next) < n && len(q.held) > 0 {
-				item := q.held[0]
-				q.held = q.held[1:]
-				if q.waiting[item] {
-					delete(q.waiting, item)
-					q.queued[item] = true
-					next = append(next, item)
-				}
-			}
-			if len(q.held) == 0 {
-				q.held, q.waiting = nil, nil
-			}
+		if q.ShuttingDown() {
+			return
 		}
-		if len(next) > 0 {
-			q.PriorityQueue.AddWithOpts(priorityqueue.AddOpts{Priority: new(handler.LowPriority)}, slices.Clip(next)...)
+		q.pass()
+	}
+}
+
+// pass passes on as many of the items waiting as the priority queue has room
+// for (queueReady less its ready items), in order.
+func (q *controllerQueue) pass() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := queueReady - q.PriorityQueue.Len()
+	if n <= 0 || q.waiting == nil {
+		return
+	}
+	var next []reconcile.Request
+	for len(next) < n && len(q.held) > 0 {
+		item := q.held[0]
+		q.held = q.held[1:]
+		if q.waiting[item] {
+			delete(q.waiting, item)
+			q.queued[item] = true
+			next = append(next, item)
 		}
-		q.mu.Unlock()
+	}
+	if len(q.held) == 0 {
+		q.held, q.waiting = nil, nil
+	}
+	if len(next) > 0 {
+		q.PriorityQueue.AddWithOpts(priorityqueue.AddOpts{Priority: new(handler.LowPriority)}, next...)
 	}
 }
 
