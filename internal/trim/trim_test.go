@@ -115,7 +115,7 @@ func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
 	_, err := Workload(d)
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(d.Spec.Template.Spec.Containers).To(BeEmpty(), "the spec packed (workload.CachedSpecMark)")
-	g.Expect(d.Spec.Template.SelfLink).To(HavePrefix(workload.CachedSpecMark))
+	g.Expect(d.Spec.Template.GetSelfLink()).To(HavePrefix(workload.CachedSpecMark))
 	trimmed := &workload.Deployment.Template(d).Spec
 
 	g.Expect(refs.FromPodSpec("ns", trimmed)).To(Equal(refs.FromPodSpec("ns", whole)))

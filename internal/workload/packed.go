@@ -31,7 +31,7 @@ func PackSpec(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
 		// keep the spec as it is if it ever does.
 		return t
 	}
-	t.SelfLink = CachedSpecMark + string(b)
+	t.SetSelfLink(CachedSpecMark + string(b))
 	t.Spec = corev1.PodSpec{}
 	return t
 }
@@ -45,12 +45,12 @@ func Unpacked(t *corev1.PodTemplateSpec) *corev1.PodTemplateSpec {
 	if t == nil {
 		return nil
 	}
-	packed, ok := strings.CutPrefix(t.SelfLink, CachedSpecMark)
+	packed, ok := strings.CutPrefix(t.GetSelfLink(), CachedSpecMark)
 	if !ok {
 		return t
 	}
 	out := &corev1.PodTemplateSpec{ObjectMeta: *t.ObjectMeta.DeepCopy()}
-	out.SelfLink = ""
+	out.SetSelfLink("")
 	_ = out.Spec.Unmarshal([]byte(packed))
 	return out
 }

@@ -35,7 +35,7 @@ func TestPackSpec(t *testing.T) {
 				g.Expect(packed).To(Equal(tc.in))
 				return
 			}
-			g.Expect(packed.SelfLink).To(HavePrefix(workload.CachedSpecMark))
+			g.Expect(packed.GetSelfLink()).To(HavePrefix(workload.CachedSpecMark))
 			g.Expect(packed.Spec).To(Equal(corev1.PodSpec{}), "the spec moved to the selfLink")
 			g.Expect(packed.Annotations).To(Equal(tc.in.Annotations), "the metadata kept")
 			got := workload.Unpacked(&packed)
