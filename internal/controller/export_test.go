@@ -18,3 +18,6 @@ var NewQueue = newQueue
 func (s *kindSource) AddHandler(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	return s.addHandler(ctx, queue)
 }
+
+// QueueReady is queueReady, for the tests of package controller_test.
+const QueueReady = queueReady

@@ -114,7 +114,9 @@ func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
 	whole := d.Spec.Template.Spec.DeepCopy()
 	_, err := Workload(d)
 	g.Expect(err).NotTo(HaveOccurred())
-	trimmed := &d.Spec.Template.Spec
+	g.Expect(d.Spec.Template.Spec.Containers).To(BeEmpty(), "the spec packed (workload.CachedSpecMark)")
+	g.Expect(d.Spec.Template.GetSelfLink()).To(HavePrefix(workload.CachedSpecMark))
+	trimmed := &workload.Deployment.Template(d).Spec
 
 	g.Expect(refs.FromPodSpec("ns", trimmed)).To(Equal(refs.FromPodSpec("ns", whole)))
 	g.Expect(refs.FromPodSpec("ns", trimmed)).To(HaveLen(5))
