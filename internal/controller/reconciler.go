@@ -263,6 +263,12 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	result, err := r.act(ctx, obj, in, d, stakater)
 	r.changes.settle(req.NamespacedName, d.Action)
 	r.births.decided(req.NamespacedName, in.Young, d.Action, err == nil, in.Now)
+	if d.Action == rollout.Baseline && d.FirstSight && len(in.Missing) > 0 && err == nil {
+		// A required source is missing: the pods cannot start before it
+		// exists, and then start with what the sources hold. No young
+		// source is left to roll for, now or once it exists (rule 3).
+		r.births.forget(req.NamespacedName)
+	}
 	if r.Waves == nil {
 		return result, err
 	}
