@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -102,15 +101,9 @@ func (r *Reconciler) behindAnother(ctx context.Context, key types.NamespacedName
 		if err != nil {
 			return false, fmt.Errorf("reading %s: %w", src, err)
 		}
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(src.Kind) + "List"))
-		if err := r.APIReader.List(ctx, list, client.InNamespace(src.Namespace),
-			client.MatchingFields{"metadata.name": src.Name}, client.Limit(1)); err != nil {
-			return false, fmt.Errorf("looking for %s: %w", src, err)
-		}
-		server := ""
-		if len(list.Items) > 0 {
-			server = list.Items[0].ResourceVersion
+		server, err := r.serverVersion(ctx, src)
+		if err != nil {
+			return false, err
 		}
 		if server != cached.GetResourceVersion() {
 			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see a source another nudge rolled from",

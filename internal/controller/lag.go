@@ -86,13 +86,9 @@ func (r *Reconciler) cacheBehind(ctx context.Context, key types.NamespacedName, 
 		if !fresh[sourceMissingNote(c)] {
 			continue
 		}
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(c.Kind) + "List"))
-		if err := r.APIReader.List(ctx, list, client.InNamespace(c.Namespace),
-			client.MatchingFields{"metadata.name": c.Name}, client.Limit(1)); err != nil {
-			return false, fmt.Errorf("looking for %s %s/%s: %w", c.Kind, c.Namespace, c.Name, err)
-		}
-		if len(list.Items) > 0 {
+		if version, err := r.serverVersion(ctx, c.Source); err != nil {
+			return false, err
+		} else if version != "" {
 			return r.lag.wait(key), nil
 		}
 	}
@@ -106,4 +102,20 @@ func sourceMissingNote(c Resolved) string {
 		return fmt.Sprintf("Named %s %s/%s does not exist; its absence rolls nothing", c.Kind, c.Namespace, c.Name)
 	}
 	return fmt.Sprintf("Required %s %s/%s does not exist; no rollout until it does", c.Kind, c.Namespace, c.Name)
+}
+
+// serverVersion returns the resourceVersion of the ConfigMap or Secret src
+// as the API server holds it now, "" when it does not exist: one
+// metadata-only LIST by name (nudge may list, not get, Secrets).
+func (r *Reconciler) serverVersion(ctx context.Context, src refs.Source) (string, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(src.Kind) + "List"))
+	if err := r.APIReader.List(ctx, list, client.InNamespace(src.Namespace),
+		client.MatchingFields{"metadata.name": src.Name}, client.Limit(1)); err != nil {
+		return "", fmt.Errorf("looking for %s: %w", src, err)
+	}
+	if len(list.Items) == 0 {
+		return "", nil
+	}
+	return list.Items[0].ResourceVersion, nil
 }
