@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
 	"nudge.dev/nudge/internal/testbed"
 )
@@ -248,14 +249,29 @@ func (b *bench) prof() profiler {
 	return profiler{base: b.ctrl.pprofURL, dir: b.workDir}
 }
 
-// startController starts the controller under test and logs to
-// controller.log in the work directory.
+// startController starts the controller that ran last (the floor, during
+// the floor scenario's floor turns), or the controller under test when
+// none has run yet.
 func (b *bench) startController() error {
-	c, err := startController(b.cfg.ControllerCmd, b.kubeconfig, filepath.Join(b.workDir, "controller.log"))
+	cmd := b.ctrlCmd
+	if cmd == "" {
+		cmd = b.cfg.ControllerCmd
+	}
+	return b.start(cmd)
+}
+
+// start starts cmd, the controller under test or the floor, logging to
+// controller.log or floor.log in the work directory.
+func (b *bench) start(cmd string) error {
+	log := "controller.log"
+	if cmd != b.cfg.ControllerCmd {
+		log = "floor.log"
+	}
+	c, err := startController(cmd, b.kubeconfig, filepath.Join(b.workDir, log))
 	if err != nil {
 		return err
 	}
-	b.ctrl, b.ctrlCmd = c, b.cfg.ControllerCmd
+	b.ctrl, b.ctrlCmd = c, cmd
 	return nil
 }
 
@@ -363,10 +379,7 @@ func logf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
 }
 
-func ptrSeconds(d time.Duration) *float64 {
-	s := seconds(d)
-	return &s
-}
+func ptrSeconds(d time.Duration) *float64 { return ptr.To(seconds(d)) }
 
 // terminatedWatchers returns kube-apiserver's apiserver_terminated_watchers_total
 // by resource: watches it closed because their client did not keep up.

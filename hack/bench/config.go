@@ -50,6 +50,10 @@ type Config struct {
 	FloorCmd     string // the floor controller's command line (floor scenario)
 	FloorRounds  int    // rounds of the floor scenario
 	FloorLatency int    // sequential changes per turn of the floor scenario
+	// FloorStreamFor is the length of each turn's two steady streams in
+	// the floor scenario, the second with a kill -9 and restart halfway
+	// (0: none).
+	FloorStreamFor time.Duration
 
 	// Timing.
 	Idle          time.Duration // quiet time after sync before idle figures
@@ -135,6 +139,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.StringVar(&c.FloorCmd, "floor-cmd", defaultFloorCmd, "command line of the floor controller in the floor scenario, as -controller-cmd")
 	fs.IntVar(&c.FloorRounds, "floor-rounds", 6, "rounds of the floor scenario: in each, the controller and the floor take one turn each (fan-out, burst, -floor-latency changes, value-binding fan-out); each figure's ratio is the median of the rounds' own")
 	fs.IntVar(&c.FloorLatency, "floor-latency", 100, "sequential single changes in each turn of the floor scenario")
+	fs.DurationVar(&c.FloorStreamFor, "floor-stream-for", 10*time.Second, "length of each turn's two steady streams in the floor scenario (-steady-rate changes a second over -steady-sources sources), the second with a kill -9 and restart halfway; 0: none")
 	fs.DurationVar(&c.Idle, "idle", 10*time.Second, "quiet time after sync before the idle figures are taken")
 	fs.DurationVar(&c.Settle, "settle", 3*time.Second, "quiet time after a scenario that catches unwanted rollouts")
 	fs.DurationVar(&c.Window, "window", 5*time.Second, "the controller's rollout window (trailing rollouts are awaited this long)")
@@ -215,8 +220,11 @@ func (c *Config) validate() error {
 	if c.Has("floor") && (c.FanOut < 1 || c.FloorRounds < 1 || c.FloorLatency < 1 || !strings.Contains(c.FloorCmd, "{kubeconfig}")) {
 		errs = append(errs, errors.New("the floor scenario needs -fanout, -floor-rounds and -floor-latency of at least 1, and {kubeconfig} in -floor-cmd"))
 	}
-	if (c.Has("steady") || c.Has("restart")) && (c.SteadyRate <= 0 || c.SteadySources < 1 || c.SteadyFor < time.Duration(float64(2*time.Second)/c.SteadyRate)) {
+	if (c.Has("steady") || c.Has("restart")) && !c.streams(c.SteadyFor) {
 		errs = append(errs, errors.New("the steady and restart scenarios need a positive -steady-rate, -steady-sources of at least 1 and -steady-for of at least two changes"))
+	}
+	if c.Has("floor") && c.FloorStreamFor != 0 && !c.streams(c.FloorStreamFor) {
+		errs = append(errs, errors.New("the floor scenario's streams need a positive -steady-rate, -steady-sources of at least 1 and -floor-stream-for of at least two changes (or 0)"))
 	}
 	if c.Has("churn") && (c.ChurnEvery <= 0 || c.ChurnChange <= 0 || c.ChurnLife <= 0 || c.ChurnFor < c.ChurnChange) {
 		errs = append(errs, errors.New("the churn scenario needs positive -churn-every, -churn-life and -churn-change, and -churn-for of at least -churn-change"))
@@ -245,6 +253,12 @@ func (c *Config) validate() error {
 		errs = append(errs, errors.New("-creators must be at least 1"))
 	}
 	return errors.Join(errs...)
+}
+
+// streams reports whether a steady stream of length d makes at least two
+// changes.
+func (c *Config) streams(d time.Duration) bool {
+	return c.SteadyRate > 0 && c.SteadySources >= 1 && d >= time.Duration(float64(2*time.Second)/c.SteadyRate)
 }
 
 // Has reports whether scenario runs.

@@ -34,6 +34,7 @@ type SteadyResult struct {
 	// milliseconds and API requests during the scenario, per change.
 	CPUPerUpdate      float64 `json:"cpu_ms_per_update"`
 	RequestsPerUpdate float64 `json:"requests_per_update"`
+	lats              []time.Duration
 }
 
 // sent is one change the stream made.
@@ -44,20 +45,38 @@ type sent struct {
 
 // steady runs the steady stream (cfg.SteadyRate changes a second over
 // cfg.SteadySources sources for cfg.SteadyFor), the steady-restart one
-// killing and restarting the controller halfway.
+// killing and restarting the controller halfway, as a phase of its own.
 func (b *bench) steady(ctx context.Context, restart bool) (*SteadyResult, error) {
 	name := "steady"
 	if restart {
 		name = "steady-restart"
 	}
-	res := &SteadyResult{Load: loadAvg(), Rate: b.cfg.SteadyRate, Sources: b.cfg.SteadySources,
-		Seconds: b.cfg.SteadyFor.Seconds(), Restart: restart}
 	if err := b.phase(name); err != nil {
 		return nil, err
 	}
+	res, err := b.stream(ctx, b.cfg.SteadyFor, restart)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.perUpdate(res.Changes, &res.CPUPerUpdate, &res.RequestsPerUpdate); err != nil {
+		return nil, err
+	}
+	logf("Steady stream (%s): %d changes, p50 %.1f ms, p99 %.1f ms, %d missed, %d doubled, longest gap %.3f s",
+		name, res.Changes, res.Latency.P50, res.Latency.P99, res.Missed, res.Doubled, res.GapSeconds)
+	return res, nil
+}
+
+// stream runs one steady stream of cfg.SteadyRate changes a second over
+// cfg.SteadySources sources for d, with restart killing (SIGKILL) and
+// starting again the running controller halfway, and matches its rollouts
+// to its changes. CPUPerUpdate and RequestsPerUpdate are left to the
+// caller.
+func (b *bench) stream(ctx context.Context, d time.Duration, restart bool) (*SteadyResult, error) {
+	res := &SteadyResult{Load: loadAvg(), Rate: b.cfg.SteadyRate, Sources: b.cfg.SteadySources,
+		Seconds: d.Seconds(), Restart: restart}
 	ids := b.alloc.take(b.cfg.SteadySources)
 	period := time.Duration(float64(time.Second) / b.cfg.SteadyRate)
-	n := int(b.cfg.SteadyFor / period)
+	n := int(d / period)
 	var changes []sent
 	begin := time.Now()
 	for i := range n {
@@ -90,12 +109,8 @@ func (b *bench) steady(ctx context.Context, restart bool) (*SteadyResult, error)
 	res.Changes = len(changes)
 	lats, missed, doubled := matchChanges(changes, b.rollouts(begin, time.Now()), b.cfg.ChangeTimeout)
 	res.Latency, res.Missed, res.Doubled = distribution(lats), missed, doubled
+	res.lats = lats
 	res.GapSeconds = seconds(longestGap(begin, b.rollouts(begin, time.Now()), keys))
-	if err := b.perUpdate(len(changes), &res.CPUPerUpdate, &res.RequestsPerUpdate); err != nil {
-		return nil, err
-	}
-	logf("Steady stream (%s): %d changes, p50 %.1f ms, p99 %.1f ms, %d missed, %d doubled, longest gap %.3f s",
-		name, res.Changes, res.Latency.P50, res.Latency.P99, res.Missed, res.Doubled, res.GapSeconds)
 	return res, nil
 }
 
@@ -162,7 +177,7 @@ func (b *bench) perUpdate(n int, cpuMS, requests *float64) error {
 	return nil
 }
 
-// killController kills the controller with SIGKILL, as a crash or an
+// killController kills the running controller with SIGKILL, as a crash or an
 // evicted pod would end it, first adding its CPU time to the offset.
 func (b *bench) killController() error {
 	s, err := b.ctrl.Stats()

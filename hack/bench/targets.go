@@ -93,6 +93,13 @@ func targets(res *Results) []Target {
 			add(s.name+": missed / doubled", "0 / 0", fmt.Sprintf("%d / %d", s.res.Missed, s.res.Doubled), true, s.res.Missed == 0 && s.res.Doubled == 0)
 		}
 	}
+	if v := res.Versus; v != nil && len(v.Controller.RestartGapSeconds) > 0 {
+		c := v.Controller
+		add("steady streams of the floor scenario, every round: missed / doubled", "0 / 0",
+			fmt.Sprintf("%d / %d", c.SteadyMissed, c.SteadyDoubled), true, c.SteadyMissed == 0 && c.SteadyDoubled == 0)
+		add("the same, killed and restarted halfway: missed / doubled", "0 / 0",
+			fmt.Sprintf("%d / %d", c.RestartMissed, c.RestartDoubled), true, c.RestartMissed == 0 && c.RestartDoubled == 0)
+	}
 	if c := res.Churn; c != nil {
 		add("churn: every Deployment alive at a change rolled, once", "0 missed / 0 doubled", fmt.Sprintf("%d / %d of %d", c.Missed, c.Doubled, c.Expected),
 			true, c.Missed == 0 && c.Doubled == 0)

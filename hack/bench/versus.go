@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -11,6 +10,7 @@ import (
 	"golang.org/x/sync/errgroup"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/utils/ptr"
 )
 
 // The floor scenario measures the controller under test against the floor
@@ -57,7 +57,22 @@ type VersusSide struct {
 	// BindingStatusSeconds: the controller's only, from the change until
 	// every binding's status recorded it.
 	BindingStatusSeconds []*float64 `json:"binding_status_seconds,omitempty"`
-	latencies            []time.Duration
+	// The steady streams (-floor-stream-for): change → rollout of every
+	// round's steady stream pooled, and of each alone; the longest time
+	// with no rollout of the stream killed and restarted halfway; the
+	// steady stream's CPU milliseconds and API requests per change, its
+	// Events included; missed and doubled changes of all rounds.
+	Steady                  Distribution   `json:"steady,omitempty"`
+	SteadyRounds            []Distribution `json:"steady_rounds,omitempty"`
+	RestartGapSeconds       []*float64     `json:"restart_gap_seconds,omitempty"`
+	SteadyCPUPerUpdate      []*float64     `json:"steady_cpu_ms_per_update,omitempty"`
+	SteadyRequestsPerUpdate []*float64     `json:"steady_requests_per_update,omitempty"`
+	SteadyMissed            int            `json:"steady_missed"`
+	SteadyDoubled           int            `json:"steady_doubled"`
+	RestartMissed           int            `json:"restart_missed"`
+	RestartDoubled          int            `json:"restart_doubled"`
+	latencies               []time.Duration
+	steadyLatencies         []time.Duration
 }
 
 // Ratio is one figure of the controller over the same of the floor.
@@ -127,6 +142,7 @@ func (b *bench) versus(ctx context.Context) error {
 	}
 	for _, s := range []*VersusSide{&res.Controller, &res.Floor} {
 		s.Latency = distribution(s.latencies)
+		s.Steady = distribution(s.steadyLatencies)
 	}
 	res.Ratios = versusRatios(res)
 	for _, r := range res.Ratios {
@@ -149,7 +165,8 @@ func (b *bench) versus(ctx context.Context) error {
 const versusQuiet = 2 * time.Second
 
 // versusTurn measures one side once: the fan-out, the burst, the latency of
-// cfg.FloorLatency changes and, with bindings, the value-binding fan-out.
+// cfg.FloorLatency changes, with bindings the value-binding fan-out, and
+// with cfg.FloorStreamFor the two steady streams.
 // Before each figure it waits until the controller has written no Event for
 // versusQuiet: the Events of the figure before (one per rollout, written at
 // the recorder's pace once the rollouts pause) are that figure's cost,
@@ -198,9 +215,21 @@ func (b *bench) versusTurn(ctx context.Context, side *VersusSide, round int, flo
 	side.LatencyRounds = append(side.LatencyRounds, distribution(c.lats))
 	logf("Versus: slowest changes of the turn: %s", strings.Join(c.slowest(5), ", "))
 	side.LatencyMisses += c.misses
-	if harbors == nil {
+	if harbors != nil {
+		if err := b.versusBindings(ctx, side, round, floor, harbors, floorHarbors); err != nil {
+			return err
+		}
+	}
+	if b.cfg.FloorStreamFor == 0 {
 		return nil
 	}
+	return b.versusStreams(ctx, side)
+}
+
+// versusBindings measures one side's value-binding fan-out: the
+// controller's, through the shared Secret bound into harbors, or the apply
+// floor's, applying the value to floorHarbors.
+func (b *bench) versusBindings(ctx context.Context, side *VersusSide, round int, floor bool, harbors, floorHarbors []string) error {
 	value := fmt.Sprintf("AKIAVERSUS%02d%s", round, map[bool]string{true: "FLOOR", false: "CTRL"}[floor])
 	f := &ManyResult{Changes: 1, Workloads: len(harbors)}
 	if floor {
@@ -229,11 +258,48 @@ func (b *bench) versusTurn(ctx context.Context, side *VersusSide, round int, flo
 	return nil
 }
 
+// versusStreams measures one side's steady stream and then its stream
+// killed (SIGKILL) and restarted halfway, each cfg.FloorStreamFor long,
+// after the controller's Events went quiet. The steady stream's CPU and
+// requests per change are counted until its Events went quiet again.
+func (b *bench) versusStreams(ctx context.Context, side *VersusSide) error {
+	if _, err := b.eventsQuiet(ctx, versusQuiet, b.cfg.WaitTimeout); err != nil {
+		return err
+	}
+	from, cpu := time.Now(), b.cpu()
+	s, err := b.stream(ctx, b.cfg.FloorStreamFor, false)
+	if err != nil {
+		return err
+	}
+	if _, err := b.eventsQuiet(ctx, versusQuiet, b.cfg.WaitTimeout); err != nil {
+		return err
+	}
+	if err := b.audit.Read(); err != nil {
+		return err
+	}
+	perUpdate := func(v float64) *float64 { return ptr.To(round(v/float64(s.Changes), 3)) }
+	side.SteadyCPUPerUpdate = append(side.SteadyCPUPerUpdate, perUpdate((b.cpu()-cpu)*1000))
+	side.SteadyRequestsPerUpdate = append(side.SteadyRequestsPerUpdate, perUpdate(float64(countRequests(b.audit.Between(from, time.Now())).Total())))
+	side.SteadyRounds = append(side.SteadyRounds, s.Latency)
+	side.steadyLatencies = append(side.steadyLatencies, s.lats...)
+	side.SteadyMissed += s.Missed
+	side.SteadyDoubled += s.Doubled
+	r, err := b.stream(ctx, b.cfg.FloorStreamFor, true)
+	if err != nil {
+		return err
+	}
+	side.RestartGapSeconds = append(side.RestartGapSeconds, ptr.To(r.GapSeconds))
+	side.RestartMissed += r.Missed
+	side.RestartDoubled += r.Doubled
+	logf("Versus streams: steady p99 %.1f ms, %d missed, %d doubled; restart: longest gap %.3f s, %d missed, %d doubled",
+		s.Latency.P99, s.Missed, s.Doubled, r.GapSeconds, r.Missed, r.Doubled)
+	return nil
+}
+
 // cpuSince returns the controllers' CPU seconds since b.cpu() returned
 // start.
 func (b *bench) cpuSince(start float64) *float64 {
-	v := round(b.cpu()-start, 3)
-	return &v
+	return ptr.To(round(b.cpu()-start, 3))
 }
 
 // turnTo makes the floor (or the controller under test) the one running:
@@ -243,9 +309,9 @@ func (b *bench) cpuSince(start float64) *float64 {
 // the wait covers those and its rollout window, so that its turn times
 // only its own changes.
 func (b *bench) turnTo(ctx context.Context, floor bool) error {
-	cmd, log := b.cfg.ControllerCmd, "controller.log"
+	cmd := b.cfg.ControllerCmd
 	if floor {
-		cmd, log = b.cfg.FloorCmd, "floor.log"
+		cmd = b.cfg.FloorCmd
 	}
 	if b.ctrl != nil && b.ctrlCmd == cmd && b.ctrl.Exited() == nil {
 		return nil
@@ -258,11 +324,10 @@ func (b *bench) turnTo(ctx context.Context, floor bool) error {
 	if err := b.phase("versus-start-" + map[bool]string{true: "floor", false: b.cfg.ControllerName}[floor]); err != nil {
 		return err
 	}
-	c, err := startController(cmd, b.kubeconfig, filepath.Join(b.workDir, log))
-	if err != nil {
+	if err := b.start(cmd); err != nil {
 		return err
 	}
-	b.ctrl, b.ctrlCmd = c, cmd
+	c := b.ctrl
 	if probed, err := b.probe(ctx, time.Now().Add(b.cfg.SyncTimeout)); err != nil {
 		return err
 	} else if probed.IsZero() {
@@ -370,27 +435,33 @@ func versusRatios(res *VersusResult) []Ratio {
 	c, f := res.Controller, res.Floor
 	add("fan-out (all rolled)", "s", c.FanOutSeconds, f.FanOutSeconds, 0, 0, 1.1)
 	add("burst (all rolled)", "s", c.BurstSeconds, f.BurstSeconds, 0, 0, 1.1)
-	if c.Latency.N > 0 && f.Latency.N > 0 {
-		pct := func(ds []Distribution, p func(Distribution) float64) []*float64 {
-			vs := make([]*float64, len(ds))
-			for i, d := range ds {
-				if v := p(d); d.N > 0 && v > 0 {
-					vs[i] = &v
-				}
+	pct := func(ds []Distribution, p func(Distribution) float64) []*float64 {
+		vs := make([]*float64, len(ds))
+		for i, d := range ds {
+			if v := p(d); d.N > 0 && v > 0 {
+				vs[i] = &v
 			}
-			return vs
 		}
-		p50 := func(d Distribution) float64 { return d.P50 }
-		p99 := func(d Distribution) float64 { return d.P99 }
+		return vs
+	}
+	p50 := func(d Distribution) float64 { return d.P50 }
+	p99 := func(d Distribution) float64 { return d.P99 }
+	if c.Latency.N > 0 && f.Latency.N > 0 {
 		add("change → pod template p50", "ms", pct(c.LatencyRounds, p50), pct(f.LatencyRounds, p50), c.Latency.P50, f.Latency.P50, 1.1)
 		add("change → pod template p99", "ms", pct(c.LatencyRounds, p99), pct(f.LatencyRounds, p99), c.Latency.P99, f.Latency.P99, 1.1)
 	}
 	add("value-binding fan-out (all hold the value)", "s", c.BindingFanOutSeconds, f.BindingFanOutSeconds, 0, 0, 1.15)
+	if c.Steady.N > 0 && f.Steady.N > 0 {
+		add("steady stream: change → rollout p99", "ms", pct(c.SteadyRounds, p99), pct(f.SteadyRounds, p99), c.Steady.P99, f.Steady.P99, 1.5)
+	}
+	add("restart under the stream: longest time with no rollout", "s", c.RestartGapSeconds, f.RestartGapSeconds, 0, 0, 1.25)
 	// Reported, no target: on a machine whose cores are shared, the
 	// controller's CPU is taken from the API server's.
 	add("CPU of the fan-out, its Events included", "CPU s", c.FanOutCPU, f.FanOutCPU, 0, 0, 0)
 	add("CPU of the burst, its Events included", "CPU s", c.BurstCPU, f.BurstCPU, 0, 0, 0)
 	add("CPU of the sequential changes, their Events included", "CPU s", c.LatencyCPU, f.LatencyCPU, 0, 0, 0)
+	add("steady stream: CPU per change, its Events included", "ms", c.SteadyCPUPerUpdate, f.SteadyCPUPerUpdate, 0, 0, 0)
+	add("steady stream: API requests per change", "", c.SteadyRequestsPerUpdate, f.SteadyRequestsPerUpdate, 0, 0, 0)
 	return out
 }
 
@@ -445,6 +516,10 @@ func versusMarkdown(v *VersusResult, controller string) string {
 			pooled = fmt.Sprintf(" (%.2f ×)", r.Pooled)
 		}
 		fmt.Fprintf(&b, "| %s | %.3f %s | %.3f %s%s | %.2f × | %.2f–%.2f | %s | %s | %s |\n", r.Figure, r.Controller, r.Unit, r.Floor, r.Unit, pooled, r.Ratio, r.Low, r.High, strings.Join(r.Rounds, ", "), target, verdict)
+	}
+	if c, f := v.Controller, v.Floor; len(c.RestartGapSeconds) > 0 {
+		fmt.Fprintf(&b, "\nThe steady streams of every round: missed / doubled changes, %s %d / %d, floor %d / %d; killed and restarted halfway: %s %d / %d, floor %d / %d.\n",
+			controller, c.SteadyMissed, c.SteadyDoubled, f.SteadyMissed, f.SteadyDoubled, controller, c.RestartMissed, c.RestartDoubled, f.RestartMissed, f.RestartDoubled)
 	}
 	if s := v.Controller.BindingStatusSeconds; len(s) > 0 {
 		var parts []string

@@ -108,3 +108,55 @@ func TestVersusMarkdownTargets(t *testing.T) {
 		}
 	}
 }
+
+// The steady streams give two ratios with targets, issue 22's: the steady
+// stream's p99 (≤ 1.5 ×, per round as the latency's) and the longest time
+// with no rollout when the controller is killed and restarted halfway
+// (≤ 1.25 ×); their missed and doubled changes are said under the table.
+func TestVersusStreams(t *testing.T) {
+	v := &VersusResult{Rounds: 2, Controller: VersusSide{
+		Steady:            Distribution{N: 400, P99: 30},
+		SteadyRounds:      []Distribution{{N: 200, P99: 30}, {N: 200, P99: 24}},
+		RestartGapSeconds: ptrs(1.1, 1.3),
+		RestartMissed:     1,
+	}, Floor: VersusSide{
+		Steady:            Distribution{N: 400, P99: 20},
+		SteadyRounds:      []Distribution{{N: 200, P99: 20}, {N: 200, P99: 20}},
+		RestartGapSeconds: ptrs(1.0, 1.0),
+		RestartMissed:     3,
+	}}
+	v.Ratios = versusRatios(v)
+	got := map[string]Ratio{}
+	for _, r := range v.Ratios {
+		got[r.Figure] = r
+	}
+	steady, restart := got["steady stream: change → rollout p99"], got["restart under the stream: longest time with no rollout"]
+	if steady.Ratio != 1.35 || steady.Pooled != 1.5 || steady.Target != 1.5 {
+		t.Errorf("steady: %+v, want ratio 1.35 (1.50 and 1.20), pooled 1.50, target 1.5", steady)
+	}
+	if restart.Ratio != 1.2 || restart.Target != 1.25 {
+		t.Errorf("restart: %+v, want ratio 1.20 (1.10 and 1.30), target 1.25", restart)
+	}
+	md := versusMarkdown(v, "nudge")
+	for _, want := range []string{
+		"| steady stream: change → rollout p99 | 30.000 ms | 20.000 ms (1.50 ×) | 1.35 × | 1.20–1.50 | 1.50, 1.20 | ≤ 1.50 × | yes |",
+		"| restart under the stream: longest time with no rollout | 1.200 s | 1.000 s | 1.20 × | 1.10–1.30 | 1.10, 1.30 | ≤ 1.25 × | yes |",
+		"killed and restarted halfway: nudge 1 / 0, floor 3 / 0.",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("versusMarkdown lacks\n%s\nin\n%s", want, md)
+		}
+	}
+	found := false
+	for _, tg := range targets(&Results{Versus: v}) {
+		if strings.HasPrefix(tg.Name, "the same, killed") {
+			found = true
+			if tg.Met == nil || *tg.Met {
+				t.Errorf("target %q: met %v, want not met (the controller missed 1)", tg.Name, tg.Met)
+			}
+		}
+	}
+	if !found {
+		t.Error("targets lack the restarted streams' missed / doubled")
+	}
+}
