@@ -44,9 +44,9 @@ func TestServedKinds(t *testing.T) {
 		aggregated bool
 		fallback   bool // the log line that says nudge polls
 	}{
-		"a CRD added later is seen by the watch": {cfg: p.Config(), interval: time.Hour},
+		"a CRD added later is seen by the watch":                           {cfg: p.Config(), interval: time.Hour},
 		"a custom kind, which may be aggregated, is seen by the watch too": {cfg: p.Config(), interval: time.Hour, aggregated: true},
-		"forbidden to watch CRDs: discovery every interval, said once": {cfg: nobody, interval: 500 * time.Millisecond, fallback: true},
+		"forbidden to watch CRDs: discovery every interval, said once":     {cfg: nobody, interval: 500 * time.Millisecond, fallback: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -82,7 +82,7 @@ func TestServedKinds(t *testing.T) {
 			go func() { done <- runnables[0].Start(ctx) }()
 			// Once it has looked for them: from now on only the watch (or
 			// the poll, when it falls back) can find them.
-			g.Eventually(log.text).WithTimeout(10*time.Second).Should(ContainSubstring(
+			g.Eventually(log.text).WithTimeout(10 * time.Second).Should(ContainSubstring(
 				map[bool]string{true: "Cannot watch what serves new kinds", false: "Watching for kinds to be served"}[tc.fallback]))
 
 			for _, kind := range []string{"Widget", "Gadget"} {
