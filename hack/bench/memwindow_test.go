@@ -36,7 +36,7 @@ func TestSummarize(t *testing.T) {
 		},
 		"an even count's median is the mean of the middle two, in any order": {
 			samples: []ProcStats{sample(0, 30, 0), sample(1, 10, 0), sample(2, 40, 0), sample(3, 20, 0)},
-			want: MemoryWindow{Seconds: 3, Samples: 4, RSS: MemStats{Max: 40, Median: 25}, Anon: MemStats{Max: 40, Median: 25}},
+			want:    MemoryWindow{Seconds: 3, Samples: 4, RSS: MemStats{Max: 40, Median: 25}, Anon: MemStats{Max: 40, Median: 25}},
 		},
 	}
 	for name, tt := range tests {
