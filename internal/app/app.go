@@ -267,7 +267,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			return err
 		}
 	}
-	kinds, err := newServedKinds(mgr.GetConfig(), opts.DiscoveryInterval, mgr.Add)
+	kinds, err := newServedKinds(mgr.GetConfig(), opts.DiscoveryInterval, len(opts.Namespaces) > 0, mgr.Add)
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -34,13 +35,15 @@ var (
 // asked again. nudge then needs no restart when, say, Argo Rollouts or a
 // custom kind is installed after it, and an idle nudge makes no request:
 // a request every few seconds maps the binary's pages back
-// (docs/performance.md, "What maps the binary back"). Where the watch is
-// forbidden (a namespaced install: a Role cannot grant a cluster-scoped
-// resource), it asks API discovery every interval instead, which needs no
-// RBAC beyond being authenticated.
+// (docs/performance.md, "What maps the binary back"). With --namespaces
+// (a namespaced install, which makes no cluster-scoped request: a Role
+// cannot grant one), or where the watch is forbidden, it asks API
+// discovery every interval instead, which needs no RBAC beyond being
+// authenticated.
 type servedKinds struct {
 	cfg      *rest.Config
 	interval time.Duration
+	poll     bool                         // ask every interval, never watch
 	add      func(manager.Runnable) error // the manager's Add
 	dc       discovery.DiscoveryInterface
 
@@ -61,13 +64,14 @@ type waitingKind struct {
 
 // newServedKinds returns a servedKinds that asks the API server of cfg and,
 // when a kind must be waited for, adds its watch to the manager with add;
-// interval is the period of the poll it falls back to.
-func newServedKinds(cfg *rest.Config, interval time.Duration, add func(manager.Runnable) error) (*servedKinds, error) {
+// interval is the period of the poll it falls back to, and poll makes it
+// poll from the start.
+func newServedKinds(cfg *rest.Config, interval time.Duration, poll bool, add func(manager.Runnable) error) (*servedKinds, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}
-	return &servedKinds{cfg: cfg, interval: interval, add: add, dc: dc,
+	return &servedKinds{cfg: cfg, interval: interval, poll: poll, add: add, dc: dc,
 		waiting: map[schema.GroupVersionKind]waitingKind{}, kick: make(chan struct{}, 1)}, nil
 }
 
@@ -125,9 +129,13 @@ func (s *servedKinds) run(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx)
 	watchCtx, stop := context.WithCancel(ctx)
 	defer stop()
-	watched, err := s.watch(watchCtx)
+	var watched []string
+	err := errors.New("nudge watches its namespaces alone")
+	if !s.poll {
+		watched, err = s.watch(watchCtx)
+	}
 	if err != nil {
-		log.Info("Cannot watch what serves new kinds; asking API discovery instead", "every", s.interval, "error", err.Error())
+		log.Info("Cannot watch what serves new kinds; asking API discovery instead", "every", s.interval, "reason", err.Error())
 	}
 	// No retry until a watch event: the first lists' events come as adds.
 	steps := wait.Backoff{}

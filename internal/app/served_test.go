@@ -26,7 +26,8 @@ import (
 // TestServedKinds: a kind served at start is set up at once; a kind whose
 // CRD is added later is set up without a restart: from the watch of CRDs
 // (the poll's interval is an hour), or, for an identity that may not list
-// CRDs, from a poll of API discovery, which says so in one log line.
+// CRDs and with --namespaces (which never asks), from a poll of API
+// discovery, which says so in one log line.
 func TestServedKinds(t *testing.T) {
 	p := testbed.ForTest(t, testbed.Options{Mode: testbed.APIServer})
 	crds, err := apiextensions.NewForConfig(p.Config())
@@ -41,12 +42,14 @@ func TestServedKinds(t *testing.T) {
 	tests := map[string]struct {
 		cfg        *rest.Config
 		interval   time.Duration
+		poll       bool // --namespaces
 		aggregated bool
 		fallback   bool // the log line that says nudge polls
 	}{
 		"a CRD added later is seen by the watch":                           {cfg: p.Config(), interval: time.Hour},
 		"a custom kind, which may be aggregated, is seen by the watch too": {cfg: p.Config(), interval: time.Hour, aggregated: true},
 		"forbidden to watch CRDs: discovery every interval, said once":     {cfg: nobody, interval: 500 * time.Millisecond, fallback: true},
+		"namespaced: discovery every interval, without asking to watch":    {cfg: p.Config(), interval: 500 * time.Millisecond, poll: true, fallback: true},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -54,7 +57,7 @@ func TestServedKinds(t *testing.T) {
 			log := &logLines{}
 			ctx := logr.NewContext(t.Context(), funcr.New(log.add, funcr.Options{}))
 			var runnables []manager.Runnable
-			s, err := newServedKinds(tc.cfg, tc.interval, func(r manager.Runnable) error {
+			s, err := newServedKinds(tc.cfg, tc.interval, tc.poll, func(r manager.Runnable) error {
 				runnables = append(runnables, r)
 				return nil
 			})
@@ -106,6 +109,12 @@ func TestServedKinds(t *testing.T) {
 			}
 			g.Expect(strings.Count(log.text(), "Cannot watch what serves new kinds")).To(Equal(map[bool]int{true: 1, false: 0}[tc.fallback]))
 			g.Expect(log.text()).To(ContainSubstring("Started watching a newly served kind"))
+			if tc.fallback {
+				g.Expect(log.text()).NotTo(ContainSubstring("Watching for kinds to be served"))
+			}
+			if tc.poll {
+				g.Expect(log.text()).To(ContainSubstring("nudge watches its namespaces alone"))
+			}
 			if tc.aggregated {
 				g.Expect(log.text()).To(ContainSubstring("apiservices.apiregistration.k8s.io"), "APIServices watched too")
 			}
