@@ -87,6 +87,9 @@ type Config struct {
 	Shards       int
 	ShardGate    bool
 	ShardChanges int
+	// MemoryWindow is how long the shards scenario samples each process's
+	// memory, every second, once it is quiet.
+	MemoryWindow time.Duration
 	BinDir       string // control-plane binaries (testbed default when empty)
 }
 
@@ -162,6 +165,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.IntVar(&c.Shards, "shards", 0, "after the scenarios, stop the controller and start this many with --shard over the same cluster: each one's memory and bytes received, and a round of changes (0: no shards scenario)")
 	fs.BoolVar(&c.ShardGate, "shard-gate", true, "with -shards, run kube-apiserver with the ShardedListAndWatch feature gate")
 	fs.IntVar(&c.ShardChanges, "shard-changes", 40, "with -shards, sources changed while the shards run, each used by one Deployment")
+	fs.DurationVar(&c.MemoryWindow, "memory-window", 40*time.Second, "with -shards, how long each controller's memory is sampled, every second, once it is quiet (the ratios compare the maxima, and the medians); longer than anything an idle controller does periodically")
 	fs.StringVar(&c.BinDir, "kube-bins", "", "directory of the control-plane binaries (default: the testbed's)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -248,6 +252,9 @@ func (c *Config) validate() error {
 	}
 	if c.Shards < 0 || (c.Shards > 0 && c.ShardChanges < 1) {
 		errs = append(errs, errors.New("-shards must not be negative, and -shard-changes must be at least 1 with -shards"))
+	}
+	if c.Shards > 0 && c.MemoryWindow < time.Second {
+		errs = append(errs, errors.New("-memory-window must be at least 1s with -shards"))
 	}
 	if c.Creators < 1 {
 		errs = append(errs, errors.New("-creators must be at least 1"))

@@ -130,6 +130,7 @@ type ProcStats struct {
 	RSSBytes   int64   // VmRSS
 	PeakBytes  int64   // VmHWM: the peak RSS since start
 	AnonBytes  int64   // RssAnon: heap, stacks (the rest of RSS is the mapped binary and shared memory)
+	FileBytes  int64   // RssFile: file-backed pages mapped, the binary's above all
 	CPUSeconds float64 // user + system, all threads, since start
 	Threads    int
 }
@@ -155,6 +156,8 @@ func (c *Controller) Stats() (ProcStats, error) {
 			s.PeakBytes = n << 10
 		case "RssAnon":
 			s.AnonBytes = n << 10
+		case "RssFile":
+			s.FileBytes = n << 10
 		case "Threads":
 			s.Threads = int(n)
 		}

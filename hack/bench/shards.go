@@ -27,15 +27,20 @@ type ShardsResult struct {
 	Load Load `json:"load"`
 	// Gate says whether kube-apiserver ran with ShardedListAndWatch.
 	Gate bool `json:"gate"`
-	// Single is the unsharded controller, measured as the shards are: RSS
-	// after the idle time, and the bytes it received from the API server
-	// until then (through the benchmark's counting proxy).
+	// Single is the unsharded controller, measured as the shards are: its
+	// memory over a window of -memory-window once quiet and idle, and the
+	// bytes it received from the API server until the end of its idle
+	// phase (through the benchmark's counting proxy).
 	Single ShardFigures   `json:"single"`
 	Shards []ShardFigures `json:"shards"`
-	// MaxRSSRatio is the largest shard's idle RSS over the single
-	// controller's; MaxBytesRatio the same of the bytes received.
-	MaxRSSRatio   float64 `json:"max_rss_ratio"`
-	MaxBytesRatio float64 `json:"max_bytes_ratio"`
+	// MaxRSSRatio is the largest shard's RSS over the single controller's,
+	// each the maximum of its window (MedianRSSRatio the same of the
+	// medians, MaxAnonRatio of the anonymous parts' maxima); MaxBytesRatio
+	// is the same of the bytes received.
+	MaxRSSRatio    float64 `json:"max_rss_ratio"`
+	MedianRSSRatio float64 `json:"median_rss_ratio"`
+	MaxAnonRatio   float64 `json:"max_anon_ratio"`
+	MaxBytesRatio  float64 `json:"max_bytes_ratio"`
 	// QuietSeconds is the time from the last shard ready until every
 	// shard's CPU was quiet (its first reconcile of every workload done).
 	QuietSeconds float64 `json:"quiet_seconds"`
@@ -52,27 +57,40 @@ type ShardFigures struct {
 	Shard        string   `json:"shard,omitempty"` // its --shard range
 	Namespaces   int      `json:"namespaces"`      // population namespaces it owns
 	ReadySeconds *float64 `json:"ready_seconds,omitempty"`
-	RSSMiB       float64  `json:"rss_mib"`
-	PeakRSSMiB   float64  `json:"peak_rss_mib"`
-	ReceivedMiB  float64  `json:"received_mib"` // from the API server, start to idle end
+	// RSSMiB is the maximum of Memory's RSS samples; PeakRSSMiB the peak
+	// since start (VmHWM) at the window's end.
+	RSSMiB      float64      `json:"rss_mib"`
+	PeakRSSMiB  float64      `json:"peak_rss_mib"`
+	Memory      MemoryWindow `json:"memory"`
+	ReceivedMiB float64      `json:"received_mib"` // from the API server, start to idle end
 }
 
-// shards takes the single controller's figures at the end of its idle
-// phase, stops it, then starts cfg.Shards controllers over the same cluster, waits until
-// each is ready and has idled cfg.Idle, takes their figures, changes
+// measure sets f's memory figures from w and the process's peak.
+func (f *ShardFigures) measure(w MemoryWindow, peak int64) {
+	f.Memory, f.RSSMiB, f.PeakRSSMiB = w, w.RSS.Max, mib(peak)
+}
+
+// shards samples the single controller's memory over cfg.MemoryWindow
+// once it is quiet (after its idle phase), stops it, then starts cfg.Shards
+// controllers over the same cluster, waits until each is ready, quiet and
+// has idled cfg.Idle, samples theirs over the same window, changes
 // cfg.ShardChanges sources and counts the rollouts: each Deployment using a
-// changed source must roll exactly once, by its shard.
+// changed source must roll exactly once, by its shard. The ratios compare
+// the same statistic of every process's window.
 func (b *bench) shards(ctx context.Context) error {
 	res := &ShardsResult{Load: loadAvg(), Gate: b.cfg.ShardGate}
 	b.res.Shards = res
 	if err := b.phase("shards"); err != nil {
 		return err
 	}
-	res.Single = ShardFigures{Namespaces: b.cfg.Namespaces, RSSMiB: b.res.Idle.RSSMiB, PeakRSSMiB: b.res.Idle.PeakRSSMiB,
-		ReceivedMiB: mib(b.idleReceived)}
+	res.Single = ShardFigures{Namespaces: b.cfg.Namespaces, ReceivedMiB: mib(b.idleReceived)}
 	if b.res.Sync != nil {
 		res.Single.ReadySeconds = b.res.Sync.ReadySeconds
 	}
+	if err := b.sampleIdle(ctx, []*Controller{b.ctrl}, []*ShardFigures{&res.Single}); err != nil {
+		return err
+	}
+	logf("Single controller: %v", res.Single.Memory)
 	if _, err := b.stopController(); err != nil {
 		return err
 	}
@@ -130,7 +148,8 @@ func (b *bench) shards(ctx context.Context) error {
 	}
 	// Ready is synced caches; each shard then reconciles every workload
 	// of its namespaces once (baselined already: nothing to write). Wait
-	// until every shard is quiet, then cfg.Idle.
+	// until every shard is quiet, then cfg.Idle (as the single controller
+	// idled), then sample.
 	quiet, err := waitQuiet(ctx, ctrls, b.cfg.SyncTimeout)
 	if err != nil {
 		return err
@@ -141,19 +160,22 @@ func (b *bench) shards(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	for i, c := range ctrls {
-		s, err := c.Stats()
-		if err != nil {
-			return err
-		}
-		f := &res.Shards[i]
-		f.RSSMiB, f.PeakRSSMiB, f.ReceivedMiB = mib(s.RSSBytes), mib(s.PeakBytes), mib(proxies[i].Received())
-		res.MaxRSSRatio = max(res.MaxRSSRatio, round(f.RSSMiB/res.Single.RSSMiB, 3))
-		if res.Single.ReceivedMiB > 0 {
-			res.MaxBytesRatio = max(res.MaxBytesRatio, round(f.ReceivedMiB/res.Single.ReceivedMiB, 3))
-		}
-		logf("Shard %s: %d namespaces, ready in %.2f s, RSS %.1f MiB (peak %.1f), received %.1f MiB",
-			f.Shard, f.Namespaces, *f.ReadySeconds, f.RSSMiB, f.PeakRSSMiB, f.ReceivedMiB)
+	figures := make([]*ShardFigures, len(ctrls))
+	for i := range ctrls {
+		res.Shards[i].ReceivedMiB = mib(proxies[i].Received())
+		figures[i] = &res.Shards[i]
+	}
+	if err := b.sampleIdle(ctx, ctrls, figures); err != nil {
+		return err
+	}
+	single := res.Single.Memory
+	for _, f := range res.Shards {
+		res.MaxRSSRatio = max(res.MaxRSSRatio, ratio(f.Memory.RSS.Max, single.RSS.Max))
+		res.MedianRSSRatio = max(res.MedianRSSRatio, ratio(f.Memory.RSS.Median, single.RSS.Median))
+		res.MaxAnonRatio = max(res.MaxAnonRatio, ratio(f.Memory.Anon.Max, single.Anon.Max))
+		res.MaxBytesRatio = max(res.MaxBytesRatio, ratio(f.ReceivedMiB, res.Single.ReceivedMiB))
+		logf("Shard %s: %d namespaces, ready in %.2f s, %v (peak %.1f), received %.1f MiB",
+			f.Shard, f.Namespaces, *f.ReadySeconds, f.Memory, f.PeakRSSMiB, f.ReceivedMiB)
 	}
 
 	begin := time.Now()
@@ -187,9 +209,37 @@ func (b *bench) shards(ctx context.Context) error {
 			return err
 		}
 	}
-	logf("Shards: largest RSS %.2f× and bytes received %.2f× the single controller's; %d changes, %d late, %d misses, %d other rollouts",
-		res.MaxRSSRatio, res.MaxBytesRatio, res.Changes, res.Late, res.Misses, res.OtherRollouts)
+	logf("Shards: largest RSS %.2f× the single controller's (maxima over %v; medians %.2f×, anonymous maxima %.2f×), bytes received %.2f×; %d changes, %d late, %d misses, %d other rollouts",
+		res.MaxRSSRatio, b.cfg.MemoryWindow, res.MedianRSSRatio, res.MaxAnonRatio, res.MaxBytesRatio, res.Changes, res.Late, res.Misses, res.OtherRollouts)
 	return nil
+}
+
+// sampleIdle waits until every one of ctrls is quiet, samples their memory
+// over cfg.MemoryWindow and sets each one's figures.
+func (b *bench) sampleIdle(ctx context.Context, ctrls []*Controller, figures []*ShardFigures) error {
+	if _, err := waitQuiet(ctx, ctrls, b.cfg.SyncTimeout); err != nil {
+		return err
+	}
+	windows, err := sampleMemory(ctx, ctrls, b.cfg.MemoryWindow)
+	if err != nil {
+		return err
+	}
+	for i, c := range ctrls {
+		s, err := c.Stats()
+		if err != nil {
+			return err
+		}
+		figures[i].measure(windows[i], s.PeakBytes)
+	}
+	return nil
+}
+
+// ratio returns a / b to three digits, 0 when b is 0.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return round(a/b, 3)
 }
 
 // waitQuiet returns once every controller of ctrls used less than 50 ms of

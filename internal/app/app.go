@@ -267,27 +267,31 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			return err
 		}
 	}
+	kinds, err := newServedKinds(mgr.GetConfig(), opts.DiscoveryInterval, len(opts.Namespaces) > 0, mgr.Add)
+	if err != nil {
+		return err
+	}
 	if !opts.Ignores(workload.Rollout.Plural()) {
-		if err := setupWhenServed(ctx, mgr, workload.RolloutGVK, opts.DiscoveryInterval, func(string) error {
+		if err := kinds.when(ctx, workload.RolloutGVK, false, func(string) error {
 			return csi.setup(ctx, newReconciler(workload.Rollout), copts)
 		}); err != nil {
 			return err
 		}
 	}
-	if err := setupCSI(ctx, opts, csi); err != nil {
+	if err := setupCSI(ctx, opts, csi, kinds); err != nil {
 		return err
 	}
 	if opts.ValueBindings {
 		// Without its CRD (config/ applied without config/crd) nudge waits
 		// for it instead of failing to start.
-		if err := setupWhenServed(ctx, mgr, v1alpha1.GroupVersion.WithKind("ValueBinding"), opts.DiscoveryInterval, func(string) error {
+		if err := kinds.when(ctx, v1alpha1.GroupVersion.WithKind("ValueBinding"), false, func(string) error {
 			return setupValueBindings(ctx, mgr, opts, key, recorder, lull, reg)
 		}); err != nil {
 			return err
 		}
 	}
 	for _, c := range custom {
-		if err := setupWhenServed(ctx, mgr, c.GroupVersionKind(), opts.DiscoveryInterval, func(resource string) error {
+		if err := kinds.when(ctx, c.GroupVersionKind(), true, func(resource string) error {
 			if c.Resource != "" && c.Resource != resource {
 				ctrl.LoggerFrom(ctx).Info("Found a custom kind under another resource than configured; RBAC rendered from the configured one does not cover it",
 					"kind", c.String(), "configured", c.Resource, "served", resource)

@@ -71,9 +71,9 @@ func (w *csiWatch) start() error {
 // setupCSI starts w once the API serves SecretProviderClassPodStatuses, with
 // --enable-csi-integration; without it, nothing is watched and
 // SecretProviderClasses count for nothing.
-func setupCSI(ctx context.Context, opts options.Options, w *csiWatch) error {
+func setupCSI(ctx context.Context, opts options.Options, w *csiWatch, kinds *servedKinds) error {
 	if !opts.Reloader.EnableCSIIntegration {
 		return nil
 	}
-	return setupWhenServed(ctx, w.mgr, sources.PodStatusGVK, opts.DiscoveryInterval, func(string) error { return w.start() })
+	return kinds.when(ctx, sources.PodStatusGVK, false, func(string) error { return w.start() })
 }

@@ -47,7 +47,10 @@ type Options struct {
 	// LeaderElectionID names the leader-election Lease.
 	LeaderElectionID string
 	// DiscoveryInterval is how often nudge looks for a kind that is not served
-	// yet (Argo Rollouts or a custom kind installed after nudge).
+	// yet (Argo Rollouts or a custom kind installed after nudge) when it may
+	// not watch CustomResourceDefinitions and APIServices (a namespaced
+	// install), and how often a ValueBinding whose target kind is not served
+	// is tried again.
 	DiscoveryInterval time.Duration
 	// CustomKindsFile is the path of a YAML list of custom kinds nudge
 	// handles like its built-in ones (see workload.CustomKind); "" for none.
@@ -284,7 +287,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.LeaderElect, "leader-elect", o.LeaderElect, "Elect a leader so several replicas can run (same as --enable-ha).")
 	fs.BoolVar(&o.LeaderElect, "enable-ha", o.LeaderElect, "Reloader's name for --leader-elect.")
 	fs.StringVar(&o.LeaderElectionID, "leader-election-id", o.LeaderElectionID, "Name of the leader-election Lease in the system namespace.")
-	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval, "How often to look for Argo Rollouts and custom kinds not served yet.")
+	fs.DurationVar(&o.DiscoveryInterval, "discovery-interval", o.DiscoveryInterval, "How often to look for Argo Rollouts and custom kinds not served yet, when CustomResourceDefinitions cannot be watched (a namespaced install), and to retry a ValueBinding whose target kind is not served.")
 	fs.StringVar(&o.CustomKindsFile, "custom-kinds-file", o.CustomKindsFile, "YAML list of custom kinds (apiVersion, kind, templatePath, triggerPath) to handle like the built-in ones.")
 	fs.StringVar(&o.SystemNamespace, "system-namespace", o.SystemNamespace, "nudge's own namespace, holding its key Secret and leader-election Lease; when empty $POD_NAMESPACE, else the pod's namespace in a cluster, else the kubeconfig context's.")
 	fs.StringVar(&o.KeySecret, "key-secret", o.KeySecret, "Name of the Secret holding the fingerprint key; created at first start.")

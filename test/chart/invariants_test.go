@@ -76,7 +76,14 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 			g.Expect(field).NotTo(ContainElement("*"), "%s: no wildcard", gr.holder)
 		}
 		g.Expect(rule.NonResourceURLs).To(BeEmpty())
-		g.Expect(rule.APIGroups).NotTo(ContainElement("apiextensions.k8s.io"), "%s: Argo Rollouts is found by discovery", gr.holder)
+		for _, group := range []string{"apiextensions.k8s.io", "apiregistration.k8s.io"} {
+			if slices.Contains(rule.APIGroups, group) {
+				g.Expect(gr.holder).To(And(HavePrefix("ClusterRole/"), HaveSuffix("-cluster")), "%s: %s in the cluster-scoped role alone", gr.holder, group)
+				g.Expect(gr.scope).To(BeEmpty(), "%s: bound cluster-wide", gr.holder)
+				g.Expect(rule.Verbs).To(ConsistOf("list", "watch"), "%s: the names of what serves new kinds, read alone", gr.holder)
+				g.Expect(rule.Resources).To(ConsistOf(BeElementOf("customresourcedefinitions", "apiservices")), gr.holder)
+			}
+		}
 		if slices.Contains(rule.Resources, "leases") && !slices.Equal(rule.Verbs, []string{"create"}) {
 			g.Expect(r.opts.LeaderElect).To(BeTrue(), "%s: Leases with leader election only", gr.holder)
 			g.Expect(gr.scope).To(Equal(namespace), gr.holder)
@@ -234,7 +241,8 @@ var admissionKinds = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionP
 // builtInGroups are the API groups nudge's own rules name (Secrets Store
 // CSI's with reloader.enableCSIIntegration); a rule on any other group is a
 // value binding target's.
-var builtInGroups = []string{"", "apps", "batch", "argoproj.io", "events.k8s.io", "coordination.k8s.io", "nudge.dev", "secrets-store.csi.x-k8s.io"}
+var builtInGroups = []string{"", "apps", "batch", "argoproj.io", "events.k8s.io", "coordination.k8s.io", "nudge.dev", "secrets-store.csi.x-k8s.io",
+	"apiextensions.k8s.io", "apiregistration.k8s.io"}
 
 // coreResources are the core-group resources nudge's own rules name.
 var coreResources = []string{"configmaps", "secrets", "events", "namespaces"}

@@ -32,7 +32,7 @@ const (
 func TestReloaderDefaultValues(t *testing.T) {
 	g := NewWithT(t)
 	r := renderReloader(t, reloaderDefaults, nil)
-	g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+	g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRoleBinding",
 		"Role", "RoleBinding", "Service", "Deployment"), "what nudge's defaults render")
 	c := r.deploy.Spec.Template.Spec.Containers[0]
 	g.Expect(c.Image).To(Equal("ghcr.io/nudge-dev/nudge:0.1.0"), "nudge's image, not Reloader's")

@@ -44,8 +44,8 @@ func TestRender(t *testing.T) {
 	}{
 		"default values: a ClusterRole bound cluster-wide, one replica without leader election": {
 			check: func(g Gomega, r rendered) {
-				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-					"Role", "RoleBinding", "Service", "Deployment"))
+				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRoleBinding",
+					"Role", "RoleBinding", "Service", "Deployment"), "the workload rules, and the cluster-scoped reads")
 				g.Expect(r.opts.Namespaces).To(BeEmpty())
 				g.Expect(r.opts.SystemNamespace).To(Equal(namespace))
 				g.Expect(r.opts.KeySecret).To(Equal(keySecret))
@@ -53,10 +53,14 @@ func TestRender(t *testing.T) {
 				g.Expect(r.opts.ProbeAddr).To(Equal(":8081"))
 				g.Expect(r.opts.IgnoredWorkloadTypes).To(BeEmpty(), "Argo Rollouts handled")
 				g.Expect(r.deploy.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
-				g.Expect(r.can("list", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeFalse(), "Argo Rollouts found by discovery")
+				for _, verb := range []string{"list", "watch"} {
+					g.Expect(r.can(verb, "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeTrue(), "%s CRDs: Argo Rollouts found once its CRD is added", verb)
+					g.Expect(r.can(verb, "apiregistration.k8s.io", "apiservices", "")).To(BeTrue(), "%s APIServices: a custom kind may be aggregated", verb)
+				}
+				g.Expect(r.can("get", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeFalse(), "names alone, from the watch")
+				g.Expect(r.can("list", "", "namespaces", "")).To(BeFalse(), "no namespaces without a selector")
 				g.Expect(r.can("patch", "argoproj.io", "rollouts", "shop")).To(BeTrue())
 				g.Expect(r.can("list", "", "secrets", "shop")).To(BeTrue())
-				g.Expect(r.can("list", "", "namespaces", "")).To(BeFalse(), "no namespaces without a selector")
 				g.Expect(r.can("create", "batch", "jobs", "shop")).To(BeFalse(), "Job handling is opt-in")
 				g.Expect(r.can("list", "batch", "jobs", "shop")).To(BeFalse())
 				g.Expect(r.can("get", "coordination.k8s.io", "leases", namespace)).To(BeFalse(), "no leader election")
@@ -112,6 +116,7 @@ func TestRender(t *testing.T) {
 				g.Expect(r.can("patch", "argoproj.io", "rollouts", "shop")).To(BeTrue())
 				g.Expect(r.can("list", "argoproj.io", "rollouts", "other")).To(BeFalse())
 				g.Expect(r.m.OfKind("ClusterRoleBinding")).To(BeEmpty(), "nothing bound cluster-wide")
+				g.Expect(r.can("watch", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeFalse(), "nudge asks discovery every --discovery-interval instead")
 			},
 		},
 		"customKinds: a ConfigMap nudge reads, and their resources granted in their groups alone": {
@@ -164,7 +169,7 @@ func TestRender(t *testing.T) {
 				g.Expect(r.opts.NamespaceSelector).To(Equal("team=shop,env!=dev"))
 				g.Expect(r.can("watch", "", "namespaces", "")).To(BeTrue())
 				g.Expect(r.can("get", "", "namespaces", "")).To(BeFalse())
-				g.Expect(r.m.Get("ClusterRole", release+"-cluster")).NotTo(BeNil(), "the cluster-scoped role, for namespaces alone")
+				g.Expect(r.m.Get("ClusterRole", release+"-cluster")).NotTo(BeNil(), "the cluster-scoped role")
 			},
 		},
 		"replicas 3: leader election with its Lease named after the release, a PodDisruptionBudget, rolling updates": {
@@ -252,7 +257,7 @@ func TestRender(t *testing.T) {
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.opts.Ignores("rollouts")).To(BeTrue())
 				g.Expect(r.can("list", "argoproj.io", "rollouts", "shop")).To(BeFalse())
-				g.Expect(r.m.OfKind("ClusterRole")).To(HaveLen(1))
+				g.Expect(r.m.OfKind("ClusterRole")).To(HaveLen(2), "the workload rules, and the cluster-scoped reads")
 			},
 		},
 		"isArgoRollouts null: Rollouts handled as with true": {
@@ -416,7 +421,7 @@ func TestRender(t *testing.T) {
 				g.Expect(r.can("patch", "nudge.dev", "valuebindings/status", "shop")).To(BeTrue())
 				g.Expect(r.can("get", "", "secrets", "shop")).To(BeTrue(), "one GET of a bound Secret per apply")
 				g.Expect(r.can("get", "", "configmaps", "shop")).To(BeTrue())
-				g.Expect(r.can("list", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeFalse(), "target kinds found by discovery")
+				g.Expect(r.can("watch", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeTrue(), "target kinds found once their CRD is added")
 
 				policy := policyOf(g, r)
 				g.Expect(policy.Spec.FailurePolicy).To(HaveValue(Equal(admissionregistrationv1.Fail)))

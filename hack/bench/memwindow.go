@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// MemoryWindow is one process's memory sampled every second over a window
+// that starts once it is quiet, in MiB: RSS, and its anonymous (heap,
+// stacks) and file-backed (the mapped binary) parts, each summarised
+// alone. The window is longer than anything an idle nudge does
+// periodically (the discovery poll was every 30 s), so its maximum holds
+// whatever an idle process maps back: the figure a memory limit must hold.
+type MemoryWindow struct {
+	Seconds float64  `json:"seconds"`
+	Samples int      `json:"samples"`
+	RSS     MemStats `json:"rss_mib"`
+	Anon    MemStats `json:"anon_mib"`
+	File    MemStats `json:"file_mib"`
+}
+
+// MemStats are the maximum and the median of one figure's samples, in MiB.
+type MemStats struct {
+	Max    float64 `json:"max"`
+	Median float64 `json:"median"`
+}
+
+func (m MemStats) String() string { return fmt.Sprintf("%.1f (median %.1f)", m.Max, m.Median) }
+
+// String is "RSS max (median …), anonymous …, file-backed …" in MiB.
+func (w MemoryWindow) String() string {
+	return fmt.Sprintf("RSS %v, anonymous %v, file-backed %v MiB over %.0f s", w.RSS, w.Anon, w.File, w.Seconds)
+}
+
+// summarize returns the window of samples, taken in time order: the
+// maximum and the median (of an even count, the mean of the middle two) of
+// each figure, and the time from the first sample to the last.
+func summarize(samples []ProcStats) MemoryWindow {
+	w := MemoryWindow{Samples: len(samples)}
+	if len(samples) == 0 {
+		return w
+	}
+	w.Seconds = seconds(samples[len(samples)-1].At.Sub(samples[0].At))
+	stats := func(of func(ProcStats) int64) MemStats {
+		v := make([]int64, len(samples))
+		for i, s := range samples {
+			v[i] = of(s)
+		}
+		slices.Sort(v)
+		n := len(v)
+		return MemStats{Max: mib(v[n-1]), Median: mib((v[(n-1)/2] + v[n/2]) / 2)}
+	}
+	w.RSS = stats(func(s ProcStats) int64 { return s.RSSBytes })
+	w.Anon = stats(func(s ProcStats) int64 { return s.AnonBytes })
+	w.File = stats(func(s ProcStats) int64 { return s.FileBytes })
+	return w
+}
+
+// sampleMemory reads each of ctrls from /proc every second for window
+// (window/1 s + 1 samples each, all taken together) and returns each one's
+// summary, in the order of ctrls; an error when one exits or ctx ends.
+func sampleMemory(ctx context.Context, ctrls []*Controller, window time.Duration) ([]MemoryWindow, error) {
+	samples := make([][]ProcStats, len(ctrls))
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for start := time.Now(); ; {
+		for i, c := range ctrls {
+			s, err := c.Stats()
+			if err != nil {
+				return nil, err
+			}
+			samples[i] = append(samples[i], s)
+		}
+		if time.Since(start) >= window {
+			break
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	out := make([]MemoryWindow, len(ctrls))
+	for i := range ctrls {
+		out[i] = summarize(samples[i])
+	}
+	return out, nil
+}
