@@ -147,8 +147,9 @@ func TestRecorder(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred())
 		fast := rest.CopyConfig(p.Config())
 		fast.QPS, fast.Burst = 2000, 2000
-		r.client, err = eventsv1client.NewForConfig(fast)
+		c, err := eventsv1client.NewForConfig(fast)
 		g.Expect(err).NotTo(HaveOccurred())
+		r.client = c.RESTClient()
 		r.start(ctx)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", UID: "uid-app"}}
 		// Warm up: the client's connections and the decoder's buffers.
@@ -201,4 +202,32 @@ func heapInUse() int64 {
 	runtime.GC()
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapInuse)
+}
+
+// The Events client's rate limit: eventsQPS, or nudge's own --kube-api-qps
+// when lower. It was 50 a second, which spread a fan-out's Events over
+// seconds and woke the writers for each (docs/performance.md, "Where
+// nudge's CPU goes").
+func TestRecorderRate(t *testing.T) {
+	tests := map[string]struct {
+		qps  float32
+		want float32
+	}{
+		"nudge's default --kube-api-qps leaves the Events' own limit, 500 a second": {qps: 500, want: 500},
+		"a lower --kube-api-qps bounds it":                                          {qps: 20, want: 20},
+		"a higher --kube-api-qps does not raise it":                                 {qps: 5000, want: eventsQPS},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			opts := options.Default()
+			opts.QPS = tc.qps
+			cfg := &rest.Config{Host: "https://127.0.0.1:1"}
+			r, err := newRecorder(t.Context(), cfg, k8sruntime.NewScheme(), opts, &record.Lull{}, prometheus.NewRegistry())
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(r.client.GetRateLimiter()).NotTo(BeNil())
+			g.Expect(r.client.GetRateLimiter().QPS()).To(Equal(tc.want))
+			g.Expect(cfg.QPS).To(BeZero(), "the caller's config is not changed")
+		})
+	}
 }

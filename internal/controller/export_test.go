@@ -4,7 +4,10 @@ import (
 	"context"
 
 	"k8s.io/client-go/util/workqueue"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"nudge.dev/nudge/internal/workload"
 )
 
 // WatchKind is watchKind, for the tests of package controller_test (which
@@ -21,3 +24,8 @@ func (s *kindSource) AddHandler(ctx context.Context, queue workqueue.TypedRateLi
 
 // QueueReady is queueReady, for the tests of package controller_test.
 const QueueReady = queueReady
+
+// Apply is apply, for the tests of package controller_test.
+func (r *Reconciler) Apply(ctx context.Context, obj client.Object, c workload.Change) error {
+	return r.apply(ctx, obj, c)
+}

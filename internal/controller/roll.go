@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
@@ -74,18 +75,65 @@ func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
 	return nil
 }
 
-// apply writes c to obj (obj is updated from the response).
+// apply writes c to obj. obj's metadata is updated from the response; its
+// spec only where obj is read whole afterwards (see wholeAnswer): otherwise
+// the API server answers with the metadata alone (PartialObjectMetadata, in
+// protobuf), which is all the rest of a reconcile reads of obj after a
+// write (its resourceVersion, annotations and seal), and obj keeps the spec
+// it was read with. Decoding the whole workload for each rollout of a
+// fan-out cost nudge CPU and allocation (docs/performance.md, "Where
+// nudge's CPU goes"), and the API server encodes less.
 func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Change) error {
 	body, err := c.Patch(r.Kind)
 	if err != nil {
 		return err
 	}
-	if err := r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(workload.FieldManager)); err != nil {
+	patch, owner := client.RawPatch(types.MergePatchType, body), client.FieldOwner(workload.FieldManager)
+	if r.wholeAnswer() {
+		err = r.Client.Patch(ctx, obj, patch, owner)
+	} else {
+		err = r.patchMetadata(ctx, obj, patch, owner)
+	}
+	if err != nil {
 		return err
 	}
 	if r.Lull != nil {
 		r.Lull.Wrote(time.Now())
 	}
+	return nil
+}
+
+// wholeAnswer reports whether a write must be answered with the whole
+// workload: a CronJob a Job is started from after its rollout
+// (CronJobStartJob), whose job template the Job copies from the patch's
+// answer (the cache keeps a trimmed one).
+func (r *Reconciler) wholeAnswer() bool {
+	return r.CronJobStartJob && r.Kind == workload.CronJob
+}
+
+// patchMetadata sends patch for obj, asking for its metadata alone in the
+// answer, and sets on obj the metadata a write may change, as answered:
+// resourceVersion, generation, labels (with nudge's seal), annotations,
+// managedFields and selfLink (which drops the cache's seal mark, see
+// workload.Seal).
+func (r *Reconciler) patchMetadata(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	gvk, err := r.Client.GroupVersionKindFor(obj)
+	if err != nil {
+		return err
+	}
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(gvk)
+	meta.SetNamespace(obj.GetNamespace())
+	meta.SetName(obj.GetName())
+	if err := r.Client.Patch(ctx, meta, patch, opts...); err != nil {
+		return err
+	}
+	obj.SetResourceVersion(meta.GetResourceVersion())
+	obj.SetGeneration(meta.GetGeneration())
+	obj.SetLabels(meta.GetLabels())
+	obj.SetAnnotations(meta.GetAnnotations())
+	obj.SetManagedFields(meta.GetManagedFields())
+	obj.SetSelfLink(meta.GetSelfLink())
 	return nil
 }
 

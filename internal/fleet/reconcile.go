@@ -23,7 +23,8 @@ const PendingRecheck = time.Minute
 // ConfigMaps and Secrets; an error when it cannot be read.
 type Content func(ctx context.Context, src refs.Source) (string, error)
 
-// Writer writes a change to a workload; obj is updated from the response.
+// Writer writes a change to a workload; obj's metadata is updated from the
+// response.
 type Writer func(ctx context.Context, obj client.Object, c workload.Change) error
 
 // Hold is a hold to write: HaltedAnnotation's value, and the workload whose

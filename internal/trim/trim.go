@@ -69,8 +69,9 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // managedFields only a written-back state's owner, see ownership.WrittenBackBy), a
 // Deployment's paused flag, and of the pod template its annotations and what
 // references a source (see trimPodSpec). A write that needs the whole object
-// (the env-vars strategy, re-creating a Job) reads it from the API first, and
-// a patch's response replaces the trimmed object it was given. Other objects
+// (the env-vars strategy, re-creating a Job) reads it from the API first; a
+// patch's answer replaces the metadata of the trimmed object it was given
+// (the whole object for a CronJob a Job is started from). Other objects
 // lose only their managedFields (as above), owner references and that annotation (a
 // Namespace keeps its labels: --namespace-selector reads them); an
 // unstructured one its status too (Workloads trims Argo Rollouts and

@@ -17,6 +17,8 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
+	"net/http"
+	_ "net/http/pprof" // with --pprof-bind-address
 	"os"
 	"os/signal"
 	"sort"
@@ -43,7 +45,11 @@ const (
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
 	workers := flag.Int("workers", 16, "concurrent PATCHes")
+	pprofAddr := flag.String("pprof-bind-address", "", "address of /debug/pprof (\"\": none), as nudge's flag, for the benchmark's {pprof-addr}")
 	flag.Parse()
+	if *pprofAddr != "" {
+		go func() { fmt.Fprintln(os.Stderr, "floor: pprof:", http.ListenAndServe(*pprofAddr, nil)) }()
+	}
 	if err := run(*kubeconfig, *workers); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
