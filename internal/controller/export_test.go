@@ -29,3 +29,6 @@ const QueueReady = queueReady
 func (r *Reconciler) Apply(ctx context.Context, obj client.Object, c workload.Change) error {
 	return r.apply(ctx, obj, c)
 }
+
+// ClockSkew is clockSkew, for the tests of package controller_test.
+const ClockSkew = clockSkew

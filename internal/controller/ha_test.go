@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/testbed"
@@ -94,6 +96,72 @@ func TestTwoWritersOneBehindRollOnce(t *testing.T) {
 	e.RolledTo("web", 1)
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
 	e.RolledTo("web", 2)
+}
+
+// A nudge started in place of another (a restart, a new leader) finds the
+// rollouts of the last minute another's, and asks the API server whether
+// its cache is behind before it rolls such a workload again: once per
+// changed source, not once per workload. A fan-out right after a restart
+// asked once per workload and took twice as long.
+func TestRestartAsksOncePerSource(t *testing.T) {
+	e := setup(t, false, nil)
+	const n = 60
+	window0 := func(o *options.Options) { o.RolloutWindow = 0 }
+	first := nt.Start(t, plane.Config(), e.NS, window0)
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}))
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("web-%02d", i)
+		e.Create(nt.Deployment(e.NS, names[i], 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	}
+	for _, name := range names {
+		e.Baselined(name)
+	}
+	rolled := func(want int64) {
+		t.Helper()
+		e.G.Eventually(func() []string {
+			var short []string
+			for _, name := range names {
+				if e.Rollouts(name)() < want {
+					short = append(short, name)
+				}
+			}
+			return short
+		}).WithTimeout(30*time.Second).Should(BeEmpty(), "every Deployment rolled %d time(s)", want)
+	}
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	rolled(1)
+	firstRolled := time.Now()
+	first.Stop(t)
+
+	var lists atomic.Int64
+	counting := rest.CopyConfig(plane.Config())
+	counting.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+			q := req.URL.Query()
+			if req.Method == http.MethodGet && strings.HasSuffix(req.URL.Path, "/configmaps") && q.Get("watch") != "true" && q.Get("fieldSelector") != "" {
+				lists.Add(1)
+			}
+			return rt.RoundTrip(req)
+		})
+	})
+	nt.Start(t, counting, e.NS, window0)
+	// A check covers only the rollouts stamped ClockSkew or more before it:
+	// the change comes once the first nudge's are that old (a wait for a
+	// time, not for a condition).
+	time.Sleep(time.Until(firstRolled.Add(controller.ClockSkew)))
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
+	rolled(2)
+	e.G.Consistently(func() []int64 {
+		var counts []int64
+		for _, name := range names {
+			counts = append(counts, e.Rollouts(name)())
+		}
+		return slices.Compact(counts)
+	}).WithTimeout(3*time.Second).Should(Equal([]int64{2}), "every Deployment rolled once per change")
+	workers := int64(options.Default().Workers)
+	e.G.Expect(lists.Load()).To(And(BeNumerically(">=", 1), BeNumerically("<=", workers)),
+		"lists of the ConfigMap by name, at most one per worker running at once (not one per each of the %d Deployments)", n)
 }
 
 // laggingWatches is a rest.Config.WrapTransport whose watches of kind

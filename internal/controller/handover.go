@@ -34,6 +34,54 @@ import (
 // behindRetries times in a row) while its cache holds another. Its own
 // rollouts of the last foreignWindow it remembers (rollouts), so that one
 // nudge alone never asks.
+//
+// Nor does it ask again of a source for each workload: once its cache held
+// the API server's version of a source at a time T, the other nudge's
+// rollouts stamped before T (less clockSkew) were decided on a version of
+// the source no newer than the one cached then, so the cache, which only
+// moves forward, is not behind them (caughtUp). After a restart, the
+// rollouts of the process before are another nudge's for a minute: without
+// this, a fan-out of 500 in that minute asked 500 times and took twice as
+// long (make bench, 26 Nov 2026: 3.2 s against 1.4–2.1 s).
+
+// clockSkew bounds how far the clock of another nudge (whose
+// nudge.dev/last-rollout stamps are its own clock's) may be ahead of this
+// one's: the nodes of a cluster keep time by NTP, within milliseconds.
+const clockSkew = 2 * time.Second
+
+// caughtUp remembers, by source, the last time this nudge found its cache
+// holding the API server's version of the source (behindAnother's check).
+// The zero value is ready to use; it is safe for concurrent use.
+type caughtUp struct {
+	mu sync.Mutex
+	at sources.Recent[refs.Source, checkedAt]
+}
+
+// checkedAt is when a source's cache was found caught up, an entry of
+// sources.Recent: older than foreignWindow it covers no rollout that counts
+// as another's.
+type checkedAt time.Time
+
+// Old reports whether the check is older than foreignWindow at now.
+func (t checkedAt) Old(now time.Time) bool { return now.Sub(time.Time(t)) > foreignWindow }
+
+// saw records that the cache held the API server's version of src when it
+// was asked at.
+func (c *caughtUp) saw(src refs.Source, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.at.Put(src, checkedAt(at), at)
+}
+
+// covers reports whether a rollout stamped rolled by another nudge was
+// decided on a version of src no newer than the cache held when last
+// checked: the check came clockSkew or more after the stamp.
+func (c *caughtUp) covers(src refs.Source, rolled, now time.Time) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	at, ok := c.at.Get(src, now)
+	return ok && !time.Time(at).Before(rolled.Add(clockSkew))
+}
 
 // foreignWindow is how recent another nudge's rollout must be for a
 // reconcile to check its cache against the API server before rolling
@@ -94,6 +142,9 @@ func (r *Reconciler) behindAnother(ctx context.Context, key types.NamespacedName
 		default:
 			continue
 		}
+		if r.caughtUp.covers(src, in.LastRollout, in.Now) {
+			continue
+		}
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: src.Namespace, Name: src.Name}, cached)
 		if apierrors.IsNotFound(err) {
 			continue
@@ -101,6 +152,7 @@ func (r *Reconciler) behindAnother(ctx context.Context, key types.NamespacedName
 		if err != nil {
 			return false, fmt.Errorf("reading %s: %w", src, err)
 		}
+		asked := r.now() // before the list: the answer is of this time or later
 		server, err := r.serverVersion(ctx, src)
 		if err != nil {
 			return false, err
@@ -110,6 +162,7 @@ func (r *Reconciler) behindAnother(ctx context.Context, key types.NamespacedName
 				"kind", r.Kind.Name(), "source", src.String(), "cached", cached.GetResourceVersion(), "server", server, "lastRollout", in.LastRollout)
 			return r.handover.wait(key), nil
 		}
+		r.caughtUp.saw(src, asked)
 	}
 	r.handover.forget(key)
 	return false, nil

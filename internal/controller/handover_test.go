@@ -6,6 +6,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	"nudge.dev/nudge/internal/refs"
 )
 
 func TestRolloutsForeign(t *testing.T) {
@@ -34,6 +37,39 @@ func TestRolloutsForeign(t *testing.T) {
 				r.made(k, at)
 			}
 			NewWithT(t).Expect(r.foreign(tt.key, tt.at, tt.now)).To(Equal(tt.want))
+		})
+	}
+}
+
+// A check that found the cache holding the API server's version of a
+// source covers the other nudges' rollouts stamped clockSkew or more
+// before it, and no later one: those may have been decided on a newer
+// version.
+func TestCaughtUpCovers(t *testing.T) {
+	cm := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "web"}
+	other := refs.Source{Kind: refs.Secret, Namespace: "shop", Name: "web"}
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		checked     *time.Time // when the cache of cm was found caught up
+		rolled, now time.Time
+		src         refs.Source
+		want        bool
+	}{
+		"never checked":                        {rolled: t0, now: t0.Add(time.Minute), src: cm, want: false},
+		"a rollout long before the check":      {checked: ptr.To(t0.Add(50 * time.Second)), rolled: t0, now: t0.Add(51 * time.Second), src: cm, want: true},
+		"a rollout clockSkew before the check": {checked: ptr.To(t0.Add(clockSkew)), rolled: t0, now: t0.Add(clockSkew), src: cm, want: true},
+		"a rollout within clockSkew of it":     {checked: ptr.To(t0.Add(clockSkew - time.Millisecond)), rolled: t0, now: t0.Add(clockSkew), src: cm, want: false},
+		"a rollout after the check":            {checked: ptr.To(t0), rolled: t0.Add(time.Second), now: t0.Add(2 * time.Second), src: cm, want: false},
+		"another source checked":               {checked: ptr.To(t0.Add(50 * time.Second)), rolled: t0, now: t0.Add(51 * time.Second), src: other, want: false},
+		"a check older than foreignWindow":     {checked: ptr.To(t0.Add(50 * time.Second)), rolled: t0, now: t0.Add(50*time.Second + foreignWindow + time.Nanosecond), src: cm, want: false},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			var c caughtUp
+			if tt.checked != nil {
+				c.saw(cm, *tt.checked)
+			}
+			NewWithT(t).Expect(c.covers(tt.src, tt.rolled, tt.now)).To(Equal(tt.want))
 		})
 	}
 }

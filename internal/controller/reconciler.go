@@ -93,6 +93,7 @@ type Reconciler struct {
 	lag      lag                   // reconciles in a row that found the cache behind (see cacheBehind)
 	handover lag                   // reconciles in a row that found the cache behind another nudge's rollout (see behindAnother)
 	rollouts rollouts              // nudge's own rollouts of the last foreignWindow (see behindAnother)
+	caughtUp caughtUp              // when the cache last held the API server's version of a source (see behindAnother)
 	births   births                // workloads seen created, for first sight (see births)
 	taken    ownership.Takeovers   // states taken over from another key
 	index    *sources.Index        // set by SetupWithManager
