@@ -49,65 +49,63 @@ import (
 // one's: the nodes of a cluster keep time by NTP, within milliseconds.
 const clockSkew = 2 * time.Second
 
-// caughtUp remembers, by source, the last time this nudge found its cache
-// holding the API server's version of the source (behindAnother's check).
-// The zero value is ready to use; it is safe for concurrent use.
-type caughtUp struct {
-	mu sync.Mutex
-	at sources.Recent[refs.Source, checkedAt]
-}
-
-// checkedAt is when a source's cache was found caught up, an entry of
-// sources.Recent: older than foreignWindow it covers no rollout that counts
-// as another's.
-type checkedAt time.Time
-
-// Old reports whether the check is older than foreignWindow at now.
-func (t checkedAt) Old(now time.Time) bool { return now.Sub(time.Time(t)) > foreignWindow }
-
-// saw records that the cache held the API server's version of src when it
-// was asked at.
-func (c *caughtUp) saw(src refs.Source, at time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.at.Put(src, checkedAt(at), at)
-}
-
-// covers reports whether a rollout stamped rolled by another nudge was
-// decided on a version of src no newer than the cache held when last
-// checked: the check came clockSkew or more after the stamp.
-func (c *caughtUp) covers(src refs.Source, rolled, now time.Time) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	at, ok := c.at.Get(src, now)
-	return ok && !time.Time(at).Before(rolled.Add(clockSkew))
-}
-
 // foreignWindow is how recent another nudge's rollout must be for a
 // reconcile to check its cache against the API server before rolling
 // again: far above the time a watch runs behind the API server.
 const foreignWindow = sources.Young
 
-// rollouts remembers the time of each rollout this nudge made in the last
-// foreignWindow (nudge.dev/last-rollout, as written), by workload. The zero
-// value is ready to use; it is safe for concurrent use.
-type rollouts struct {
+// stamps remembers a time by key for foreignWindow: the rollouts this nudge
+// made, and the checks that found its cache caught up. The zero value is
+// ready to use; it is safe for concurrent use.
+type stamps[K comparable] struct {
 	mu sync.Mutex
-	at sources.Recent[types.NamespacedName, rolledAt]
+	at sources.Recent[K, stamp]
 }
 
-// rolledAt is the time of a rollout, an entry of sources.Recent.
-type rolledAt time.Time
+// stamp is a time, an entry of sources.Recent.
+type stamp time.Time
 
-// Old reports whether the rollout is older than foreignWindow at now.
-func (t rolledAt) Old(now time.Time) bool { return now.Sub(time.Time(t)) > foreignWindow }
+// Old reports whether the stamp is older than foreignWindow at now.
+func (t stamp) Old(now time.Time) bool { return now.Sub(time.Time(t)) > foreignWindow }
+
+// put sets the time of k to at.
+func (s *stamps[K]) put(k K, at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.at.Put(k, stamp(at), at)
+}
+
+// get returns the time of k, ok false when there is none within
+// foreignWindow of now.
+func (s *stamps[K]) get(k K, now time.Time) (time.Time, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	at, ok := s.at.Get(k, now)
+	return time.Time(at), ok
+}
+
+// caughtUp remembers, by source, the last time this nudge found its cache
+// holding the API server's version of the source (behindAnother's check).
+type caughtUp struct{ stamps[refs.Source] }
+
+// saw records that the cache held the API server's version of src when it
+// was asked at.
+func (c *caughtUp) saw(src refs.Source, at time.Time) { c.put(src, at) }
+
+// covers reports whether a rollout stamped rolled by another nudge was
+// decided on a version of src no newer than the cache held when last
+// checked: the check came clockSkew or more after the stamp.
+func (c *caughtUp) covers(src refs.Source, rolled, now time.Time) bool {
+	at, ok := c.get(src, now)
+	return ok && !at.Before(rolled.Add(clockSkew))
+}
+
+// rollouts remembers the time of each rollout this nudge made in the last
+// foreignWindow (nudge.dev/last-rollout, as written), by workload.
+type rollouts struct{ stamps[types.NamespacedName] }
 
 // made records that this nudge rolled key, stamping it at.
-func (r *rollouts) made(key types.NamespacedName, at time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.at.Put(key, rolledAt(at), at)
-}
+func (r *rollouts) made(key types.NamespacedName, at time.Time) { r.put(key, at) }
 
 // foreign reports whether the rollout of key stamped at, seen at now, is
 // another nudge's within foreignWindow: not one this nudge made.
@@ -115,10 +113,8 @@ func (r *rollouts) foreign(key types.NamespacedName, at, now time.Time) bool {
 	if at.IsZero() || now.Sub(at) > foreignWindow {
 		return false
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	own, ok := r.at.Get(key, now)
-	return !ok || !time.Time(own).Equal(at)
+	own, ok := r.get(key, now)
+	return !ok || !own.Equal(at)
 }
 
 // behindAnother reports whether d, a rollout of the workload key decided on
