@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -117,6 +118,11 @@ var _ events.EventRecorder = (*recorder)(nil)
 func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options, lull *record.Lull, reg prometheus.Registerer) (*recorder, error) {
 	ecfg := rest.CopyConfig(cfg)
 	ecfg.QPS, ecfg.Burst = min(eventsQPS, opts.QPS), min(eventsBurst, opts.Burst)
+	// A connection of their own (a dial function of its own keeps client-go
+	// from sharing its cached transport, as binding.ownConnection does): the
+	// Events of a fan-out, up to eventsQPS, would otherwise share one HTTP/2
+	// connection with the manager's watches.
+	ecfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	// The events.k8s.io client alone: the whole clientset would link (and
 	// map into memory) a client for every API group.
 	cs, err := eventsv1client.NewForConfig(ecfg)

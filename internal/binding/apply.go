@@ -308,7 +308,14 @@ func (r *Reconciler) record(ctx context.Context, b *v1alpha1.ValueBinding, out o
 		r.statuses.done(bindingKey(b))
 		return nil
 	}
-	if err := r.writer.Status().Patch(ctx, b, client.MergeFrom(old)); err != nil {
+	select {
+	case r.statusSlots <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	err := r.writer.Status().Patch(ctx, b, client.MergeFrom(old))
+	<-r.statusSlots
+	if err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	r.statuses.done(bindingKey(b))

@@ -90,7 +90,10 @@ type Reconciler struct {
 	watched   map[schema.GroupVersionKind]bool
 	conflicts *overwrites
 	statuses  *pending
-	ready     *states
+	// statusSlots holds one token per status write in flight (at most
+	// statusWriters).
+	statusSlots chan struct{}
+	ready       *states
 }
 
 // Index names of the field indexes on ValueBindings.
@@ -118,6 +121,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	r.watched = map[schema.GroupVersionKind]bool{}
 	r.conflicts = &overwrites{byBinding: map[string]map[string][]time.Time{}, before: map[string]written{}}
 	r.statuses = newPending()
+	r.statusSlots = make(chan struct{}, statusWriters)
 	var err error
 	if r.ready, err = registerStates(r.Metrics, mgr); err != nil {
 		return fmt.Errorf("registering nudge_value_bindings: %w", err)

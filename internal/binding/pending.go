@@ -27,6 +27,17 @@ const (
 	statusMaxWait = 5 * time.Second
 )
 
+// statusWriters is how many status writes may be in flight at once. The
+// flush queues every binding whose status is due at once, and the
+// reconciles would otherwise write them with every worker (64 by default):
+// 1,000 status writes 64 at a time kept kube-apiserver's CPU so busy on 2
+// cores that it could not hand the bindings' events on to nudge's binding
+// watch within its budget, and closed the watch (CI, about 1 run in 10 of
+// TestFanOutOfAThousandKeepsTheTargetWatch). Eight at a time, the 1,000
+// statuses were written 3–4 s after the last target on that machine, as
+// with 64: the API server sets the pace, not the number in flight.
+const statusWriters = 8
+
 // pending remembers, per binding, the status an apply made due and nudge has
 // not written yet: the binding's generation and the applied fingerprint. A
 // reconcile before that write reads them instead of the binding's status,
