@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -38,6 +39,27 @@ import (
 // starts, nudge leaves at least 8 MiB of growth between collections where
 // this would leave less (internal/app, startHeadroom). $GOGC still wins when set.
 const gcPercent = 20
+
+// sampleAllocations reports whether the controller keeps Go's heap profiling
+// (runtime.MemProfileRate, a sample every 512 KiB allocated): when pprof is
+// served (--pprof-bind-address other than "0"), or when $GODEBUG sets
+// memprofilerate (https://pkg.go.dev/runtime#hdr-Environment_Variables).
+// Otherwise no profile can be read, yet every sample keeps a record of its
+// stack for the life of the process, and the first one maps the runtime's
+// 1.4 MB table of them: 0.4–0.9 MiB of an idle nudge's anonymous memory at
+// `make bench`'s scale (docs/performance.md, "The fixed part"), paid again
+// by each shard.
+func sampleAllocations(pprofAddr, godebug string) bool {
+	if pprofAddr != "0" {
+		return true
+	}
+	for setting := range strings.SplitSeq(godebug, ",") {
+		if name, _, _ := strings.Cut(strings.TrimSpace(setting), "="); name == "memprofilerate" {
+			return true
+		}
+	}
+	return false
+}
 
 // pluginName is the binary's name as a kubectl plugin: kubectl runs
 // kubectl-nudge for `kubectl nudge`.
@@ -100,6 +122,9 @@ func command() *cobra.Command {
 			opts.MetricsByNamespace = os.Getenv("METRICS_COUNT_BY_NAMESPACE") == "enabled"
 			if err := opts.Validate(); err != nil {
 				return err
+			}
+			if !sampleAllocations(opts.PprofAddr, os.Getenv("GODEBUG")) {
+				runtime.MemProfileRate = 0
 			}
 			log := app.Logger(opts)
 			ctrl.SetLogger(log)

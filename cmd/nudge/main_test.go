@@ -120,3 +120,22 @@ func TestRootKeepsTheControllerFlags(t *testing.T) {
 	g.Expect(err).To(MatchError(ContainSubstring("--log-format")), "the root still validates the controller's options")
 	g.Expect(strings.Contains(root.UsageString(), "explain")).To(BeTrue(), "the root lists its subcommands")
 }
+
+func TestSampleAllocations(t *testing.T) {
+	for _, c := range []struct {
+		pprof, godebug string
+		want           bool
+	}{
+		{"0", "", false},
+		{"0", "http2debug=1", false},
+		{"127.0.0.1:6060", "", true},
+		{":6060", "memprofilerate=0", true},
+		{"0", "memprofilerate=1", true},
+		{"0", "http2debug=1, memprofilerate=4096", true},
+		{"0", "xmemprofilerate=1", false},
+	} {
+		if got := sampleAllocations(c.pprof, c.godebug); got != c.want {
+			t.Errorf("sampleAllocations(%q, %q) = %v, want %v", c.pprof, c.godebug, got, c.want)
+		}
+	}
+}
