@@ -136,3 +136,57 @@ func TestWriteHeadroom(t *testing.T) {
 	lull.Wrote(time.Now())
 	waitPercent("widened again by the next write", func(p int) bool { return p > 20 })
 }
+
+// The start's memory is released at its first pause, and again at the next
+// pause when the start went on after the release (resumed reconciles or
+// more); fewer since the last release, over several pauses, release nothing
+// more.
+func TestReleaseAgainWhenTheStartWentOn(t *testing.T) {
+	const quiet, resumed = 50 * time.Millisecond, 20
+	var wrote, reconciled record.Lull
+	ended, released := make(chan struct{}), make(chan struct{}, 10)
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		afterStart(ctx, &wrote, &reconciled, time.Now(), quiet, resumed, time.Now().Add(time.Minute),
+			func() { close(ended) }, func() { released <- struct{}{} })
+	}()
+	// reconcile ends n reconciles, one every millisecond.
+	reconcile := func(n int) {
+		for range n {
+			reconciled.Wrote(time.Now())
+			time.Sleep(time.Millisecond)
+		}
+	}
+	await := func(what string) {
+		t.Helper()
+		select {
+		case <-released:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no release %s within 10 s", what)
+		}
+	}
+	reconcile(30)
+	await("at the first pause")
+	select {
+	case <-ended:
+	default:
+		t.Fatal("the release came before the start's end")
+	}
+	reconcile(resumed + 5)
+	await("after the start went on")
+	// Pauses after fewer reconciles than resumed in all: each sleep is long
+	// enough for a release to come, were one due.
+	reconcile(resumed / 2)
+	time.Sleep(4 * quiet)
+	reconcile(resumed/2 - 1)
+	time.Sleep(4 * quiet)
+	select {
+	case <-released:
+		t.Fatalf("released again after %d reconciles, fewer than %d", resumed-1, resumed)
+	default:
+	}
+	cancel()
+	<-done
+}

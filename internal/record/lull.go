@@ -12,12 +12,14 @@ import (
 // it is safe for concurrent use.
 type Lull struct {
 	last   atomic.Int64                  // Unix nanoseconds of the last workload write; 0: none
+	count  atomic.Int64                  // workload writes so far
 	writes atomic.Pointer[chan struct{}] // see Writes; nil until then
 }
 
 // Wrote records a workload write at now. It never blocks.
 func (l *Lull) Wrote(now time.Time) {
 	l.last.Store(now.UnixNano())
+	l.count.Add(1)
 	if c := l.writes.Load(); c != nil {
 		select {
 		case *c <- struct{}{}:
@@ -25,6 +27,9 @@ func (l *Lull) Wrote(now time.Time) {
 		}
 	}
 }
+
+// Count returns how many writes have been recorded.
+func (l *Lull) Count() int64 { return l.count.Load() }
 
 // Writes returns a channel that receives after a workload write; writes
 // made while a signal waits to be received add none (its buffer holds one).
