@@ -519,31 +519,29 @@ const (
 )
 
 // afterStart calls end, then release, once neither lull has seen anything
-// for quiet since synced, or at deadline; nothing once ctx is done. A start
-// may pause for quiet before it is done: over 25,000 workloads on a busy
-// API server, the first-sight writes stalled for 2 s and the single
-// replica released its pages while thousands of reconciles were still to
-// come, which mapped 18.5 MiB of the binary back, against 6–8 MiB for a
-// shard that released after its start (docs/performance.md, "Shards by
-// namespace hash"). So until deadline, whenever resumed reconciles or more
-// ended after a release, release is called again at the next pause; a
-// rollout now and then, or a stream that never pauses, calls it no more.
+// for quiet since synced, or at deadline; nothing once ctx is done. It
+// returns then, and goes on in a goroutine of its own until deadline or ctx
+// is done (releaseAgain): a start may pause for quiet before it is done.
+// Over 25,000 workloads on a busy API server the first-sight writes
+// stalled for 2 s, and the single replica released its pages while
+// thousands of reconciles were still to come, which mapped 18.5 MiB of the
+// binary back, against 6–8 MiB for a shard that released after its start
+// (docs/performance.md, "Shards by namespace hash").
 func afterStart(ctx context.Context, wrote, reconciled *record.Lull, synced time.Time, quiet time.Duration, resumed int64, deadline time.Time, end, release func()) {
-	pause := func(since time.Time) {
-		for ctx.Err() == nil && time.Now().Before(deadline) {
-			wrote.WaitSince(ctx, since, quiet, deadline)
-			reconciled.WaitSince(ctx, since, quiet, deadline)
-			if now := time.Now(); wrote.Remaining(now, quiet) == 0 && reconciled.Remaining(now, quiet) == 0 {
-				return
-			}
-		}
-	}
-	pause(synced)
+	pause(ctx, wrote, reconciled, synced, quiet, deadline)
 	end()
 	if ctx.Err() != nil {
 		return
 	}
 	release()
+	go releaseAgain(ctx, wrote, reconciled, quiet, resumed, deadline, release)
+}
+
+// releaseAgain calls release at the next pause (see pause) whenever resumed
+// reconciles or more have ended since the last release, until deadline or
+// ctx is done: a rollout now and then, or a stream that never pauses, calls
+// it no more.
+func releaseAgain(ctx context.Context, wrote, reconciled *record.Lull, quiet time.Duration, resumed int64, deadline time.Time, release func()) {
 	ended := reconciled.Writes()
 	for {
 		mark := reconciled.Count()
@@ -559,10 +557,22 @@ func afterStart(ctx context.Context, wrote, reconciled *record.Lull, synced time
 				return
 			}
 		}
-		pause(time.Now())
+		pause(ctx, wrote, reconciled, time.Now(), quiet, deadline)
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			return
 		}
 		release()
+	}
+}
+
+// pause returns once neither lull has seen anything for quiet since since,
+// at deadline, or once ctx is done.
+func pause(ctx context.Context, wrote, reconciled *record.Lull, since time.Time, quiet time.Duration, deadline time.Time) {
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		wrote.WaitSince(ctx, since, quiet, deadline)
+		reconciled.WaitSince(ctx, since, quiet, deadline)
+		if now := time.Now(); wrote.Remaining(now, quiet) == 0 && reconciled.Remaining(now, quiet) == 0 {
+			return
+		}
 	}
 }

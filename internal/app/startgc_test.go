@@ -140,7 +140,7 @@ func TestWriteHeadroom(t *testing.T) {
 // The start's memory is released at its first pause, and again at the next
 // pause when the start went on after the release (resumed reconciles or
 // more); fewer since the last release, over several pauses, release nothing
-// more.
+// more. afterStart itself returns after the first release.
 func TestReleaseAgainWhenTheStartWentOn(t *testing.T) {
 	const quiet, resumed = 50 * time.Millisecond, 20
 	var wrote, reconciled record.Lull
@@ -174,6 +174,11 @@ func TestReleaseAgainWhenTheStartWentOn(t *testing.T) {
 	default:
 		t.Fatal("the release came before the start's end")
 	}
+	select {
+	case <-done: // the write headroom's hold starts then (Run)
+	case <-time.After(10 * time.Second):
+		t.Fatal("afterStart did not return within 10 s of the first release")
+	}
 	reconcile(resumed + 5)
 	await("after the start went on")
 	// Pauses after fewer reconciles than resumed in all: each sleep is long
@@ -188,5 +193,4 @@ func TestReleaseAgainWhenTheStartWentOn(t *testing.T) {
 	default:
 	}
 	cancel()
-	<-done
 }
