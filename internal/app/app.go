@@ -533,18 +533,18 @@ func afterStart(ctx context.Context, wrote, reconciled *record.Lull, synced time
 	if ctx.Err() != nil {
 		return
 	}
+	ended, mark := reconciled.Writes(), reconciled.Count()
 	release()
-	go releaseAgain(ctx, wrote, reconciled, quiet, resumed, deadline, release)
+	go releaseAgain(ctx, wrote, reconciled, ended, mark, quiet, resumed, deadline, release)
 }
 
 // releaseAgain calls release at the next pause (see pause) whenever resumed
-// reconciles or more have ended since the last release, until deadline or
+// reconciles or more have ended since the last release began (the first at
+// mark, as reconciled.Count; ended is reconciled.Writes), until deadline or
 // ctx is done: a rollout now and then, or a stream that never pauses, calls
 // it no more.
-func releaseAgain(ctx context.Context, wrote, reconciled *record.Lull, quiet time.Duration, resumed int64, deadline time.Time, release func()) {
-	ended := reconciled.Writes()
+func releaseAgain(ctx context.Context, wrote, reconciled *record.Lull, ended <-chan struct{}, mark int64, quiet time.Duration, resumed int64, deadline time.Time, release func()) {
 	for {
-		mark := reconciled.Count()
 		for reconciled.Count()-mark < resumed {
 			t := time.NewTimer(time.Until(deadline))
 			select {
@@ -561,6 +561,7 @@ func releaseAgain(ctx context.Context, wrote, reconciled *record.Lull, quiet tim
 		if ctx.Err() != nil || !time.Now().Before(deadline) {
 			return
 		}
+		mark = reconciled.Count()
 		release()
 	}
 }
