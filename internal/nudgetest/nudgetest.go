@@ -7,7 +7,9 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -62,7 +64,7 @@ func Start(t testing.TB, cfg *rest.Config, namespace string, mutate func(*option
 	t.Cleanup(func() {
 		n.Stop(t)
 		if t.Failed() {
-			t.Logf("nudge's log:\n%s", n.Logs())
+			KeepOutput(t, "nudge's log", n.Logs())
 		}
 	})
 	return n
@@ -71,6 +73,14 @@ func Start(t testing.TB, cfg *rest.Config, namespace string, mutate func(*option
 // Stop stops nudge and waits up to 30 s for it to return, failing t if it
 // returned an error. Stopping twice is harmless.
 func (n *Nudge) Stop(t testing.TB) {
+	t.Helper()
+	n.StopWithin(t, 30*time.Second)
+}
+
+// StopWithin stops nudge and waits up to limit for it to return, failing t
+// (with the process's goroutines) if it did not or returned an error.
+// Stopping twice is harmless.
+func (n *Nudge) StopWithin(t testing.TB, limit time.Duration) {
 	t.Helper()
 	n.cancel()
 	began := time.Now()
@@ -85,12 +95,13 @@ func (n *Nudge) Stop(t testing.TB) {
 		if err != nil && !errors.Is(err, context.Canceled) {
 			t.Errorf("nudge stopped with an error: %v", err)
 		}
-	case <-time.After(30 * time.Second):
+	case <-time.After(limit):
 		// nudge runs in the test's process: its goroutines are among
 		// these, grouped by stack.
 		var stacks bytes.Buffer
 		_ = pprof.Lookup("goroutine").WriteTo(&stacks, 1)
-		t.Errorf("nudge did not stop within 30 s; the process's goroutines:\n%s", stacks.String())
+		t.Errorf("nudge did not stop within %v", limit)
+		KeepOutput(t, "the goroutines of the test's process (nudge's among them)", stacks.String())
 	}
 }
 
@@ -112,4 +123,27 @@ func (b *buffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.b.String()
+}
+
+// outputTail is how many lines of a kept output a failed test prints.
+const outputTail = 15
+
+// KeepOutput writes what, a long output (a log, goroutine stacks), to a file
+// that outlives the test and logs its path and last outputTail lines. CI
+// shows only the end of a run's output; printed whole, a log of thousands
+// of lines pushed the test's own failure out of it.
+func KeepOutput(t testing.TB, what, text string) {
+	t.Helper()
+	lines := strings.SplitAfter(strings.TrimRight(text, "\n"), "\n")
+	tail := strings.Join(lines[max(0, len(lines)-outputTail):], "")
+	f, err := os.CreateTemp("", "nudge-test-output-*.txt")
+	if err == nil {
+		_, err = f.WriteString(text)
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		t.Logf("%s, %d lines (could not keep them: %v); the last %d:\n%s", what, len(lines), err, outputTail, tail)
+		return
+	}
+	t.Logf("%s, %d lines, kept in %s; the last %d:\n%s", what, len(lines), f.Name(), outputTail, tail)
 }

@@ -88,7 +88,7 @@ func StartProcess(t testing.TB, bin string, env []string, args ...string) *Proce
 			}
 		}
 		if t.Failed() {
-			t.Logf("nudge (pid %d) %s:\n%s", p.PID(), strings.Join(args, " "), p.Output())
+			KeepOutput(t, fmt.Sprintf("the output of nudge (pid %d) %s", p.PID(), strings.Join(args, " ")), p.Output())
 		}
 	})
 	return p
