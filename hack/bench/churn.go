@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -138,7 +139,11 @@ func (b *bench) churn(ctx context.Context) error {
 				res.Missed++
 			}
 		}
-		res.Doubled += max(0, len(rollouts[l.key])-made)
+		if extra := len(rollouts[l.key]) - made; extra > 0 {
+			res.Doubled += extra
+			logf("Churn: %s (created %s, deleted %s) rolled at %s for %d changes made in its life (changes at %s)",
+				l.key, clock(l.created), clock(l.deleted), clocks(rollouts[l.key]), made, clocks(changes))
+		}
 	}
 	if err := b.perUpdate(len(changes), &res.CPUPerUpdate, &res.RequestsPerUpdate); err != nil {
 		return err
@@ -146,4 +151,16 @@ func (b *bench) churn(ctx context.Context) error {
 	logf("Churn: %d Deployments, %d changes: %d of %d expected rollouts seen, %d missed, %d doubled",
 		res.Deployments, res.Changes, res.Seen, res.Expected, res.Missed, res.Doubled)
 	return nil
+}
+
+// clock formats t as the log lines' time of day, to the millisecond.
+func clock(t time.Time) string { return t.Format("15:04:05.000") }
+
+// clocks formats each of ts as clock does, comma-separated.
+func clocks(ts []time.Time) string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = clock(t)
+	}
+	return strings.Join(out, ", ")
 }

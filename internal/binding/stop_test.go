@@ -55,4 +55,3 @@ func TestStopDuringAFanOut(t *testing.T) {
 		}
 	}
 }
-

@@ -85,6 +85,29 @@ func (b *births) young(key types.NamespacedName, counted []refs.Reference, chang
 	return out
 }
 
+// settled returns, sorted, the sources of counted of which nudge saw what
+// the reference reads change, every time before key's creation, while key
+// is young: key's pods start with the sources' current content, though a
+// first sight that read a cache the change had not reached yet recorded
+// the older one (rollout.Input.Settled). A source held for a rollout that
+// waits is not settled.
+func (b *births) settled(key types.NamespacedName, counted []refs.Reference, changes *sources.Changes, now time.Time) []refs.Source {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.of.Get(key, now)
+	if !ok {
+		return nil
+	}
+	var out []refs.Source
+	for _, ref := range counted {
+		if !slices.Contains(e.held, ref.Source) && changes.Before(ref, e.version, now) {
+			out = append(out, ref.Source)
+		}
+	}
+	slices.SortFunc(out, refs.Source.Compare)
+	return out
+}
+
 // decided settles key after decision d, taken at now with young sources:
 // a rollout written ends the workload's youth; one that waits keeps its
 // young sources until it is written; any other decision lets it age.

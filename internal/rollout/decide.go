@@ -98,6 +98,15 @@ type Input struct {
 	// (a namespace handed from one shard to another after its change was
 	// rolled is not rolled again).
 	Young []refs.Source
+	// Settled lists the sources of which nudge saw what the workload reads
+	// change only before the workload was created, while it has not
+	// rolled it since (see controller's births): its pods were made with
+	// their current content. A digest Applied holds for one that differs
+	// from Desired is a first sight's reading of a cache the change had
+	// not reached yet, so it is re-baselined, not rolled (the churn of
+	// make bench rolled a Deployment created just after its ConfigMap's
+	// change). Like Young, it counts only while LastRollout is zero.
+	Settled []refs.Source
 	// LastRollout is when nudge last rolled the workload; zero if never.
 	LastRollout time.Time
 	// Now is the current time.
@@ -164,7 +173,8 @@ type Decision struct {
 // A young source (Input.Young) in the desired state is a change on first
 // sight (unless a required source is missing: the baseline is written)
 // and, when the applied state holds it with the same shape, even with the
-// same digest.
+// same digest. A settled source (Input.Settled) is no change: its new
+// digest is re-baselined.
 //
 // A change that would roll is Halted while the workload is held for the
 // current content of one of the changed sources (Input.Halted), and Pending
@@ -243,7 +253,8 @@ func decide(in Input) Decision {
 	for src, d := range in.Desired.Entries {
 		a, ok := applied.Entries[src]
 		young := in.LastRollout.IsZero() && slices.Contains(in.Young, src) && (first || (ok && a.Shape == d.Shape))
-		if young || (!first && ok && a.Shape == d.Shape && a.Digest != d.Digest) {
+		settled := in.LastRollout.IsZero() && slices.Contains(in.Settled, src)
+		if young || (!first && ok && a.Shape == d.Shape && a.Digest != d.Digest && !settled) {
 			changed = append(changed, src)
 		}
 	}
