@@ -36,18 +36,10 @@ func TestFanOutOfAThousandKeepsTheTargetWatch(t *testing.T) {
 	e.g.Expect(err).NotTo(HaveOccurred())
 	e.ns = ns
 	e.create(nt.Secret(e.ns, "shared", map[string]string{"accesskey": "AKIATHOUSAND0001"}))
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("harbor-%04d", i)
-	}
-	parallel(t, names, func(name string) error {
-		return k8s.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(harbor(e.ns, name)),
-			client.FieldOwner("argocd-controller"), client.ForceOwnership)
-	})
+	names := harborNames(n)
+	e.createHarbors(names)
 	e.nudge = e.start(nil)
-	parallel(t, names, func(name string) error {
-		return k8s.Create(e.ctx, valueBinding(e.ns, name, name, fromSecret("spec.imageChartStorage.s3.accesskey", "shared", "accesskey")))
-	})
+	e.bindShared(names)
 	e.g.Eventually(e.holding(n)).WithTimeout(2*time.Minute).WithPolling(time.Second).
 		Should(Equal(map[string]int{"AKIATHOUSAND0001": n}), "every Harbor holds the first value")
 	e.g.Eventually(e.recorded(n)).WithTimeout(2*time.Minute).WithPolling(time.Second).
@@ -64,6 +56,33 @@ func TestFanOutOfAThousandKeepsTheTargetWatch(t *testing.T) {
 	t.Logf("Every status recorded it within %v", time.Since(rotated).Round(time.Second))
 	e.g.Expect(map[string]int{"harbors": terminatedWatches(t, "harbors"), "valuebindings": terminatedWatches(t, "valuebindings")}).To(Equal(before),
 		"kube-apiserver closed no watch of Harbors or ValueBindings for falling behind during the fan-out and the status writes (apiserver_terminated_watchers_total)")
+}
+
+// harborNames returns n Harbor names, harbor-0000 on.
+func harborNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("harbor-%04d", i)
+	}
+	return names
+}
+
+// createHarbors applies a Harbor of each name, as argocd-controller would.
+func (e *env) createHarbors(names []string) {
+	e.t.Helper()
+	parallel(e.t, names, func(name string) error {
+		return k8s.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(harbor(e.ns, name)),
+			client.FieldOwner("argocd-controller"), client.ForceOwnership)
+	})
+}
+
+// bindShared creates, per name, a ValueBinding of that name that binds the
+// Secret "shared"'s accesskey into the Harbor of that name.
+func (e *env) bindShared(names []string) {
+	e.t.Helper()
+	parallel(e.t, names, func(name string) error {
+		return k8s.Create(e.ctx, valueBinding(e.ns, name, name, fromSecret("spec.imageChartStorage.s3.accesskey", "shared", "accesskey")))
+	})
 }
 
 // holding returns how many Harbors of the namespace hold each access key,

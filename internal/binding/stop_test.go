@@ -6,7 +6,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nt "nudge.dev/nudge/internal/nudgetest"
 )
@@ -27,17 +26,9 @@ func TestStopDuringAFanOut(t *testing.T) {
 	const n = 400
 	e := setup(t, false, nil)
 	e.create(nt.Secret(e.ns, "shared", map[string]string{"accesskey": "AKIASTOP0"}))
-	names := make([]string, n)
-	for i := range names {
-		names[i] = fmt.Sprintf("harbor-%03d", i)
-	}
-	parallel(t, names, func(name string) error {
-		return k8s.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(harbor(e.ns, name)),
-			client.FieldOwner("argocd-controller"), client.ForceOwnership)
-	})
-	parallel(t, names, func(name string) error {
-		return k8s.Create(e.ctx, valueBinding(e.ns, name, name, fromSecret("spec.imageChartStorage.s3.accesskey", "shared", "accesskey")))
-	})
+	names := harborNames(n)
+	e.createHarbors(names)
+	e.bindShared(names)
 	for round := range 3 {
 		held := fmt.Sprintf("AKIASTOP%d", round)
 		nudge := e.start(nil)

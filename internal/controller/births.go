@@ -69,20 +69,9 @@ func (b *births) born(key types.NamespacedName, version string, now time.Time) {
 // exists) of which nudge saw what the reference reads change after key's
 // creation, while key is young or holds such a change.
 func (b *births) young(key types.NamespacedName, counted []refs.Reference, changes *sources.Changes, now time.Time) []refs.Source {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e, ok := b.of.Get(key, now)
-	if !ok {
-		return nil
-	}
-	var out []refs.Source
-	for _, ref := range counted {
-		if slices.Contains(e.held, ref.Source) || changes.After(ref, e.version, now) {
-			out = append(out, ref.Source)
-		}
-	}
-	slices.SortFunc(out, refs.Source.Compare)
-	return out
+	return b.pick(key, counted, now, func(e birth, ref refs.Reference) bool {
+		return slices.Contains(e.held, ref.Source) || changes.After(ref, e.version, now)
+	})
 }
 
 // settled returns, sorted, the sources of counted of which nudge saw what
@@ -92,6 +81,15 @@ func (b *births) young(key types.NamespacedName, counted []refs.Reference, chang
 // the older one (rollout.Input.Settled). A source held for a rollout that
 // waits is not settled.
 func (b *births) settled(key types.NamespacedName, counted []refs.Reference, changes *sources.Changes, now time.Time) []refs.Source {
+	return b.pick(key, counted, now, func(e birth, ref refs.Reference) bool {
+		return !slices.Contains(e.held, ref.Source) && changes.Before(ref, e.version, now)
+	})
+}
+
+// pick returns, sorted, the sources of the references of counted for which
+// is holds, given key's birth; nil when key has none (not seen created, or
+// old).
+func (b *births) pick(key types.NamespacedName, counted []refs.Reference, now time.Time, is func(birth, refs.Reference) bool) []refs.Source {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
@@ -100,7 +98,7 @@ func (b *births) settled(key types.NamespacedName, counted []refs.Reference, cha
 	}
 	var out []refs.Source
 	for _, ref := range counted {
-		if !slices.Contains(e.held, ref.Source) && changes.Before(ref, e.version, now) {
+		if is(e, ref) {
 			out = append(out, ref.Source)
 		}
 	}
