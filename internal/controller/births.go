@@ -36,6 +36,10 @@ type birth struct {
 	// held lists the young sources of a rollout that waits (window, slot,
 	// missing source, halt): kept past sources.Young, until the rollout.
 	held []refs.Source
+	// entered lists the young sources a baseline recorded as they entered
+	// the references or were read another way (rollout.Decision.Entered):
+	// the applied state holds their change, so they are young no more.
+	entered []refs.Source
 }
 
 // Old reports whether the creation was seen more than sources.Young before
@@ -70,7 +74,8 @@ func (b *births) born(key types.NamespacedName, version string, now time.Time) {
 // creation, while key is young or holds such a change.
 func (b *births) young(key types.NamespacedName, counted []refs.Reference, changes *sources.Changes, now time.Time) []refs.Source {
 	return b.pick(key, counted, now, func(e birth, ref refs.Reference) bool {
-		return slices.Contains(e.held, ref.Source) || changes.After(ref, e.version, now)
+		return slices.Contains(e.held, ref.Source) ||
+			!slices.Contains(e.entered, ref.Source) && changes.After(ref, e.version, now)
 	})
 }
 
@@ -108,15 +113,17 @@ func (b *births) pick(key types.NamespacedName, counted []refs.Reference, now ti
 
 // decided settles key after decision d, taken at now with young sources:
 // a rollout written ends the workload's youth; one that waits keeps its
-// young sources until it is written; any other decision lets it age.
-func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollout.Action, written bool, now time.Time) {
+// young sources until it is written; a baseline written ends the youth of
+// the sources it records as they enter (rollout.Decision.Entered); any
+// other decision lets it age.
+func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollout.Decision, written bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
 	if !ok {
 		return
 	}
-	switch d {
+	switch d.Action {
 	case rollout.Roll:
 		if written {
 			b.of.Delete(key)
@@ -128,6 +135,9 @@ func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollou
 		}
 	default:
 		e.held = nil
+		if written {
+			e.entered = append(e.entered, d.Entered...)
+		}
 		b.of.Put(key, e, now)
 	}
 }

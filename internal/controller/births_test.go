@@ -61,7 +61,7 @@ func TestBirths(t *testing.T) {
 		"a change before the creation is not settled once rolled": {
 			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("95", "b")})
-				b.decided(web, nil, rollout.Roll, true, t0)
+				b.decided(web, nil, rollout.Decision{Action: rollout.Roll}, true, t0)
 			},
 		},
 		"a change before the creation is not settled after a minute": {
@@ -79,13 +79,26 @@ func TestBirths(t *testing.T) {
 		"a rollout written ends the youth": {
 			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Roll, true, t0)
+				b.decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Roll}, true, t0)
 			},
 		},
 		"a rollout not written does not": {
 			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Roll, false, t0)
+				b.decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Roll}, false, t0)
+			},
+			want: []refs.Source{app},
+		},
+		"a young source a baseline recorded as it entered the references is young no more": {
+			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				b.decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Baseline, Entered: []refs.Source{app}}, true, t0)
+			},
+		},
+		"nor is it once the baseline is not written": {
+			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				b.decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Baseline, Entered: []refs.Source{app}}, false, t0)
 			},
 			want: []refs.Source{app},
 		},
@@ -98,7 +111,7 @@ func TestBirths(t *testing.T) {
 		"a rollout that waits keeps its young sources past the minute": {
 			steps: func(b *births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Pending, false, t0)
+				b.decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Pending}, false, t0)
 				clk.SetTime(t0.Add(2 * sources.Young))
 			},
 			want: []refs.Source{app},

@@ -263,7 +263,7 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	stakater := slices.Contains(spec.Dialects, dialect.Reloader) || (len(spec.Dialects) == 0 && r.AutoReloadAll)
 	result, err := r.act(ctx, obj, in, d, stakater)
 	r.changes.settle(req.NamespacedName, d.Action)
-	r.births.decided(req.NamespacedName, in.Young, d.Action, err == nil, in.Now)
+	r.births.decided(req.NamespacedName, in.Young, d, err == nil, in.Now)
 	if d.Action == rollout.Baseline && d.FirstSight && len(in.Missing) > 0 && err == nil {
 		// A required source is missing: the pods cannot start before it
 		// exists, and then start with what the sources hold. No young

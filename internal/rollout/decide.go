@@ -156,6 +156,11 @@ type Decision struct {
 	// source changed again): the reconciler removes it, with the rollout
 	// when there is one.
 	Unhalt bool
+	// Entered lists, sorted, the young sources (Input.Young) a Baseline
+	// records because they enter the references or are read another way:
+	// once written, the applied state holds their change as what the pods
+	// run with, so they are young no more (see controller's births).
+	Entered []refs.Source
 }
 
 // Decide compares the applied and desired states of a workload.
@@ -249,16 +254,21 @@ func decide(in Input) Decision {
 			write.Entries[ref.Source] = fingerprint.Entry{Shape: fingerprint.Shape(ref), Digest: fingerprint.Absent}
 		}
 	}
-	var changed []refs.Source
+	var changed, entered []refs.Source
 	for src, d := range in.Desired.Entries {
 		a, ok := applied.Entries[src]
-		young := in.LastRollout.IsZero() && slices.Contains(in.Young, src) && (first || (ok && a.Shape == d.Shape))
+		same := ok && a.Shape == d.Shape
+		young := in.LastRollout.IsZero() && slices.Contains(in.Young, src)
+		if young && !first && !same {
+			entered = append(entered, src)
+		}
 		settled := in.LastRollout.IsZero() && slices.Contains(in.Settled, src)
-		if young || (!first && ok && a.Shape == d.Shape && a.Digest != d.Digest && !settled) {
+		if (young && (first || same)) || (!first && same && a.Digest != d.Digest && !settled) {
 			changed = append(changed, src)
 		}
 	}
 	slices.SortFunc(changed, refs.Source.Compare)
+	slices.SortFunc(entered, refs.Source.Compare)
 	if first && (len(changed) == 0 || len(in.Missing) > 0) {
 		return Decision{Action: Baseline, Write: write, FirstSight: true}
 	}
@@ -274,7 +284,7 @@ func decide(in Input) Decision {
 	case len(changed) > 0:
 		return Decision{Action: Roll, Write: write, Changed: changed, FirstSight: first}
 	case !write.Equal(applied):
-		return Decision{Action: Baseline, Write: write}
+		return Decision{Action: Baseline, Write: write, Entered: entered}
 	default:
 		return Decision{Action: None}
 	}

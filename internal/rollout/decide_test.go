@@ -38,6 +38,7 @@ func TestDecide(t *testing.T) {
 		wantFirst   bool
 		wantAfter   time.Duration
 		wantUnhalt  bool
+		wantEntered []refs.Source
 	}{
 		"first sight records the baseline and never rolls": {
 			in:        rollout.Input{Desired: state("k", base)},
@@ -142,14 +143,16 @@ func TestDecide(t *testing.T) {
 			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
 		},
 		"a young source read another way is baselined without a rollout": {
-			in:        rollout.Input{Applied: applied("k", base), Desired: state("k", entries{cm: {Shape: "k2", Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}}), Young: []refs.Source{cm}},
-			want:      rollout.Baseline,
-			wantWrite: entries{cm: {Shape: "k2", Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}},
+			in:          rollout.Input{Applied: applied("k", base), Desired: state("k", entries{cm: {Shape: "k2", Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}}), Young: []refs.Source{cm}},
+			want:        rollout.Baseline,
+			wantWrite:   entries{cm: {Shape: "k2", Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}},
+			wantEntered: []refs.Source{cm},
 		},
 		"a young source entering the references is baselined without a rollout": {
-			in:        rollout.Input{Applied: applied("k", entries{secret: {Shape: "k1", Digest: "bbbb"}}), Desired: state("k", base), Young: []refs.Source{cm}},
-			want:      rollout.Baseline,
-			wantWrite: base,
+			in:          rollout.Input{Applied: applied("k", entries{secret: {Shape: "k1", Digest: "bbbb"}}), Desired: state("k", base), Young: []refs.Source{cm}},
+			want:        rollout.Baseline,
+			wantWrite:   base,
+			wantEntered: []refs.Source{cm},
 		},
 		"a young source of a restored state is left alone": {
 			in:   rollout.Input{Applied: applied("k", base), Restored: true, Desired: state("k", base), Young: []refs.Source{cm}},
@@ -554,6 +557,7 @@ func TestDecide(t *testing.T) {
 			g.Expect(d.FirstSight).To(Equal(tc.wantFirst), "first sight")
 			g.Expect(d.RequeueAfter).To(Equal(tc.wantAfter), "requeue after")
 			g.Expect(d.Unhalt).To(Equal(tc.wantUnhalt), "unhalt")
+			g.Expect(d.Entered).To(Equal(tc.wantEntered), "entered")
 			if tc.wantWrite != nil {
 				g.Expect(d.Write.Entries).To(Equal(tc.wantWrite), "write")
 				g.Expect(d.Write.KeyID).To(Equal("k"), "write key")

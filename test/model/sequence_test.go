@@ -21,6 +21,11 @@ var regressions = []played{
 	// Secret it requires was missing, the state then wiped by a GitOps
 	// replace and baselined: creating the Secret rolled it.
 	{1439725442987618523, 10},
+	// A ConfigMap changed just after a Deployment's creation, while the
+	// Deployment's annotation named other sources; the annotation then
+	// switched to auto, so the ConfigMap entered the references and was
+	// baselined: the next reconcile took it for young and rolled.
+	{1123946407420047138, 7},
 }
 
 // played is a sequence to play: its seed and how many of its steps.
