@@ -79,18 +79,6 @@ func (b *births) young(key types.NamespacedName, counted []refs.Reference, chang
 	})
 }
 
-// settled returns, sorted, the sources of counted of which nudge saw what
-// the reference reads change, every time before key's creation, while key
-// is young: key's pods start with the sources' current content, though a
-// first sight that read a cache the change had not reached yet recorded
-// the older one (rollout.Input.Settled). A source held for a rollout that
-// waits is not settled.
-func (b *births) settled(key types.NamespacedName, counted []refs.Reference, changes *sources.Changes, now time.Time) []refs.Source {
-	return b.pick(key, counted, now, func(e birth, ref refs.Reference) bool {
-		return !slices.Contains(e.held, ref.Source) && changes.Before(ref, e.version, now)
-	})
-}
-
 // pick returns, sorted, the sources of the references of counted for which
 // is holds, given key's birth; nil when key has none (not seen created, or
 // old).

@@ -28,10 +28,9 @@ func TestBirths(t *testing.T) {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", ResourceVersion: rv}, Data: map[string]string{"k": v}}
 	}
 	tests := map[string]struct {
-		listed  bool // the creation came in the informer's initial list
-		steps   func(b *births, c *sources.Changes, clk *clocktesting.FakePassiveClock)
-		want    []refs.Source // young
-		settled []refs.Source
+		listed bool // the creation came in the informer's initial list
+		steps  func(b *births, c *sources.Changes, clk *clocktesting.FakePassiveClock)
+		want   []refs.Source // young
 	}{
 		"a change after the creation counts": {
 			steps: func(_ *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
@@ -39,35 +38,9 @@ func TestBirths(t *testing.T) {
 			},
 			want: []refs.Source{app},
 		},
-		"a change before the creation does not, and is settled": {
+		"a change before the creation does not": {
 			steps: func(_ *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("95", "b")})
-			},
-			settled: []refs.Source{app},
-		},
-		"changes before and after the creation: young, not settled": {
-			steps: func(_ *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("95", "b")})
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("95", "b"), ObjectNew: cm("105", "c")})
-			},
-			want: []refs.Source{app},
-		},
-		"a change before the creation of a workload listed at start is not settled": {
-			listed: true,
-			steps: func(_ *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("95", "b")})
-			},
-		},
-		"a change before the creation is not settled once rolled": {
-			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("95", "b")})
-				b.decided(web, nil, rollout.Decision{Action: rollout.Roll}, true, t0)
-			},
-		},
-		"a change before the creation is not settled after a minute": {
-			steps: func(_ *births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("95", "b")})
-				clk.SetTime(t0.Add(sources.Young + time.Second))
 			},
 		},
 		"a workload listed at start has no birth": {
@@ -131,7 +104,6 @@ func TestBirths(t *testing.T) {
 			b.recorder(clk.Now).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
 			tc.steps(b, c, clk)
 			g.Expect(b.young(web, []refs.Reference{{Source: app}}, c, clk.Now())).To(Equal(tc.want), "young")
-			g.Expect(b.settled(web, []refs.Reference{{Source: app}}, c, clk.Now())).To(Equal(tc.settled), "settled")
 		})
 	}
 }

@@ -374,9 +374,7 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 			counted = append(counted, c.Reference)
 		}
 	}
-	key := client.ObjectKeyFromObject(obj)
-	in.Young = r.births.young(key, counted, r.Changes, r.now())
-	in.Settled = r.births.settled(key, counted, r.Changes, r.now())
+	in.Young = r.births.young(client.ObjectKeyFromObject(obj), counted, r.Changes, r.now())
 	return in, causes, nil
 }
 

@@ -98,15 +98,6 @@ type Input struct {
 	// (a namespace handed from one shard to another after its change was
 	// rolled is not rolled again).
 	Young []refs.Source
-	// Settled lists the sources of which nudge saw what the workload reads
-	// change only before the workload was created, while it has not
-	// rolled it since (see controller's births): its pods were made with
-	// their current content. A digest Applied holds for one that differs
-	// from Desired is a first sight's reading of a cache the change had
-	// not reached yet, so it is re-baselined, not rolled (the churn of
-	// make bench rolled a Deployment created just after its ConfigMap's
-	// change). Like Young, it counts only while LastRollout is zero.
-	Settled []refs.Source
 	// LastRollout is when nudge last rolled the workload; zero if never.
 	LastRollout time.Time
 	// Now is the current time.
@@ -178,8 +169,7 @@ type Decision struct {
 // A young source (Input.Young) in the desired state is a change on first
 // sight (unless a required source is missing: the baseline is written)
 // and, when the applied state holds it with the same shape, even with the
-// same digest. A settled source (Input.Settled) is no change: its new
-// digest is re-baselined.
+// same digest.
 //
 // A change that would roll is Halted while the workload is held for the
 // current content of one of the changed sources (Input.Halted), and Pending
@@ -262,8 +252,7 @@ func decide(in Input) Decision {
 		if young && !first && !same {
 			entered = append(entered, src)
 		}
-		settled := in.LastRollout.IsZero() && slices.Contains(in.Settled, src)
-		if (young && (first || same)) || (!first && same && a.Digest != d.Digest && !settled) {
+		if (young && (first || same)) || (!first && same && a.Digest != d.Digest) {
 			changed = append(changed, src)
 		}
 	}

@@ -121,27 +121,6 @@ func TestDecide(t *testing.T) {
 			want:        rollout.Pending,
 			wantChanged: []refs.Source{cm},
 		},
-		"a settled source is re-baselined without a rollout": {
-			in:        rollout.Input{Applied: applied("k", base), Desired: state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}), Settled: []refs.Source{cm}},
-			want:      rollout.Baseline,
-			wantWrite: entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
-		},
-		"a settled source does not keep another change from rolling": {
-			in: rollout.Input{
-				Applied: applied("k", base),
-				Desired: state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "dddd"}}),
-				Settled: []refs.Source{cm},
-			},
-			want:        rollout.Roll,
-			wantChanged: []refs.Source{secret},
-			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "dddd"}},
-		},
-		"a settled source of a workload rolled since is a change": {
-			in:          rollout.Input{Applied: applied("k", base), Sealed: true, Desired: state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}), Settled: []refs.Source{cm}, LastRollout: t0, Now: t0.Add(time.Minute)},
-			want:        rollout.Roll,
-			wantChanged: []refs.Source{cm},
-			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}},
-		},
 		"a young source read another way is baselined without a rollout": {
 			in:          rollout.Input{Applied: applied("k", base), Desired: state("k", entries{cm: {Shape: "k2", Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}}), Young: []refs.Source{cm}},
 			want:        rollout.Baseline,

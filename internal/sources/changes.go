@@ -101,45 +101,24 @@ func nonZero(ts ...time.Time) []time.Time {
 // holds when both are stored in one etcd, the default, whose revision is
 // every object's resourceVersion. A malformed version answers false.
 func (c *Changes) After(ref refs.Reference, version string, now time.Time) bool {
-	_, after := c.since(ref, version, now)
-	return after
-}
-
-// Before reports whether nudge saw, in the Young before now, a change of
-// what ref reads of its source, and every such change at a resourceVersion
-// not greater than version (compared as After does): the workload created
-// at version was created after the source's last change of what it reads,
-// so its pods start with that content. A malformed version answers false.
-func (c *Changes) Before(ref refs.Reference, version string, now time.Time) bool {
-	seen, after := c.since(ref, version, now)
-	return seen && !after
-}
-
-// since reports whether a change of what ref reads was seen in the Young
-// before now (every version involved well-formed), and whether one of them
-// came after version.
-func (c *Changes) since(ref refs.Reference, version string, now time.Time) (seen, after bool) {
 	if c == nil {
-		return false, false
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	e, ok := c.of.Get(ref.Source, now)
 	if !ok {
-		return false, false
+		return false
 	}
 	for k, v := range e.keys {
 		if !ref.Whole() && !slices.Contains(ref.Keys, k) {
 			continue
 		}
-		n, err := resourceversion.CompareResourceVersion(v, version)
-		if err != nil {
-			return false, false
+		if n, err := resourceversion.CompareResourceVersion(v, version); err == nil && n > 0 {
+			return true
 		}
-		seen = true
-		after = after || n > 0
 	}
-	return seen, after
+	return false
 }
 
 // Recorder returns a predicate that records every content change of a
