@@ -376,8 +376,11 @@ func processResult(s ProcStats) *ProcessResult {
 }
 
 func logf(format string, args ...any) {
-	fmt.Fprintf(os.Stderr, "%s bench: %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+	fmt.Fprintf(os.Stderr, "%s bench: %s\n", clock(time.Now()), fmt.Sprintf(format, args...))
 }
+
+// clock formats t as the log lines' time of day, to the millisecond.
+func clock(t time.Time) string { return t.Format("15:04:05.000") }
 
 func ptrSeconds(d time.Duration) *float64 { return ptr.To(seconds(d)) }
 

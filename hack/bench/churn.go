@@ -153,9 +153,6 @@ func (b *bench) churn(ctx context.Context) error {
 	return nil
 }
 
-// clock formats t as the log lines' time of day, to the millisecond.
-func clock(t time.Time) string { return t.Format("15:04:05.000") }
-
 // clocks formats each of ts as clock does, comma-separated.
 func clocks(ts []time.Time) string {
 	out := make([]string, len(ts))

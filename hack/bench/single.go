@@ -92,7 +92,7 @@ func (c singleChanges) slowest(n int) []string {
 	sort.SliceStable(idx, func(a, b int) bool { return c.lats[idx[a]] > c.lats[idx[b]] })
 	var out []string
 	for _, i := range idx[:min(n, len(idx))] {
-		out = append(out, fmt.Sprintf("%.1f ms at %s (#%d)", ms(c.lats[i]), c.sent[i].UTC().Format("15:04:05.000"), i))
+		out = append(out, fmt.Sprintf("%.1f ms at %s (#%d)", ms(c.lats[i]), clock(c.sent[i].UTC()), i))
 	}
 	return out
 }

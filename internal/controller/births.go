@@ -73,16 +73,6 @@ func (b *births) born(key types.NamespacedName, version string, now time.Time) {
 // exists) of which nudge saw what the reference reads change after key's
 // creation, while key is young or holds such a change.
 func (b *births) young(key types.NamespacedName, counted []refs.Reference, changes *sources.Changes, now time.Time) []refs.Source {
-	return b.pick(key, counted, now, func(e birth, ref refs.Reference) bool {
-		return slices.Contains(e.held, ref.Source) ||
-			!slices.Contains(e.entered, ref.Source) && changes.After(ref, e.version, now)
-	})
-}
-
-// pick returns, sorted, the sources of the references of counted for which
-// is holds, given key's birth; nil when key has none (not seen created, or
-// old).
-func (b *births) pick(key types.NamespacedName, counted []refs.Reference, now time.Time, is func(birth, refs.Reference) bool) []refs.Source {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
@@ -91,7 +81,8 @@ func (b *births) pick(key types.NamespacedName, counted []refs.Reference, now ti
 	}
 	var out []refs.Source
 	for _, ref := range counted {
-		if is(e, ref) {
+		if slices.Contains(e.held, ref.Source) ||
+			!slices.Contains(e.entered, ref.Source) && changes.After(ref, e.version, now) {
 			out = append(out, ref.Source)
 		}
 	}
