@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -84,6 +85,30 @@ func (b *births) young(key types.NamespacedName, counted []refs.Reference, chang
 		if slices.Contains(e.held, ref.Source) ||
 			!slices.Contains(e.entered, ref.Source) && changes.After(ref, e.version, now) {
 			out = append(out, ref.Source)
+		}
+	}
+	slices.SortFunc(out, refs.Source.Compare)
+	return out
+}
+
+// settled returns, sorted, the sources of versions (each source's
+// resourceVersion as the cache holds it) whose content was written at or
+// before key's creation, while key is young: every pod of key started with
+// that content, so a first sight that read an older version from a cache
+// the write had not reached yet recorded the wrong content, not a change
+// (rollout.Input.Settled). A version that cannot be compared is not
+// settled.
+func (b *births) settled(key types.NamespacedName, versions map[refs.Source]string, now time.Time) []refs.Source {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.of.Get(key, now)
+	if !ok {
+		return nil
+	}
+	var out []refs.Source
+	for src, v := range versions {
+		if n, err := resourceversion.CompareResourceVersion(v, e.version); err == nil && n <= 0 {
+			out = append(out, src)
 		}
 	}
 	slices.SortFunc(out, refs.Source.Compare)

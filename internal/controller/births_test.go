@@ -107,3 +107,37 @@ func TestBirths(t *testing.T) {
 		})
 	}
 }
+
+// TestBirthsSettled: a workload seen created counts as settled the sources
+// whose cached version is at or before its creation's, while it is young.
+func TestBirthsSettled(t *testing.T) {
+	web := types.NamespacedName{Namespace: "shop", Name: "web"}
+	app := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
+	db := refs.Source{Kind: refs.Secret, Namespace: "shop", Name: "db"}
+	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
+	deployment := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: "100"}}
+	tests := map[string]struct {
+		listed   bool
+		at       time.Time
+		versions map[refs.Source]string
+		want     []refs.Source
+	}{
+		"written before the creation": {versions: map[refs.Source]string{app: "95", db: "99"}, want: []refs.Source{app, db}},
+		"written at the creation":     {versions: map[refs.Source]string{app: "100"}, want: []refs.Source{app}},
+		"written after the creation":  {versions: map[refs.Source]string{app: "95", db: "101"}, want: []refs.Source{app}},
+		"an unreadable version":       {versions: map[refs.Source]string{app: "x"}},
+		"a workload listed at start":  {listed: true, versions: map[refs.Source]string{app: "95"}},
+		"a minute after the creation": {at: t0.Add(sources.Young + time.Second), versions: map[refs.Source]string{app: "95"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			b := &births{}
+			b.recorder(func() time.Time { return t0 }).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
+			now := tc.at
+			if now.IsZero() {
+				now = t0
+			}
+			NewWithT(t).Expect(b.settled(web, tc.versions, now)).To(Equal(tc.want))
+		})
+	}
+}

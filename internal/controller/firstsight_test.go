@@ -2,12 +2,16 @@ package controller_test
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
@@ -141,4 +145,92 @@ func rolloutsOf(e *env, format string) map[string]int64 {
 		out[name] = e.Rollouts(name)()
 	}
 	return out
+}
+
+// Rule 3, the other way round: a ConfigMap changed just before its
+// Deployment was created is what the Deployment's pods start with, so
+// nothing rolls, though nudge's first reconcile of the Deployment may read
+// a cache the change has not reached (and record the old content), the
+// change arriving after. Updates of large ConfigMaps just before each pair
+// keep nudge's ConfigMap watch busy, so that order comes often; the test
+// logs how often (a Deployment whose recorded state changed without a
+// rollout). Before settled sources (the source's cached resourceVersion at
+// or before the Deployment's creation: rollout.Input.Settled), each such
+// Deployment rolled once.
+func TestChangeJustBeforeCreationRollsNothing(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
+	watching(e)
+	const noise = 24
+	big := func(round int) map[string]string {
+		return map[string]string{"a": strings.Repeat(strconv.Itoa(round%10), 256<<10)}
+	}
+	for i := range noise {
+		e.Create(nt.ConfigMap(e.NS, fmt.Sprintf("noise-%d", i), big(0)))
+	}
+	states := watchApplied(t, e)
+	for i := range firstSightPairs {
+		cm, web := fmt.Sprintf("app-%d", i), fmt.Sprintf("web-%d", i)
+		e.Create(nt.ConfigMap(e.NS, cm, map[string]string{"a": "1"}))
+		var wg sync.WaitGroup
+		for n := range noise {
+			wg.Go(func() {
+				e.UpdateConfigMap(fmt.Sprintf("noise-%d", n), func(c *corev1.ConfigMap) { c.Data = big(i + 1) })
+			})
+		}
+		wg.Wait()
+		e.UpdateConfigMap(cm, func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+		e.Create(nt.Deployment(e.NS, web, 1, auto, nt.EnvFrom("ConfigMap", cm)))
+	}
+	for i := range firstSightPairs {
+		e.Baselined(fmt.Sprintf("web-%d", i))
+	}
+	e.settled(0)
+	rebaselined := 0
+	for i := range firstSightPairs {
+		if states.count(fmt.Sprintf("web-%d", i)) > 1 {
+			rebaselined++
+		}
+	}
+	t.Logf("%d of %d Deployments were first seen before their ConfigMap's change reached nudge's cache, and re-baselined",
+		rebaselined, firstSightPairs)
+}
+
+// appliedStates counts, per Deployment, the distinct applied states nudge
+// recorded on it.
+type appliedStates struct {
+	mu   sync.Mutex
+	seen map[string]map[string]bool
+}
+
+func (s *appliedStates) count(name string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.seen[name])
+}
+
+// watchApplied starts recording the applied states of e's Deployments,
+// from a watch, until the test ends.
+func watchApplied(t *testing.T, e *env) *appliedStates {
+	t.Helper()
+	w, err := e.K8s.Watch(t.Context(), &appsv1.DeploymentList{}, client.InNamespace(e.NS))
+	if err != nil {
+		t.Fatalf("watching Deployments: %v", err)
+	}
+	t.Cleanup(w.Stop)
+	s := &appliedStates{seen: map[string]map[string]bool{}}
+	go func() {
+		for ev := range w.ResultChan() {
+			d, ok := ev.Object.(*appsv1.Deployment)
+			if !ok || d.Annotations[workload.AppliedAnnotation] == "" {
+				continue
+			}
+			s.mu.Lock()
+			if s.seen[d.Name] == nil {
+				s.seen[d.Name] = map[string]bool{}
+			}
+			s.seen[d.Name][d.Annotations[workload.AppliedAnnotation]] = true
+			s.mu.Unlock()
+		}
+	}()
+	return s
 }

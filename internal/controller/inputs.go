@@ -68,6 +68,9 @@ type Resolved struct {
 	// read it.
 	NamedOnly bool
 	Outcome   Outcome
+	// Version is the source's resourceVersion as read, for Counted; "" for
+	// the other outcomes.
+	Version string
 }
 
 // Resolver gathers rollout.Decide's inputs for one workload: nudge's
@@ -128,7 +131,11 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 		if err != nil {
 			return in, nil, err
 		}
-		out = append(out, Resolved{Reference: c.Reference, NeedsMatch: c.needsMatch, NamedOnly: c.namedOnly, Outcome: outcome})
+		res := Resolved{Reference: c.Reference, NeedsMatch: c.needsMatch, NamedOnly: c.namedOnly, Outcome: outcome}
+		if outcome == Counted {
+			res.Version = versions[c.Source]
+		}
+		out = append(out, res)
 	}
 	for src, version := range versions {
 		in.Changes = append(in.Changes, r.Changes.Times(src, version, now)...)

@@ -369,12 +369,16 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 		return in, nil, errCacheBehind
 	}
 	var counted []refs.Reference
+	versions := map[refs.Source]string{}
 	for _, c := range resolved {
 		if c.Outcome == Counted {
 			counted = append(counted, c.Reference)
+			versions[c.Source] = c.Version
 		}
 	}
-	in.Young = r.births.young(client.ObjectKeyFromObject(obj), counted, r.Changes, r.now())
+	key := client.ObjectKeyFromObject(obj)
+	in.Young = r.births.young(key, counted, r.Changes, r.now())
+	in.Settled = r.births.settled(key, versions, r.now())
 	return in, causes, nil
 }
 

@@ -20,9 +20,10 @@ const (
 	// None: the applied state is the desired state.
 	None Action = iota
 	// Baseline: write the desired state without a trigger. Chosen on first
-	// sight (no applied state, another key, unreadable) and when only the set
-	// of references changed, never the content of one already applied (nor
-	// of a young source, see Input.Young).
+	// sight (no applied state, another key, unreadable), when only the set
+	// of references changed, and when a settled source's content differs
+	// from the applied (see Input.Settled); never for other content of one
+	// already applied (nor of a young source, see Input.Young).
 	Baseline
 	// Roll: write the trigger and the desired state in one patch.
 	Roll
@@ -98,6 +99,14 @@ type Input struct {
 	// (a namespace handed from one shard to another after its change was
 	// rolled is not rolled again).
 	Young []refs.Source
+	// Settled lists the sources whose content, as Desired holds it, was
+	// written at or before the workload's creation (for a minute after the
+	// creation; see controller's births): the workload's pods started with
+	// it. An applied state with other content read the same way recorded
+	// what a cache the write had not reached yet held on first sight, not
+	// what the pods run with: it is baselined, not rolled. A young source
+	// is not settled.
+	Settled []refs.Source
 	// LastRollout is when nudge last rolled the workload; zero if never.
 	LastRollout time.Time
 	// Now is the current time.
@@ -169,7 +178,8 @@ type Decision struct {
 // A young source (Input.Young) in the desired state is a change on first
 // sight (unless a required source is missing: the baseline is written)
 // and, when the applied state holds it with the same shape, even with the
-// same digest.
+// same digest. A settled source (Input.Settled) is no change: its new
+// digest is baselined.
 //
 // A change that would roll is Halted while the workload is held for the
 // current content of one of the changed sources (Input.Halted), and Pending
@@ -249,10 +259,11 @@ func decide(in Input) Decision {
 		a, ok := applied.Entries[src]
 		same := ok && a.Shape == d.Shape
 		young := in.LastRollout.IsZero() && slices.Contains(in.Young, src)
+		settled := !young && slices.Contains(in.Settled, src)
 		if young && !first && !same {
 			entered = append(entered, src)
 		}
-		if (young && (first || same)) || (!first && same && a.Digest != d.Digest) {
+		if (young && (first || same)) || (!first && same && a.Digest != d.Digest && !settled) {
 			changed = append(changed, src)
 		}
 	}

@@ -133,6 +133,27 @@ func TestDecide(t *testing.T) {
 			wantWrite:   base,
 			wantEntered: []refs.Source{cm},
 		},
+		"a settled source's new content is baselined without a rollout": {
+			in:        rollout.Input{Applied: applied("k", base), Desired: changedCM, Settled: []refs.Source{cm}},
+			want:      rollout.Baseline,
+			wantWrite: changedCM.Entries,
+		},
+		"a settled source rolls nothing but the changed ones roll": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "dddd"}}),
+				Settled: []refs.Source{cm},
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{secret},
+			wantWrite:   entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "dddd"}},
+		},
+		"a young source is not settled": {
+			in:          rollout.Input{Applied: applied("k", base), Desired: changedCM, Young: []refs.Source{cm}, Settled: []refs.Source{cm}},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   changedCM.Entries,
+		},
 		"a young source of a restored state is left alone": {
 			in:   rollout.Input{Applied: applied("k", base), Restored: true, Desired: state("k", base), Young: []refs.Source{cm}},
 			want: rollout.Restored,
