@@ -41,6 +41,10 @@ type birth struct {
 	// the references or were read another way (rollout.Decision.Entered):
 	// the applied state holds their change, so they are young no more.
 	entered []refs.Source
+	// baseline is the applied state this nudge wrote last by a baseline,
+	// "" if none: only an applied state of its own can have been read
+	// from a cache behind the workload's creation (see settled).
+	baseline string
 }
 
 // Old reports whether the creation was seen more than sources.Young before
@@ -93,16 +97,19 @@ func (b *births) young(key types.NamespacedName, counted []refs.Reference, chang
 
 // settled returns, sorted, the sources of versions (each source's
 // resourceVersion as the cache holds it) whose content was written at or
-// before key's creation, while key is young: every pod of key started with
-// that content, so a first sight that read an older version from a cache
-// the write had not reached yet recorded the wrong content, not a change
-// (rollout.Input.Settled). A version that cannot be compared is not
-// settled.
-func (b *births) settled(key types.NamespacedName, versions map[refs.Source]string, now time.Time) []refs.Source {
+// before key's creation, while key is young and its applied state is the
+// baseline this nudge wrote: every pod of key started with that content,
+// so a baseline that read an older version from a cache the write had not
+// reached yet recorded the wrong content, not a change
+// (rollout.Input.Settled). An applied state another wrote (a rollout, or
+// a baseline of a nudge whose cache is ahead of this one's) is not this
+// nudge's to correct: it may hold newer content than this cache. A
+// version that cannot be compared is not settled.
+func (b *births) settled(key types.NamespacedName, applied string, versions map[refs.Source]string, now time.Time) []refs.Source {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
-	if !ok {
+	if !ok || e.baseline == "" || e.baseline != applied {
 		return nil
 	}
 	var out []refs.Source
@@ -118,8 +125,8 @@ func (b *births) settled(key types.NamespacedName, versions map[refs.Source]stri
 // decided settles key after decision d, taken at now with young sources:
 // a rollout written ends the workload's youth; one that waits keeps its
 // young sources until it is written; a baseline written ends the youth of
-// the sources it records as they enter (rollout.Decision.Entered); any
-// other decision lets it age.
+// the sources it records as they enter (rollout.Decision.Entered), and is
+// remembered (see settled); any other decision lets it age.
 func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollout.Decision, written bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -141,6 +148,9 @@ func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollou
 		e.held = nil
 		if written {
 			e.entered = append(e.entered, d.Entered...)
+		}
+		if written && d.Action == rollout.Baseline {
+			e.baseline = d.Write.Format(key.Namespace)
 		}
 		b.of.Put(key, e, now)
 	}

@@ -11,6 +11,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
@@ -108,17 +109,22 @@ func TestBirths(t *testing.T) {
 	}
 }
 
-// TestBirthsSettled: a workload seen created counts as settled the sources
-// whose cached version is at or before its creation's, while it is young.
+// TestBirthsSettled: a workload seen created, whose applied state is the
+// baseline this nudge wrote, counts as settled the sources whose cached
+// version is at or before its creation's, while it is young.
 func TestBirthsSettled(t *testing.T) {
 	web := types.NamespacedName{Namespace: "shop", Name: "web"}
 	app := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
 	db := refs.Source{Kind: refs.Secret, Namespace: "shop", Name: "db"}
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	deployment := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: "100"}}
+	baseline := fingerprint.State{KeyID: "k", Entries: map[refs.Source]fingerprint.Entry{app: {Digest: "aaaa"}}}
+	ours := baseline.Format("shop")
 	tests := map[string]struct {
 		listed   bool
 		at       time.Time
+		none     bool // the first reconcile wrote no baseline
+		applied  string
 		versions map[refs.Source]string
 		want     []refs.Source
 	}{
@@ -128,16 +134,29 @@ func TestBirthsSettled(t *testing.T) {
 		"an unreadable version":       {versions: map[refs.Source]string{app: "x"}},
 		"a workload listed at start":  {listed: true, versions: map[refs.Source]string{app: "95"}},
 		"a minute after the creation": {at: t0.Add(sources.Young + time.Second), versions: map[refs.Source]string{app: "95"}},
+		"an applied state another wrote": {
+			applied:  fingerprint.State{KeyID: "k", Entries: map[refs.Source]fingerprint.Entry{app: {Digest: "bbbb"}}}.Format("shop"),
+			versions: map[refs.Source]string{app: "95"},
+		},
+		"no baseline written": {none: true, versions: map[refs.Source]string{app: "95"}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			b := &births{}
 			b.recorder(func() time.Time { return t0 }).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
-			now := tc.at
+			d := rollout.Decision{Action: rollout.Baseline, Write: baseline, FirstSight: true}
+			if tc.none {
+				d = rollout.Decision{Action: rollout.None}
+			}
+			b.decided(web, nil, d, true, t0)
+			now, applied := tc.at, tc.applied
 			if now.IsZero() {
 				now = t0
 			}
-			NewWithT(t).Expect(b.settled(web, tc.versions, now)).To(Equal(tc.want))
+			if applied == "" {
+				applied = ours
+			}
+			NewWithT(t).Expect(b.settled(web, applied, tc.versions, now)).To(Equal(tc.want))
 		})
 	}
 }

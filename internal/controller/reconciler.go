@@ -378,7 +378,7 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	}
 	key := client.ObjectKeyFromObject(obj)
 	in.Young = r.births.young(key, counted, r.Changes, r.now())
-	in.Settled = r.births.settled(key, versions, r.now())
+	in.Settled = r.births.settled(key, in.Applied, versions, r.now())
 	return in, causes, nil
 }
 
