@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -119,7 +120,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		r.Clock = clock.RealClock{}
 	}
 	r.watched = map[schema.GroupVersionKind]bool{}
-	r.conflicts = &overwrites{byBinding: map[string]map[string][]time.Time{}, before: map[string]written{}}
+	r.conflicts = newOverwrites()
 	r.statuses = newPending()
 	r.statusSlots = make(chan struct{}, statusWriters)
 	var err error
@@ -206,7 +207,9 @@ func (r *Reconciler) watchTarget(gvk schema.GroupVersionKind) error {
 	u := &unstructured.Unstructured{}
 	u.SetGroupVersionKind(gvk)
 	src := source.Kind[client.Object](r.targets, u, handler.EnqueueRequestsFromMapFunc(r.bindingsOfTarget),
-		predicate.ResourceVersionChangedPredicate{})
+		predicate.ResourceVersionChangedPredicate{}, predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			return !r.ownApply(e.ObjectNew)
+		}})
 	if err := r.ctrl.Watch(src); err != nil {
 		return fmt.Errorf("watching %s: %w", gvk, err)
 	}
@@ -268,6 +271,21 @@ func (r *Reconciler) bindingsOfSource(ctx context.Context, obj client.Object) []
 func (r *Reconciler) bindingsOfTarget(ctx context.Context, obj client.Object) []reconcile.Request {
 	gk := obj.GetObjectKind().GroupVersionKind().GroupKind()
 	return r.lookup(ctx, targetIndex, targetKey(gk, obj.GetNamespace(), obj.GetName()))
+}
+
+// ownApply reports whether the update of target obj needs no reconcile:
+// it is nudge's own apply for the one binding that writes it, which changed
+// nothing the binding does not know (its reconcile would find its values
+// held, and take a worker from the fan-out's other applies), or it came
+// while that binding's apply was in flight, which then checks it (see
+// overwrites.own). The status an apply made due is written by
+// pending.flush. A target of several bindings is always reconciled: one
+// binding's apply removes the fields only another's wrote, and the other
+// must see it.
+func (r *Reconciler) ownApply(obj client.Object) bool {
+	gk := obj.GetObjectKind().GroupVersionKind().GroupKind()
+	reqs := r.lookup(context.Background(), targetIndex, targetKey(gk, obj.GetNamespace(), obj.GetName()))
+	return len(reqs) == 1 && r.conflicts.own(reqs[0].String(), obj.GetResourceVersion())
 }
 
 func (r *Reconciler) lookup(ctx context.Context, index, key string) []reconcile.Request {

@@ -12,11 +12,12 @@ import (
 	"nudge.dev/nudge/internal/record"
 )
 
-// The status write that records an apply waits until the applies pause: the
-// reconcile that applied asks to be called again statusDelay later, and
+// The status write that records an apply waits until the applies pause:
 // when no target or workload has been written for statusQuiet (the Lull), or
 // statusMaxWait after the first status fell due, every binding whose status
-// is due is queued at once (pending.flush). So when one Secret changes for
+// is due is queued at once (pending.flush); the reconcile that applied asks
+// to be called again statusMaxWait later, should the flush not come. Without
+// a Lull, it asks to be called again statusDelay later, and writes then. So when one Secret changes for
 // many bindings, every target is written first and each binding's status
 // once, after the fan-out settles: a status write would double each apply's
 // time on the API server's critical path, and its watch event would reach

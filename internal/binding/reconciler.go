@@ -46,6 +46,10 @@ type outcome struct {
 	// due: an apply made the status due; it is written by a later
 	// reconcile, once the applies pause (see statusDelay).
 	due bool
+	// recheck: the target was written by another while nudge's apply was
+	// in flight, and that update's event reconciled nothing (see
+	// overwrites.own): look again after staleRetry.
+	recheck bool
 }
 
 func failed(reason, format string, args ...any) outcome {
@@ -85,18 +89,34 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl
 		return ctrl.Result{}, err
 	}
 	ctrl.LoggerFrom(ctx).V(1).Info("Reconciled ValueBinding", "reason", out.reason)
+	result, err := r.conclude(ctx, &b, req, out)
+	if out.recheck && (result.RequeueAfter == 0 || result.RequeueAfter > staleRetry) {
+		result.RequeueAfter = staleRetry
+	}
+	return result, err
+}
+
+// conclude records out, the outcome of binding b's reconcile, in its
+// status, or leaves that to a later reconcile while an apply's status is
+// due.
+func (r *Reconciler) conclude(ctx context.Context, b *v1alpha1.ValueBinding, req reconcile.Request, out outcome) (ctrl.Result, error) {
 	if out.due {
-		r.statuses.set(bindingKey(&b), dueStatus{generation: b.Generation, fingerprint: out.applied, binding: req.NamespacedName, at: time.Now()})
+		r.statuses.set(bindingKey(b), dueStatus{generation: b.Generation, fingerprint: out.applied, binding: req.NamespacedName, at: time.Now()})
+		if r.Lull != nil {
+			// pending.flush queues it once the applies pause; this is
+			// the fallback.
+			return ctrl.Result{RequeueAfter: statusMaxWait}, nil
+		}
 		return ctrl.Result{RequeueAfter: statusDelay}, nil
 	}
 	// Real time, as the Lull's (r.Clock tells the time of overwrites).
-	if due, ok := r.statuses.get(bindingKey(&b)); ok && out.reason == v1alpha1.ReasonApplied && due.fingerprint == out.applied &&
+	if due, ok := r.statuses.get(bindingKey(b)); ok && out.reason == v1alpha1.ReasonApplied && due.fingerprint == out.applied &&
 		waiting(r.Lull, due.at, time.Now()) {
 		// pending.flush queues it once the applies pause; this is the
 		// fallback.
 		return ctrl.Result{RequeueAfter: time.Until(due.at.Add(statusMaxWait))}, nil
 	}
-	if err := r.record(ctx, &b, out); err != nil {
+	if err := r.record(ctx, b, out); err != nil {
 		return ctrl.Result{}, err
 	}
 	r.ready.set(req.String(), out.reason)
@@ -228,9 +248,13 @@ func (r *Reconciler) sync(ctx context.Context, b *v1alpha1.ValueBinding) (outcom
 		r.conflicts.add(bindingKey(b), d.Overwritten, in.Now)
 		log.Info("Correcting ValueBinding fields another field manager overwrote", "fields", d.Overwritten)
 	}
+	r.conflicts.applying(bindingKey(b))
 	rv, o, err := r.apply(ctx, b, t, sums)
+	recheck := r.conflicts.applied(bindingKey(b), rv)
 	if err != nil || o != nil {
-		return deref(o), err
+		out := deref(o)
+		out.recheck = recheck
+		return out, err
 	}
 	if rv != t.obj.GetResourceVersion() {
 		r.conflicts.wrote(bindingKey(b), t.obj.GetResourceVersion(), r.Clock.Now())
@@ -246,6 +270,7 @@ func (r *Reconciler) sync(ctx context.Context, b *v1alpha1.ValueBinding) (outcom
 	// The status changes with this apply (a source or the binding
 	// changed): written by the next reconcile, after the other targets.
 	out.due = rv != t.obj.GetResourceVersion() && !in.Current()
+	out.recheck = recheck
 	return out, nil
 }
 

@@ -2,6 +2,7 @@ package binding
 
 import (
 	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -47,14 +48,26 @@ func trimTarget(obj any) (any, error) {
 }
 
 // overwrites remembers, per binding and field path, when another manager
-// overwrote a bound field since the binding or a source last changed; and
-// per binding the resourceVersion its target had when nudge last applied to
+// overwrote a bound field since the binding or a source last changed; per
+// binding the resourceVersion its target had when nudge last applied to
 // it, so a reconcile on a cache that has not seen that write yet waits
-// instead of taking nudge's own write for missing (and another manager's).
+// instead of taking nudge's own write for missing (and another manager's);
+// and what lets the watch event of nudge's own apply reconcile nothing:
+// the resourceVersion the apply gave the target, and the events that came
+// while it was in flight (see own).
 type overwrites struct {
 	mu        sync.Mutex
 	byBinding map[string]map[string][]time.Time
 	before    map[string]written
+	after     map[string]string
+	// inFlight holds, per binding whose apply is in flight, the
+	// resourceVersions of the target updates that came meanwhile.
+	inFlight map[string][]string
+}
+
+func newOverwrites() *overwrites {
+	return &overwrites{byBinding: map[string]map[string][]time.Time{}, before: map[string]written{},
+		after: map[string]string{}, inFlight: map[string][]string{}}
 }
 
 // written is the resourceVersion a target had before nudge's apply, and when
@@ -74,6 +87,55 @@ func (o *overwrites) wrote(binding, rv string, now time.Time) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.before[binding] = written{rv: rv, at: now}
+}
+
+// applying records that an apply for binding is in flight: until
+// applied, every update of its target is taken for nudge's own (own) and
+// kept for applied to check.
+func (o *overwrites) applying(binding string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.inFlight[binding] = []string{}
+}
+
+// applied ends the apply for binding that applying began: rv is the
+// target's resourceVersion after it, "" if it failed. It reports whether
+// an update of the target came meanwhile that was not that apply's (another
+// writer's, before or after it): the binding must then be reconciled
+// again. Otherwise the apply's own event, when it has not come yet, is
+// expected (own).
+func (o *overwrites) applied(binding, rv string) (missed bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	seen := o.inFlight[binding]
+	delete(o.inFlight, binding)
+	for _, v := range seen {
+		if v != rv {
+			missed = true
+		}
+	}
+	if rv != "" && !slices.Contains(seen, rv) {
+		o.after[binding] = rv
+	}
+	return missed
+}
+
+// own reports whether the update of binding's target to resourceVersion rv
+// needs no reconcile: it is the one nudge's last apply for binding made
+// (forgotten once seen: its event comes once), or it came while an apply
+// for binding was in flight (kept for applied to check).
+func (o *overwrites) own(binding, rv string) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if seen, ok := o.inFlight[binding]; ok {
+		o.inFlight[binding] = append(seen, rv)
+		return true
+	}
+	if o.after[binding] != rv {
+		return false
+	}
+	delete(o.after, binding)
+	return true
 }
 
 // stale reports whether rv, the target's resourceVersion in the cache, is the
@@ -140,4 +202,5 @@ func (o *overwrites) forget(binding string) {
 	delete(o.byBinding, binding)
 	delete(o.before, binding)
 	delete(o.before, binding+"#status")
+	delete(o.after, binding)
 }

@@ -57,7 +57,10 @@ func Start(t testing.TB, cfg *rest.Config, namespace string, mutate func(*option
 	// like a goroutine dump.
 	rootLogger.Do(func() { ctrl.SetLogger(logr.Discard()) })
 	n := &Nudge{done: make(chan error, 1), logs: &buffer{}}
-	log := zap.New(zap.WriteTo(n.logs), zap.JSONEncoder(), zap.Level(zapcore.DebugLevel))
+	// Level -2 (V(2), nudge's most verbose) also turns off the sampling
+	// controller-runtime's zap applies at higher levels, which keeps only
+	// the first 100 lines a second of each message: a test reads them all.
+	log := zap.New(zap.WriteTo(n.logs), zap.JSONEncoder(), zap.Level(zapcore.Level(-2)))
 	ctx, cancel := context.WithCancel(ctrl.LoggerInto(context.Background(), log))
 	n.cancel = cancel
 	go func() { n.done <- app.Run(ctx, rest.CopyConfig(cfg), opts) }()
