@@ -22,7 +22,7 @@ func TestOwnApply(t *testing.T) {
 		after       []event // target updates after its answer
 		wantRecheck bool
 	}{
-		"the apply's event after its answer": {rv: "10", after: []event{{"10", true}}},
+		"the apply's event after its answer":  {rv: "10", after: []event{{"10", true}}},
 		"the apply's event before its answer": {during: []event{{"10", true}}, rv: "10", after: []event{{"10", false}}},
 		"another writer after the apply":      {rv: "10", after: []event{{"10", true}, {"11", false}}},
 		"another writer first, after the answer": {
