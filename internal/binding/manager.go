@@ -53,8 +53,9 @@ const Finalizer = "nudge.dev/value-binding"
 // Reconciler reconciles ValueBindings. Build it with its exported fields
 // and register it with SetupWithManager.
 type Reconciler struct {
-	// Client reads bindings and sources from the manager's cache (the
-	// writes go on a connection of their own, see ownConnection).
+	// Client reads sources from the manager's cache (bindings have a
+	// cache of their own, see bindingCache; the writes go on a connection
+	// of their own, see ownConnection).
 	Client client.Client
 	// APIReader reads a source's value when applying: never cached.
 	APIReader client.Reader
@@ -83,8 +84,11 @@ type Reconciler struct {
 
 	// writer writes applies, statuses and finalizers on a connection of
 	// its own (see ownConnection).
-	writer    client.Client
+	writer client.Client
+	// targets caches the targets, bindings the ValueBindings (see
+	// bindingCache).
 	targets   cache.Cache
+	bindings  cache.Cache
 	reads     reads
 	ctrl      controller.Controller
 	mu        sync.Mutex
@@ -127,13 +131,6 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.ready, err = registerStates(r.Metrics, mgr); err != nil {
 		return fmt.Errorf("registering nudge_value_bindings: %w", err)
 	}
-	fi := mgr.GetFieldIndexer()
-	if err := fi.IndexField(ctx, &v1alpha1.ValueBinding{}, sourceIndex, bindingSources); err != nil {
-		return fmt.Errorf("indexing ValueBindings by source: %w", err)
-	}
-	if err := fi.IndexField(ctx, &v1alpha1.ValueBinding{}, targetIndex, bindingTarget); err != nil {
-		return fmt.Errorf("indexing ValueBindings by target: %w", err)
-	}
 	opts := r.TargetCache
 	opts.Scheme, opts.Mapper = mgr.GetScheme(), mgr.GetRESTMapper()
 	if opts.HTTPClient, err = ownConnection(mgr.GetConfig()); err != nil {
@@ -158,12 +155,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 		return fmt.Errorf("adding the target cache: %w", err)
 	}
 	r.targets = targets
+	if r.bindings, err = bindingCache(ctx, mgr, r.TargetCache); err != nil {
+		return err
+	}
 	toBindings := handler.EnqueueRequestsFromMapFunc(r.bindingsOfSource)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("valuebinding").
-		For(&v1alpha1.ValueBinding{}, builder.WithPredicates(predicate.Or(
-			predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{},
-			deletionPredicate))).
+		WatchesRawSource(source.Kind[client.Object](r.bindings, &v1alpha1.ValueBinding{}, &handler.EnqueueRequestForObject{},
+			predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, deletionPredicate))).
 		Watches(&corev1.Secret{}, toBindings, builder.WithPredicates(sourceChanged)).
 		Watches(&corev1.ConfigMap{}, toBindings, builder.WithPredicates(sourceChanged)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(r.Workers, 1)})
@@ -179,6 +178,38 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	}
 	r.ctrl = c
 	return nil
+}
+
+// bindingCache returns a cache of ValueBindings, indexed by source and by
+// target, over a connection of its own, added to mgr: the manager waits for
+// its own cache's informers to sync before it starts any controller, and a
+// list of a thousand bindings (a custom resource, served as JSON) held back
+// every rollout of a restarted nudge by a quarter of a second
+// (docs/performance.md). Only the ValueBinding controller waits for this
+// one. o gives its namespaces, field selector and informers (sharding).
+func bindingCache(ctx context.Context, mgr ctrl.Manager, o cache.Options) (cache.Cache, error) {
+	opts := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
+		DefaultNamespaces: o.DefaultNamespaces, DefaultFieldSelector: o.DefaultFieldSelector, NewInformer: o.NewInformer}
+	var err error
+	if opts.HTTPClient, err = ownConnection(mgr.GetConfig()); err != nil {
+		return nil, fmt.Errorf("creating the binding cache's HTTP client: %w", err)
+	}
+	c, err := cache.New(mgr.GetConfig(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the binding cache: %w", err)
+	}
+	if err := c.IndexField(ctx, &v1alpha1.ValueBinding{}, sourceIndex, bindingSources); err != nil {
+		return nil, fmt.Errorf("indexing ValueBindings by source: %w", err)
+	}
+	if err := c.IndexField(ctx, &v1alpha1.ValueBinding{}, targetIndex, bindingTarget); err != nil {
+		return nil, fmt.Errorf("indexing ValueBindings by target: %w", err)
+	}
+	// A cache is a runnable that needs no leader election: the manager
+	// starts it with the others, and waits for no sync.
+	if err := mgr.Add(c); err != nil {
+		return nil, fmt.Errorf("adding the binding cache: %w", err)
+	}
+	return c, nil
 }
 
 // ownConnection returns an HTTP client for cfg with a transport, and so
@@ -290,7 +321,7 @@ func (r *Reconciler) ownApply(obj client.Object) bool {
 
 func (r *Reconciler) lookup(ctx context.Context, index, key string) []reconcile.Request {
 	var list v1alpha1.ValueBindingList
-	if err := r.Client.List(ctx, &list, client.MatchingFields{index: key}, client.UnsafeDisableDeepCopy); err != nil {
+	if err := r.bindings.List(ctx, &list, client.MatchingFields{index: key}, client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to look ValueBindings up in the index", "index", index, "key", key)
 		return nil
 	}

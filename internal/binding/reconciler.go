@@ -60,7 +60,7 @@ func failed(reason, format string, args ...any) outcome {
 // the binding's Ready condition why it does not.
 func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
 	var b v1alpha1.ValueBinding
-	if err := r.Client.Get(ctx, req.NamespacedName, &b); err != nil {
+	if err := r.bindings.Get(ctx, req.NamespacedName, &b); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.conflicts.forget(req.String())
 			r.statuses.done(req.String())
