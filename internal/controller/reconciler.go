@@ -263,8 +263,14 @@ func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	stakater := slices.Contains(spec.Dialects, dialect.Reloader) || (len(spec.Dialects) == 0 && r.AutoReloadAll)
 	result, err := r.act(ctx, obj, in, d, stakater)
 	r.changes.settle(req.NamespacedName, d.Action)
-	r.births.decided(req.NamespacedName, in.Young, d, err == nil, in.Now)
-	if d.Action == rollout.Baseline && d.FirstSight && len(in.Missing) > 0 && err == nil {
+	// Written: a write went through (act sets obj's resourceVersion from
+	// its answer). A write conflict is retried without an error, and
+	// wrote nothing: a baseline read from a cache behind the API server,
+	// taken for written, made births remember content the workload never
+	// got (TestChangeJustBeforeCreationRollsNothing, clean-clone make test).
+	written := err == nil && obj.GetResourceVersion() != over
+	r.births.decided(req.NamespacedName, in.Young, d, written, in.Now)
+	if d.Action == rollout.Baseline && d.FirstSight && len(in.Missing) > 0 && written {
 		// A required source is missing: the pods cannot start before it
 		// exists, and then start with what the sources hold. No young
 		// source is left to roll for, now or once it exists (rule 3).
