@@ -188,8 +188,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 // (docs/performance.md). Only the ValueBinding controller waits for this
 // one. o gives its namespaces, field selector and informers (sharding).
 func bindingCache(ctx context.Context, mgr ctrl.Manager, o cache.Options) (cache.Cache, error) {
-	opts := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(),
-		DefaultNamespaces: o.DefaultNamespaces, DefaultFieldSelector: o.DefaultFieldSelector, NewInformer: o.NewInformer}
+	opts := o
+	opts.Scheme, opts.Mapper = mgr.GetScheme(), mgr.GetRESTMapper()
 	var err error
 	if opts.HTTPClient, err = ownConnection(mgr.GetConfig()); err != nil {
 		return nil, fmt.Errorf("creating the binding cache's HTTP client: %w", err)

@@ -104,20 +104,15 @@ func (o *overwrites) applying(binding string) {
 // writer's, before or after it): the binding must then be reconciled
 // again. Otherwise the apply's own event, when it has not come yet, is
 // expected (own).
-func (o *overwrites) applied(binding, rv string) (missed bool) {
+func (o *overwrites) applied(binding, rv string) bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	seen := o.inFlight[binding]
 	delete(o.inFlight, binding)
-	for _, v := range seen {
-		if v != rv {
-			missed = true
-		}
-	}
 	if rv != "" && !slices.Contains(seen, rv) {
 		o.after[binding] = rv
 	}
-	return missed
+	return slices.ContainsFunc(seen, func(v string) bool { return v != rv })
 }
 
 // own reports whether the update of binding's target to resourceVersion rv
