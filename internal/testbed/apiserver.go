@@ -89,6 +89,9 @@ func (p *Plane) startEtcd(ctx context.Context) (*process, string, error) {
 			"--initial-advertise-peer-urls", peerURL,
 			"--initial-cluster", "testbed=" + peerURL,
 			"--unsafe-no-fsync", // the data dies with the plane
+			// etcd's default quota, 2 GiB, holds about 200,000 sources of
+			// 8 KiB; the benchmark's larger scale runs need more.
+			"--quota-backend-bytes", strconv.FormatInt(8<<30, 10),
 		})
 	}, func(ctx context.Context, proc *process) error {
 		client := &http.Client{Timeout: 2 * time.Second}
