@@ -170,6 +170,9 @@ func (p *Plane) apiserverArgs() []string {
 			"--audit-log-path", p.audit,
 			"--audit-policy-file", p.path("audit-policy.y"),
 			"--audit-log-mode", "blocking", // an event is on disk when its response is sent
+			// One file, read whole: kube-apiserver rotates at 100 MB by
+			// default, and a scale run's sync alone writes more.
+			"--audit-log-maxsize", "1048576",
 		)
 	}
 	return args
