@@ -1,5 +1,3 @@
-// Package app wires nudge together: the manager, its caches and indexes, the
-// controllers and the metrics.
 package app
 
 import (

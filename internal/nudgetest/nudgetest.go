@@ -1,6 +1,3 @@
-// Package nudgetest runs nudge in-process against a test control plane, or
-// as a process of its own (BuildBinary, StartProcess) where a test must kill
-// it, and builds the objects tests use, in the manner of net/http/httptest.
 package nudgetest
 
 import (

@@ -1,5 +1,3 @@
-// Package refs finds the ConfigMaps and Secrets a pod spec uses and describes
-// each use as a Reference. It is pure: no API calls, no clock.
 package refs
 
 import (

@@ -1,6 +1,3 @@
-// Package rollout decides whether a workload rolls, and why. Decide is a pure
-// function of the applied state, the desired state, the clock and the rollout
-// window; the reconciler gathers those inputs and performs the write.
 package rollout
 
 import (

@@ -1,5 +1,3 @@
-// Package version tells which nudge this is: the version stamped into the
-// binary at build time, else what the Go toolchain recorded of the source.
 package version
 
 import (

@@ -1,5 +1,3 @@
-// Package workload holds one adapter per workload kind: how to reach its pod
-// template and how to write nudge's state and trigger to it in one patch.
 package workload
 
 import (
