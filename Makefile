@@ -1,4 +1,4 @@
-# nudge — see README.md for what each target does.
+# nudge — `make help` lists the targets, from the `## target:` comments below.
 SHELL := bash
 GO ?= go
 KUBE_VERSION := v1.36.3
@@ -15,9 +15,14 @@ CONTROLLER_GEN ?= $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.2
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS := -s -w -X nudge.dev/nudge/internal/version.stamped=$(VERSION)
 
-.PHONY: all build test unit integration e2e kube-bins demo bench vet clean generate generate-check fuzz soak
+.PHONY: all help build test kube-bins demo bench vet clean generate generate-check fuzz soak
 
 all: build
+
+## help: list the targets, each with what it does (these `## target:` comments).
+help:
+	@awk '/^## [a-z-]+: / { i = index($$0, ": "); printf "%-15s%s\n", substr($$0, 4, i - 4), substr($$0, i + 2); next } \
+	  /^## / { printf "%-15s%s\n", "", substr($$0, 4) }' $(MAKEFILE_LIST)
 
 ## build: bin/nudge as the image builds it (Dockerfile): static, no cgo,
 ## stripped, stamped with $(VERSION); the benchmark measures this binary.
@@ -28,7 +33,9 @@ build:
 	ln -f $(BIN)/nudge $(BIN)/kubectl-nudge
 
 ## kube-bins: build kube-apiserver, kube-controller-manager, kube-scheduler,
-## kubectl, etcd and kwok from the Go module proxy into $(KUBE_BINS_DIR).
+## kubectl (v1.36.3), etcd (v3.6.16) and kwok (v0.8.0) from the Go module
+## proxy into ~/.cache/nudge/kube-bins/v1.36.3 (or $KUBE_BINS_DIR); a no-op
+## when they are there. The first build takes about 10 minutes.
 kube-bins:
 	hack/kube-bins.sh $(KUBE_BINS_DIR)
 
@@ -62,8 +69,8 @@ test: generate-check kube-bins helm promtool vet image
 	$(GO) test -count=1 -timeout 45m -p 1 -parallel 8 ./...
 	cd hack/release && $(GO) test -count=1 ./...
 
-## fuzz: run every fuzz target (func FuzzXxx in a _test.go) for FUZZTIME
-## each, one after the other (go test fuzzes one target per run). A failing
+## fuzz: run every fuzz target (func FuzzXxx in a _test.go: the annotation,
+## applied-state, pod-spec and flag parsers) for FUZZTIME each, one after the other (go test fuzzes one target per run). A failing
 ## input is written to the package's testdata/fuzz/FuzzXxx/: commit it with
 ## the fix, and make test replays it. FUZZ_FLAGS adds go test flags, e.g.
 ## FUZZ_FLAGS=-parallel=1 on a busy machine.
@@ -76,8 +83,10 @@ fuzz:
 	  done; \
 	done
 
-## demo: built, then run, rather than `go run`: go run exits 1 on Ctrl-C even
-## when the demo stopped everything and exited 0.
+## demo: a local plane with nudge, a Deployment rolled when its ConfigMap
+## changes, narrated; stays up until Ctrl-C (see the README).
+# Built, then run, rather than `go run`: go run exits 1 on Ctrl-C even when
+# the demo stopped everything and exited 0.
 demo: kube-bins build
 	$(GO) build -o $(BIN)/demo ./hack/demo
 	$(BIN)/demo -nudge $(BIN)/nudge
@@ -103,6 +112,7 @@ soak: kube-bins build
 	$(GO) test -count=1 -timeout 0 -run '^TestSoak$$' -v ./test/model \
 	  -soak=$(DURATION) -soak-worlds=$(SOAK_WORLDS) -nudge-bin=$(CURDIR)/$(BIN)/nudge $(SOAK_FLAGS)
 
+## clean: remove bin/.
 clean:
 	rm -rf $(BIN)
 
