@@ -12,6 +12,7 @@ import (
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/watch"
 )
 
 // WatchPodStatuses makes r's controller (see SetupWithManager) also
@@ -46,8 +47,8 @@ func (r *Reconciler) WatchPodStatuses(ctx context.Context, mgr ctrl.Manager) err
 
 // podStatusSource returns the source of SecretProviderClassPodStatus events
 // for r's controller, its handler added now (see WatchPodStatuses).
-func (r *Reconciler) podStatusSource(ctx context.Context, mgr ctrl.Manager) (*kindSource, error) {
-	return r.watchNow(ctx, r.queue, watchKind(mgr.GetCache(), sources.NewPodStatus(),
+func (r *Reconciler) podStatusSource(ctx context.Context, mgr ctrl.Manager) (*watch.KindSource, error) {
+	return r.watchNow(ctx, r.queue, watch.NewKindSource(mgr.GetCache(), sources.NewPodStatus(),
 		handler.EnqueueRequestsFromMapFunc(r.workloadsOf), sources.PodStatusChanged()))
 }
 

@@ -29,6 +29,7 @@ import (
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/watch"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -98,7 +99,7 @@ type Reconciler struct {
 	taken    ownership.Takeovers   // states taken over from another key
 	index    *sources.Index        // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
-	queue    *controllerQueue      // ctrl's, set by SetupWithManager
+	queue    *watch.Queue          // ctrl's, set by SetupWithManager
 	// Whether ctrl watches SecretProviderClassPodStatuses (see
 	// WatchPodStatuses); read and set under the CSI watch's lock.
 	podStatuses bool
