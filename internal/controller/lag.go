@@ -14,6 +14,7 @@ import (
 
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/resolve"
 )
 
 // A source created just before its workload may reach nudge's cache after
@@ -70,10 +71,10 @@ func (l *lag) forget(key types.NamespacedName) {
 // and record a state without it. It asks with one metadata-only LIST by name
 // per such source (nudge may list, not get, Secrets), at most behindRetries
 // reconciles in a row per workload. It returns the API server's error.
-func (r *Reconciler) cacheBehind(ctx context.Context, key types.NamespacedName, resolved []Resolved, causes []record.Cause) (bool, error) {
-	var missing []Resolved
+func (r *Reconciler) cacheBehind(ctx context.Context, key types.NamespacedName, resolved []resolve.Resolved, causes []record.Cause) (bool, error) {
+	var missing []resolve.Resolved
 	for _, c := range resolved {
-		if (c.Outcome == Missing || c.Outcome == Kept) && (c.Kind == refs.ConfigMap || c.Kind == refs.Secret) {
+		if (c.Outcome == resolve.Missing || c.Outcome == resolve.Kept) && (c.Kind == refs.ConfigMap || c.Kind == refs.Secret) {
 			missing = append(missing, c)
 		}
 	}
@@ -97,8 +98,8 @@ func (r *Reconciler) cacheBehind(ctx context.Context, key types.NamespacedName, 
 
 // sourceMissingNote is the note of the SourceMissing Warning about c, a
 // reference whose source does not exist (outcome Missing or Kept).
-func sourceMissingNote(c Resolved) string {
-	if c.Outcome == Kept {
+func sourceMissingNote(c resolve.Resolved) string {
+	if c.Outcome == resolve.Kept {
 		return fmt.Sprintf("Named %s %s/%s does not exist; its absence rolls nothing", c.Kind, c.Namespace, c.Name)
 	}
 	return fmt.Sprintf("Required %s %s/%s does not exist; no rollout until it does", c.Kind, c.Namespace, c.Name)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"nudge.dev/nudge/internal/csi"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
@@ -136,4 +137,41 @@ func sealChanged() predicate.Funcs {
 		is, has := workload.Seal(e.ObjectNew)
 		return was != is || had != has
 	}}
+}
+
+// WatchPodStatuses makes r's controller (see SetupWithManager) also
+// reconcile the workloads of r's kind that may mount the SecretProviderClass
+// of each SecretProviderClassPodStatus that changes, read from mgr's cache.
+// It may be called while the manager runs; the caller sets the CSI flag of
+// the reconcilers after. It does nothing for a controller set up with the
+// flag on, which watches them already.
+//
+// The handler is added to the kind's informer here, before the flag is on
+// and so before any reconcile reads a pod status (podStatusSource): a
+// version a reconcile reads was then either in the informer's store when
+// the handler joined, or reaches the handler later as an update. Added at
+// the controller's start instead, as a Kind source adds it, once the
+// informer has synced, an update landing between a reconcile's read and the
+// handler would reach it only as a create of the initial list, which
+// csi.PodStatusChanged drops: a lost rotation.
+func (r *Reconciler) WatchPodStatuses(ctx context.Context, mgr ctrl.Manager) error {
+	if r.ctrl == nil {
+		return fmt.Errorf("watching SecretProviderClassPodStatuses for %ss: the controller is not set up", r.Kind.Name())
+	}
+	if r.podStatuses {
+		return nil
+	}
+	src, err := r.podStatusSource(ctx, mgr)
+	if err != nil {
+		return err
+	}
+	r.podStatuses = true
+	return r.ctrl.Watch(src)
+}
+
+// podStatusSource returns the source of SecretProviderClassPodStatus events
+// for r's controller, its handler added now (see WatchPodStatuses).
+func (r *Reconciler) podStatusSource(ctx context.Context, mgr ctrl.Manager) (*watch.KindSource, error) {
+	return r.watchNow(ctx, r.queue, watch.NewKindSource(mgr.GetCache(), csi.NewPodStatus(),
+		handler.EnqueueRequestsFromMapFunc(r.workloadsOf), csi.PodStatusChanged()))
 }

@@ -27,6 +27,7 @@ import (
 	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/watch"
@@ -129,6 +130,12 @@ type Behaviour struct {
 	// messages (--event-reasons=reloader): Normal Reloaded instead of
 	// Rolled, and a Warning ReloadFail for each rollout write that failed.
 	ReloaderEvents bool
+}
+
+// Resolving returns what of b changes which sources count and how.
+func (b Behaviour) Resolving() resolve.Behaviour {
+	return resolve.Behaviour{ReloadOnCreate: b.ReloadOnCreate, ReloadOnDelete: b.ReloadOnDelete,
+		SourceSelector: b.SourceSelector, IgnoreSources: b.IgnoreSources}
 }
 
 // Rolled describes one rollout (or, with NotifyOnly, one change) for
@@ -361,10 +368,10 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	var causes []record.Cause
 	for _, c := range resolved {
 		switch c.Outcome {
-		case Unwatched:
+		case resolve.Unwatched:
 			causes = append(causes, record.Cause{Reason: record.ReasonNamespaceNotWatched, Note: fmt.Sprintf(
 				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
-		case Kept, Missing:
+		case resolve.Kept, resolve.Missing:
 			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: sourceMissingNote(c)})
 		}
 	}
@@ -378,7 +385,7 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	var counted []refs.Reference
 	versions := map[refs.Source]string{}
 	for _, c := range resolved {
-		if c.Outcome == Counted {
+		if c.Outcome == resolve.Counted {
 			counted = append(counted, c.Reference)
 			versions[c.Source] = c.Version
 		}
@@ -390,13 +397,13 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 }
 
 // resolver returns the reconciler's Resolver, over its cache.
-func (r *Reconciler) resolver() Resolver {
-	return Resolver{
-		Selector:  Selector{Reader: r.Client, AutoReloadAll: r.AutoReloadAll, Watched: r.Watched, CSI: r.CSI},
+func (r *Reconciler) resolver() resolve.Resolver {
+	return resolve.Resolver{
+		Selector:  resolve.Selector{Reader: r.Client, AutoReloadAll: r.AutoReloadAll, Watched: r.Watched, CSI: r.CSI},
 		Key:       r.Key,
 		Window:    r.Window,
 		Changes:   r.Changes,
-		Behaviour: r.Behaviour,
+		Behaviour: r.Behaviour.Resolving(),
 		Dialect:   r.Dialect,
 	}
 }

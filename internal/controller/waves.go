@@ -65,7 +65,7 @@ func (r *Reconciler) contentDigest(ctx context.Context, src refs.Source) (string
 	if src.Kind != refs.ConfigMap && src.Kind != refs.Secret {
 		return "", nil
 	}
-	obj, err := r.resolver().getSource(ctx, src)
+	obj, err := r.resolver().Get(ctx, src)
 	switch {
 	case apierrors.IsNotFound(err):
 		return sources.ContentDigest(r.Key, src, nil), nil
