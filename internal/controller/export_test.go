@@ -5,6 +5,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/memo"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -13,5 +14,5 @@ func (r *Reconciler) Apply(ctx context.Context, obj client.Object, c workload.Ch
 	return r.apply(ctx, obj, c)
 }
 
-// ClockSkew is clockSkew, for the tests of package controller_test.
-const ClockSkew = clockSkew
+// ClockSkew is memo.ClockSkew, for the tests of package controller_test.
+const ClockSkew = memo.ClockSkew

@@ -63,8 +63,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	queue := watch.NewQueue(ctx, name, logs(nil))
 	r.queue = queue
 	cached := mgr.GetCache()
-	own, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, r.Kind.New(), &handler.EnqueueRequestForObject{}, r.births.recorder(r.now), predicate.Or(changed...),
-		r.history.ownWrites()))
+	own, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, r.Kind.New(), &handler.EnqueueRequestForObject{}, r.memory.Births.Recorder(r.now), predicate.Or(changed...),
+		r.memory.History.OwnWrites()))
 	if err != nil {
 		return err
 	}
