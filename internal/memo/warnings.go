@@ -55,6 +55,7 @@ func (w *Warnings) Unseen(key types.NamespacedName, causes []record.Cause) map[s
 	return out
 }
 
+// Forget drops the causes of key (deleted).
 func (w *Warnings) Forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
