@@ -15,9 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"nudge.dev/nudge/internal/csi"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/watch"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -49,26 +51,26 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if r.Waves != nil {
 		changed = append(changed, fleet.ProgressChanged())
 	}
-	// Each kind is watched with a kindSource, not For and Watches: the
+	// Each kind is watched with a watch.KindSource, not For and Watches: the
 	// handlers are added now, before the manager's cache starts, so the
 	// informers' first lists feed them, and the workers start as soon as
-	// the caches have synced (see kindSource).
+	// the caches have synced (see watch.KindSource).
 	name := r.Kind.Name()
-	logs, err := reconcileLog(mgr, name, r.Kind.New())
+	logs, err := watch.ReconcileLog(mgr, name, r.Kind.New())
 	if err != nil {
 		return fmt.Errorf("naming the %s controller's logs: %w", name, err)
 	}
-	queue := newQueue(ctx, name, logs(nil))
+	queue := watch.NewQueue(ctx, name, logs(nil))
 	r.queue = queue
 	cached := mgr.GetCache()
-	own, err := r.watchNow(ctx, queue, watchKind(cached, r.Kind.New(), &handler.EnqueueRequestForObject{}, r.births.recorder(r.now), predicate.Or(changed...),
-		r.history.ownWrites()))
+	own, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, r.Kind.New(), &handler.EnqueueRequestForObject{}, r.memory.Births.Recorder(r.now), predicate.Or(changed...),
+		r.memory.History.OwnWrites()))
 	if err != nil {
 		return err
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(name).
-		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1), LogConstructor: logs, NewQueue: queueOf(queue)}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1), LogConstructor: logs, NewQueue: watch.QueueOf(queue)}).
 		WatchesRawSource(own)
 	if r.Waves != nil {
 		b = b.WatchesRawSource(source.Func(r.Waves.Register(r.Kind, r.Client)))
@@ -81,7 +83,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		if opts.IgnoreSources[kind] {
 			continue
 		}
-		src, err := r.watchNow(ctx, queue, watchKind(cached, obj, toWorkloads, r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, obj, toWorkloads, r.Changes.Recorder(), sources.Changed(r.Dialect)))
 		if err != nil {
 			return err
 		}
@@ -92,7 +94,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	if opts.NamespaceLabels {
 		ns := &metav1.PartialObjectMetadata{}
 		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		b = b.WatchesRawSource(watchKind(cached, ns, handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
+		b = b.WatchesRawSource(watch.NewKindSource(cached, ns, handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
 	}
 	// With the CSI flag on already (a kind set up while nudge runs), the pod
 	// statuses are watched from the start (see WatchPodStatuses).
@@ -110,11 +112,11 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 }
 
 // watchNow adds src's handler now, its events going to queue (see
-// kindSource.addHandler), and returns src. When the cache cannot give the
+// watch.KindSource.AddHandler), and returns src. When the cache cannot give the
 // informer yet, it logs why and leaves the handler to src's start, as
 // controller-runtime's Kind source would; it fails only when ctx is done.
-func (r *Reconciler) watchNow(ctx context.Context, queue *controllerQueue, src *kindSource) (*kindSource, error) {
-	if err := src.addHandler(ctx, queue); err != nil {
+func (r *Reconciler) watchNow(ctx context.Context, queue *watch.Queue, src *watch.KindSource) (*watch.KindSource, error) {
+	if err := src.AddHandler(ctx, queue); err != nil {
 		if ctx.Err() != nil {
 			return nil, err
 		}
@@ -135,4 +137,41 @@ func sealChanged() predicate.Funcs {
 		is, has := workload.Seal(e.ObjectNew)
 		return was != is || had != has
 	}}
+}
+
+// WatchPodStatuses makes r's controller (see SetupWithManager) also
+// reconcile the workloads of r's kind that may mount the SecretProviderClass
+// of each SecretProviderClassPodStatus that changes, read from mgr's cache.
+// It may be called while the manager runs; the caller sets the CSI flag of
+// the reconcilers after. It does nothing for a controller set up with the
+// flag on, which watches them already.
+//
+// The handler is added to the kind's informer here, before the flag is on
+// and so before any reconcile reads a pod status (podStatusSource): a
+// version a reconcile reads was then either in the informer's store when
+// the handler joined, or reaches the handler later as an update. Added at
+// the controller's start instead, as a Kind source adds it, once the
+// informer has synced, an update landing between a reconcile's read and the
+// handler would reach it only as a create of the initial list, which
+// csi.PodStatusChanged drops: a lost rotation.
+func (r *Reconciler) WatchPodStatuses(ctx context.Context, mgr ctrl.Manager) error {
+	if r.ctrl == nil {
+		return fmt.Errorf("watching SecretProviderClassPodStatuses for %ss: the controller is not set up", r.Kind.Name())
+	}
+	if r.podStatuses {
+		return nil
+	}
+	src, err := r.podStatusSource(ctx, mgr)
+	if err != nil {
+		return err
+	}
+	r.podStatuses = true
+	return r.ctrl.Watch(src)
+}
+
+// podStatusSource returns the source of SecretProviderClassPodStatus events
+// for r's controller, its handler added now (see WatchPodStatuses).
+func (r *Reconciler) podStatusSource(ctx context.Context, mgr ctrl.Manager) (*watch.KindSource, error) {
+	return r.watchNow(ctx, r.queue, watch.NewKindSource(mgr.GetCache(), csi.NewPodStatus(),
+		handler.EnqueueRequestsFromMapFunc(r.workloadsOf), csi.PodStatusChanged()))
 }

@@ -2,16 +2,13 @@ package controller
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -23,12 +20,14 @@ import (
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/jobs"
+	"nudge.dev/nudge/internal/memo"
 	"nudge.dev/nudge/internal/metrics"
-	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/watch"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -78,7 +77,7 @@ type Reconciler struct {
 	// Changes, shared by every kind, remembers the sources' content changes
 	// of the last minute: when, to tell a lone change from a burst (rule 1),
 	// and at which resourceVersion per key, for first sight (rule 3, see
-	// births); when nil, every change is lone and no source is young.
+	// memo.Births); when nil, every change is lone and no source is young.
 	Changes *sources.Changes
 	// Jobs, for the Job kind with --recreate-jobs, re-creates the Jobs whose
 	// sources changed; it must be set for that kind.
@@ -87,18 +86,11 @@ type Reconciler struct {
 	// Behaviour pinned by Reloader's flags; see options.Options.
 	Behaviour
 
-	warnings warnings
-	history  history               // nudge's last write per workload, to tell a stale cache
-	changes  changes               // when nudge saw a source change of a workload, for its latency
-	lag      lag                   // reconciles in a row that found the cache behind (see cacheBehind)
-	handover lag                   // reconciles in a row that found the cache behind another nudge's rollout (see behindAnother)
-	rollouts rollouts              // nudge's own rollouts of the last foreignWindow (see behindAnother)
-	caughtUp caughtUp              // when the cache last held the API server's version of a source (see behindAnother)
-	births   births                // workloads seen created, for first sight (see births)
-	taken    ownership.Takeovers   // states taken over from another key
+	memory   memo.Workloads        // what is remembered of each workload between reconciles
+	caughtUp memo.CaughtUp         // when the cache last held the API server's version of a source (see behindAnother)
 	index    *sources.Index        // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
-	queue    *controllerQueue      // ctrl's, set by SetupWithManager
+	queue    *watch.Queue          // ctrl's, set by SetupWithManager
 	// Whether ctrl watches SecretProviderClassPodStatuses (see
 	// WatchPodStatuses); read and set under the CSI watch's lock.
 	podStatuses bool
@@ -130,6 +122,12 @@ type Behaviour struct {
 	ReloaderEvents bool
 }
 
+// Resolving returns what of b changes which sources count and how.
+func (b Behaviour) Resolving() resolve.Behaviour {
+	return resolve.Behaviour{ReloadOnCreate: b.ReloadOnCreate, ReloadOnDelete: b.ReloadOnDelete,
+		SourceSelector: b.SourceSelector, IgnoreSources: b.IgnoreSources}
+}
+
 // Rolled describes one rollout (or, with NotifyOnly, one change) for
 // notifications. It holds no source content.
 type Rolled struct {
@@ -146,7 +144,7 @@ type Rolled struct {
 // It counts itself, and its retries, in Reloader's metrics.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
-	result, err := r.reconcile(ctx, req)
+	result, err := r.reconcile(ctx, req.NamespacedName)
 	if r.Reconciled != nil {
 		r.Reconciled.Wrote(time.Now())
 	}
@@ -159,245 +157,135 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return result, err
 }
 
-func (r *Reconciler) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// reconcile observes the workload key and its sources in the cache, decides
+// once what to do (see decide), acts on the decision, and records what it
+// did: Events, metrics and what is remembered of the workload.
+func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
 	pending := false // waiting for a rollout slot (see fleet.Waves)
 	if r.Waves != nil {
 		defer func() {
 			if !pending {
-				r.Waves.Leave(r.waveKey(req.NamespacedName))
+				r.Waves.Leave(r.waveKey(key))
 			}
 		}()
 	}
-	obj := r.Kind.New()
-	err := r.Client.Get(ctx, req.NamespacedName, obj)
-	if handled, result, err := r.Jobs.Pending(ctx, jobReport{r}, req.NamespacedName, obj, err); handled {
+	// Observe: the workload, its annotations and its sources, from the cache.
+	o, result, err := r.observe(ctx, key)
+	if o == nil {
 		return result, err
 	}
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			r.warnings.forget(req.NamespacedName)
-			r.history.forget(req.NamespacedName)
-			r.taken.Forget(req.NamespacedName)
-			r.changes.forget(req.NamespacedName)
-			r.lag.forget(req.NamespacedName)
-			r.handover.forget(req.NamespacedName)
-			r.births.forget(req.NamespacedName)
-			r.Waves.Gone(r.waveKey(req.NamespacedName))
-			return ctrl.Result{}, nil
-		}
+	// Decide, once, and say what was decided.
+	v, err := r.decide(ctx, o)
+	pending = v.Action == rollout.Pending
+	switch {
+	case err != nil:
 		return ctrl.Result{}, err
-	}
-	r.Waves.Observe(ctx, r.waveKey(req.NamespacedName), obj, r.now())
-	tmpl := r.Kind.Template(obj)
-	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
-		return ctrl.Result{}, nil
-	}
-	spec, errs := r.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
-	var causes []record.Cause
-	for _, err := range errs {
-		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
-	}
-	pause := r.Dialect.Reloader().PausePeriod
-	if v, ok := obj.GetAnnotations()[pause]; ok && r.Kind == workload.Deployment && r.pausePeriod(obj) == 0 {
-		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: fmt.Sprintf(
-			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", pause, v)})
-	}
-	if !spec.Enabled(r.AutoReloadAll) {
-		r.births.forget(req.NamespacedName)
-		r.warn(ctx, obj, causes)
-		// A malformed annotation may be a mistyped opt-in: keep the state,
-		// so that once it is mended a change made meanwhile still rolls.
-		if len(errs) == 0 {
-			if err := r.release(ctx, obj); err != nil {
-				return r.retry(ctx, err)
-			}
-		}
-		return r.resume(ctx, obj, ctrl.Result{})
-	}
-	if stale, awaited := r.history.stale(req.NamespacedName, obj.GetResourceVersion()); stale {
-		// The cache has not seen nudge's last write yet; that write's event
-		// brings the workload back, or has come meanwhile (see ownWrites).
-		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see nudge's last write", "kind", r.Kind.Name(), "resourceVersion", obj.GetResourceVersion(), "eventAwaited", awaited)
-		if awaited {
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{RequeueAfter: staleWait}, nil
-	}
-
-	in, more, err := r.inputs(ctx, obj, spec, tmpl)
-	if errors.Is(err, errCacheBehind) {
-		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see a source the API server has", "kind", r.Kind.Name())
+	case v.behind:
 		return ctrl.Result{RequeueAfter: behindWait}, nil
+	case v.contested > 0:
+		r.warn(ctx, o.obj, v.causes)
+		return r.resume(ctx, o.obj, ctrl.Result{RequeueAfter: v.contested})
 	}
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	causes = append(causes, more...)
-	d := rollout.Decide(in)
-	var hold fleet.Hold
-	if r.Waves != nil {
-		if d, more, hold, err = r.Waves.Decide(ctx, r.waveKey(req.NamespacedName), obj, &in, d, r.contentDigest); err != nil {
-			return ctrl.Result{}, err
-		}
-		causes = append(causes, more...)
-		pending = d.Action == rollout.Pending
-	}
-	if c, ok := decisionCause(d, ownership.WrittenBackBy(obj.GetManagedFields())); ok {
-		causes = append(causes, c)
-	}
-	if wait, c := r.taken.Contested(req.NamespacedName, in, d, r.Key.ID()); wait > 0 {
-		r.warn(ctx, obj, append(causes, c))
-		return r.resume(ctx, obj, ctrl.Result{RequeueAfter: wait})
-	}
-	if behind, err := r.behindAnother(ctx, req.NamespacedName, in, d); err != nil {
-		return ctrl.Result{}, err
-	} else if behind {
-		return ctrl.Result{RequeueAfter: behindWait}, nil
-	}
-	r.warn(ctx, obj, causes)
-	r.Metrics.Decided(r.Kind.Name(), d.Action)
-	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "kind", r.Kind.Name(), "action", d.Action, "changed", refs.Names(d.Changed), "resourceVersion", obj.GetResourceVersion())
-	over := obj.GetResourceVersion()
-	// Reloader's annotations (or its --auto-reload-all, alone) select the
-	// workload: its rollout also writes Reloader's last-reloaded-from.
-	stakater := slices.Contains(spec.Dialects, dialect.Reloader) || (len(spec.Dialects) == 0 && r.AutoReloadAll)
-	result, err := r.act(ctx, obj, in, d, stakater)
-	r.changes.settle(req.NamespacedName, d.Action)
-	// Written: a write went through (act sets obj's resourceVersion from
-	// its answer). A write conflict is retried without an error, and
-	// wrote nothing: a baseline read from a cache behind the API server,
-	// taken for written, made births remember content the workload never
-	// got (TestChangeJustBeforeCreationRollsNothing, clean-clone make test).
-	written := err == nil && obj.GetResourceVersion() != over
-	r.births.decided(req.NamespacedName, in.Young, d, written, in.Now)
-	if d.Action == rollout.Baseline && d.FirstSight && len(in.Missing) > 0 && written {
-		// A required source is missing: the pods cannot start before it
-		// exists, and then start with what the sources hold. No young
-		// source is left to roll for, now or once it exists (rule 3).
-		r.births.forget(req.NamespacedName)
-	}
+	r.warn(ctx, o.obj, v.causes)
+	r.Metrics.Decided(r.Kind.Name(), v.Action)
+	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "kind", r.Kind.Name(), "action", v.Action, "changed", refs.Names(v.Changed), "resourceVersion", o.obj.GetResourceVersion())
+	// Act: write what the decision calls for.
+	over := o.obj.GetResourceVersion()
+	result, err = r.act(ctx, o, v.Decision)
+	// Record: what is remembered of the workload, and the waves' part.
+	r.remember(o, v.Decision, err == nil && o.obj.GetResourceVersion() != over)
 	if r.Waves == nil {
 		return result, err
 	}
 	if err != nil {
-		r.Waves.NotWritten(r.waveKey(req.NamespacedName), obj, d, over)
+		r.Waves.NotWritten(r.waveKey(key), o.obj, v.Decision, over)
 		return result, err
 	}
-	return r.afterWave(ctx, obj, d, hold, over, result)
+	return r.afterWave(ctx, o.obj, v.Decision, v.hold, over, result)
 }
 
-// decisionCause returns the Warning a decision deserves, if any; by is the
-// manager that wrote a restored state back.
-func decisionCause(d rollout.Decision, by string) (record.Cause, bool) {
-	switch d.Action {
-	case rollout.Hold:
-		return record.Cause{Reason: record.ReasonRolloutHeld, Note: fmt.Sprintf(
-			"Held the rollout for %s until the missing required source(s) exist", refs.Names(d.Changed))}, true
-	case rollout.Restored:
-		return record.Cause{Reason: record.ReasonStateRestored, Note: fmt.Sprintf(
-			"%s and the label %s were set back by %s to a state nudge had replaced (a manifest exported from the live object "+
-				"and applied again?); nudge does not roll for it, so that it and the tool that wrote it do not take turns. "+
-				"Remove nudge.dev/ keys from the manifest", workload.AppliedAnnotation, workload.SealLabel, by)}, true
+// remember records in r's memory of workload o what became of decision d:
+// written says that a write went through (act sets o's resourceVersion
+// from its answer). A write conflict is retried without an error, and wrote
+// nothing: a baseline read from a cache behind the API server, taken for
+// written, made births remember content the workload never got
+// (TestChangeJustBeforeCreationRollsNothing, clean-clone make test).
+func (r *Reconciler) remember(o *observed, d rollout.Decision, written bool) {
+	r.memory.Unrolled.Settle(o.key, d.Action)
+	r.memory.Births.Decided(o.key, o.in.Young, d, written, o.in.Now)
+	if d.Action == rollout.Baseline && d.FirstSight && len(o.in.Missing) > 0 && written {
+		// A required source is missing: the pods cannot start before it
+		// exists, and then start with what the sources hold. No young
+		// source is left to roll for, now or once it exists (rule 3).
+		r.memory.Births.Forget(o.key)
 	}
-	return record.Cause{}, false
 }
 
-// act carries out decision d, taken on inputs in, on obj: a baseline or a
-// rollout is written and remembered (see history); a wait asks to be called
-// back. A pause nudge started ends when due, whatever the decision.
-// stakater says Reloader's annotations select obj (see roll).
-func (r *Reconciler) act(ctx context.Context, obj client.Object, in rollout.Input, d rollout.Decision, stakater bool) (ctrl.Result, error) {
-	key, over := client.ObjectKeyFromObject(obj), obj.GetResourceVersion()
+// act carries out decision d, taken on o's inputs, on o's workload: a
+// baseline or a rollout is written and remembered (see memo.History); a
+// wait asks to be called back. A pause nudge started ends when due,
+// whatever the decision.
+func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (ctrl.Result, error) {
+	obj, over := o.obj, o.obj.GetResourceVersion()
 	var result ctrl.Result
 	switch d.Action {
 	case rollout.Wait:
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.RequeueAfter)
 		result.RequeueAfter = d.RequeueAfter
 	case rollout.Baseline:
-		applied := d.Write.Format(key.Namespace)
+		applied := d.Write.Format(o.key.Namespace)
 		if err := r.apply(ctx, obj, r.stateChange(obj, applied)); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.history.wrote(key, over, r.made(obj), d.FirstSight)
-		r.taken.Took(key, in, r.Key.ID())
+		r.memory.History.Wrote(o.key, over, r.made(obj), d.FirstSight)
+		r.memory.Taken.Took(o.key, o.in, r.Key.ID())
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.Roll:
-		applied := d.Write.Format(key.Namespace)
-		if err := r.roll(ctx, obj, d, applied, in.Now, stakater); err != nil {
+		applied := d.Write.Format(o.key.Namespace)
+		if err := r.roll(ctx, obj, d, applied, o.in.Now, r.stakater(o.spec)); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.history.wrote(key, over, r.made(obj), false)
-		r.rollouts.made(key, in.Now)
+		r.memory.History.Wrote(o.key, over, r.made(obj), false)
+		r.memory.Rollouts.Made(o.key, o.in.Now)
 	}
 	return r.resume(ctx, obj, result)
 }
 
-// staleWait is how long a reconcile that read a version nudge has written
-// over waits when the write's event has come meanwhile: the cache holds the
-// write once its event is handled, so a moment.
-const staleWait = 10 * time.Millisecond
+// stakater reports whether Reloader's annotations (or its
+// --auto-reload-all, alone) select a workload of spec: its rollout also
+// writes Reloader's last-reloaded-from (see roll).
+func (r *Reconciler) stakater(spec dialect.Spec) bool {
+	return slices.Contains(spec.Dialects, dialect.Reloader) || (len(spec.Dialects) == 0 && r.AutoReloadAll)
+}
+
+// afterWave does, after act, what decision d taken with waves on still asks
+// (see fleet.Waves.After), and says so when it halted obj.
+func (r *Reconciler) afterWave(ctx context.Context, obj client.Object, d rollout.Decision, hold fleet.Hold, over string, result ctrl.Result) (ctrl.Result, error) {
+	after, halted, err := r.Waves.After(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), obj, d, hold, over, r.now(), r.apply)
+	if err != nil {
+		return r.retry(ctx, err)
+	}
+	if halted {
+		ctrl.LoggerFrom(ctx).Info("Halted rollout of "+r.Kind.Name(), "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "halt", hold.Value)
+		if r.Notify != nil {
+			r.Notify(Rolled{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Sources: d.Changed, Time: r.now(),
+				Halted: "the rollout of " + hold.After + " for the same change failed"})
+		}
+	}
+	if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
+		result.RequeueAfter = after
+	}
+	return result, nil
+}
 
 // made returns the resourceVersion of obj, as nudge's write returned it, for
-// history.wrote: "" when nudge reconciles its own writes' events (with
-// waves, which follow each rollout's progress from its events).
+// memo.History.Wrote: "" when nudge reconciles its own writes' events
+// (with waves, which follow each rollout's progress from its events).
 func (r *Reconciler) made(obj client.Object) string {
 	if r.Waves != nil {
 		return ""
 	}
 	return obj.GetResourceVersion()
-}
-
-// inputs gathers what rollout.Decide needs from the cache (see
-// Resolver.Inputs) and the young sources of a workload nudge saw created
-// (see births), with the Warning causes found on the way (missing
-// sources, unwatched namespaces). It returns errCacheBehind when a source
-// the cache misses exists (see cacheBehind).
-func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, error) {
-	in, resolved, err := r.resolver().Inputs(ctx, obj, spec, tmpl, r.now())
-	if err != nil {
-		return in, nil, fmt.Errorf("reading from the cache: %w", err)
-	}
-	var causes []record.Cause
-	for _, c := range resolved {
-		switch c.Outcome {
-		case Unwatched:
-			causes = append(causes, record.Cause{Reason: record.ReasonNamespaceNotWatched, Note: fmt.Sprintf(
-				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
-		case Kept, Missing:
-			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: sourceMissingNote(c)})
-		}
-	}
-	behind, err := r.cacheBehind(ctx, client.ObjectKeyFromObject(obj), resolved, causes)
-	if err != nil {
-		return in, nil, err
-	}
-	if behind {
-		return in, nil, errCacheBehind
-	}
-	var counted []refs.Reference
-	versions := map[refs.Source]string{}
-	for _, c := range resolved {
-		if c.Outcome == Counted {
-			counted = append(counted, c.Reference)
-			versions[c.Source] = c.Version
-		}
-	}
-	key := client.ObjectKeyFromObject(obj)
-	in.Young = r.births.young(key, counted, r.Changes, r.now())
-	in.Settled = r.births.settled(key, in.Applied, versions, r.now())
-	return in, causes, nil
-}
-
-// resolver returns the reconciler's Resolver, over its cache.
-func (r *Reconciler) resolver() Resolver {
-	return Resolver{
-		Selector:  Selector{Reader: r.Client, AutoReloadAll: r.AutoReloadAll, Watched: r.Watched, CSI: r.CSI},
-		Key:       r.Key,
-		Window:    r.Window,
-		Changes:   r.Changes,
-		Behaviour: r.Behaviour,
-		Dialect:   r.Dialect,
-	}
 }
 
 // retry turns a conflict (the cache was behind the API) into a prompt
@@ -412,45 +300,6 @@ func (r *Reconciler) retry(ctx context.Context, err error) (ctrl.Result, error) 
 		return ctrl.Result{}, nil
 	}
 	return ctrl.Result{}, err
-}
-
-// rolled records a rollout: a Normal Event (Rolled, or with ReloaderEvents
-// Reloader's Reloaded), a log line in Reloader's words, and the rollout
-// counter.
-func (r *Reconciler) rolled(ctx context.Context, obj client.Object, changed []refs.Source) {
-	kind := r.Kind.Name()
-	detected := detectedIn(changed)
-	if r.ReloaderEvents {
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, record.ReasonReloaded, "Reload", "%s", record.Note(fmt.Sprintf(
-			"Changes detected in %s, Updated '%s' of type '%s' in namespace '%s'", detected, obj.GetName(), kind, obj.GetNamespace())))
-	} else {
-		r.Recorder.Eventf(obj, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll",
-			"%s", record.Note(fmt.Sprintf("Rolled %s %s because %s changed", kind, obj.GetName(), refs.Names(changed))))
-	}
-	ctrl.LoggerFrom(ctx).Info(fmt.Sprintf("Changes detected in %s; updated '%s' of type '%s' in namespace '%s'",
-		detected, obj.GetName(), kind, obj.GetNamespace()),
-		"kind", kind, "sources", refs.Names(changed))
-	r.Metrics.Rolled(kind, obj.GetNamespace())
-	if at, ok := r.changes.take(client.ObjectKeyFromObject(obj)); ok {
-		r.Metrics.Waited(kind, r.now().Sub(at))
-	}
-	r.notify(obj, changed)
-}
-
-// detectedIn names the sources in changed as Reloader's log lines and Events
-// do: "'db' of type 'SECRET' in namespace 'shop', ...".
-func detectedIn(changed []refs.Source) string {
-	var out []string
-	for _, s := range changed {
-		out = append(out, fmt.Sprintf("'%s' of type '%s' in namespace '%s'", s.Name, strings.ToUpper(string(s.Kind)), s.Namespace))
-	}
-	return strings.Join(out, ", ")
-}
-
-func (r *Reconciler) notify(obj client.Object, changed []refs.Source) {
-	if r.Notify != nil {
-		r.Notify(Rolled{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Sources: changed, Time: r.now()})
-	}
 }
 
 func (r *Reconciler) now() time.Time {

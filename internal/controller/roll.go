@@ -70,7 +70,7 @@ func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
 	if err := r.apply(ctx, obj, c); err != nil {
 		return err
 	}
-	r.history.forget(client.ObjectKeyFromObject(obj))
+	r.memory.History.Forget(client.ObjectKeyFromObject(obj))
 	ctrl.LoggerFrom(ctx).V(1).Info("Dropped the state of a workload that opted out", "kind", r.Kind.Name())
 	return nil
 }
@@ -171,34 +171,8 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		}
 		return r.Jobs.Recreate(ctx, jobReport{r}, job, c, stamp, d.Changed)
 	}
-
-	switch {
-	case r.Kind == workload.Rollout && obj.GetAnnotations()[RolloutStrategyAnnotation] == "restart":
-		c.Spec = map[string]any{"restartAt": now.UTC().Format(time.RFC3339)}
-	case r.EnvVars && len(r.Kind.TemplatePath()) > 0:
-		// The cache holds trimmed containers: the whole list comes from the
-		// API, and the write is guarded by the version read there.
-		live := r.Kind.New()
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-			return err
-		}
-		if live.GetResourceVersion() != obj.GetResourceVersion() {
-			return apierrors.NewConflict(schema.GroupResource{Resource: r.Kind.Plural()}, obj.GetName(), errors.New("the workload changed since it was read"))
-		}
-		spec := &r.Kind.Template(live).Spec
-		containers := spec.Containers
-		for _, src := range d.Changed {
-			containers = workload.SetEnv(containers, workload.ContainerFor(spec, src), workload.EnvVarName(src), d.Write.Entries[src].Digest)
-		}
-		c.Containers = containers
-	default:
-		c.TemplateAnnotations = map[string]string{workload.RestartedAtAnnotation: stamp, workload.RestartedForAnnotation: refs.Names(d.Changed)}
-		if a := r.Kind.TriggerAnnotation(); a != "" {
-			c.TemplateAnnotations[a] = stamp
-		}
-		if stakater && len(r.Kind.TemplatePath()) > 0 && len(d.Changed) > 0 {
-			c.TemplateAnnotations[workload.LastReloadedFromAnnotation] = r.lastReloadedFrom(obj, d, now)
-		}
+	if err := r.trigger(ctx, obj, &c, d, now, stakater); err != nil {
+		return err
 	}
 	// Pause with the trigger, unless already paused: by nudge (the period
 	// runs) or by someone else (whose pause nudge must not end).
@@ -225,6 +199,46 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		// a failure is reported, not retried.
 		if err := jobs.StartFromCronJob(ctx, r.Client, cj); err != nil {
 			r.warn(ctx, obj, []record.Cause{{Reason: record.ReasonJobNotStarted, Note: err.Error()}})
+		}
+	}
+	return nil
+}
+
+// trigger sets in c the write that makes obj's controller roll for d at
+// now, as the kind and the options call for: Argo Rollouts' spec.restartAt
+// (with Reloader's rollout-strategy restart), Reloader's env var
+// (EnvVars, written over the containers as the API holds them), or the
+// pod-template annotations, with Reloader's last-reloaded-from when
+// stakater. It returns the API server's error, and a conflict when obj
+// changed since it was read.
+func (r *Reconciler) trigger(ctx context.Context, obj client.Object, c *workload.Change, d rollout.Decision, now time.Time, stakater bool) error {
+	stamp := now.UTC().Format(time.RFC3339Nano)
+	switch {
+	case r.Kind == workload.Rollout && obj.GetAnnotations()[RolloutStrategyAnnotation] == "restart":
+		c.Spec = map[string]any{"restartAt": now.UTC().Format(time.RFC3339)}
+	case r.EnvVars && len(r.Kind.TemplatePath()) > 0:
+		// The cache holds trimmed containers: the whole list comes from the
+		// API, and the write is guarded by the version read there.
+		live := r.Kind.New()
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+			return err
+		}
+		if live.GetResourceVersion() != obj.GetResourceVersion() {
+			return apierrors.NewConflict(schema.GroupResource{Resource: r.Kind.Plural()}, obj.GetName(), errors.New("the workload changed since it was read"))
+		}
+		spec := &r.Kind.Template(live).Spec
+		containers := spec.Containers
+		for _, src := range d.Changed {
+			containers = workload.SetEnv(containers, workload.ContainerFor(spec, src), workload.EnvVarName(src), d.Write.Entries[src].Digest)
+		}
+		c.Containers = containers
+	default:
+		c.TemplateAnnotations = map[string]string{workload.RestartedAtAnnotation: stamp, workload.RestartedForAnnotation: refs.Names(d.Changed)}
+		if a := r.Kind.TriggerAnnotation(); a != "" {
+			c.TemplateAnnotations[a] = stamp
+		}
+		if stakater && len(r.Kind.TemplatePath()) > 0 && len(d.Changed) > 0 {
+			c.TemplateAnnotations[workload.LastReloadedFromAnnotation] = r.lastReloadedFrom(obj, d, now)
 		}
 	}
 	return nil

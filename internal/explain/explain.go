@@ -11,9 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/app"
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/sources"
 )
 
@@ -36,10 +36,10 @@ type Options struct {
 	// Dialect reads the annotations by the install's names (Reloader's
 	// renaming flags); the zero Parser reads the default names.
 	Dialect dialect.Parser
-	// Behaviour is the install's, of which the Resolver reads
-	// ReloadOnCreate, ReloadOnDelete, SourceSelector and IgnoreSources (see
-	// app.Behaviour); the zero value is nudge's default.
-	Behaviour controller.Behaviour
+	// Behaviour is the install's, as the Resolver reads it (see
+	// app.Behaviour and controller.Behaviour.Resolving); the zero value is
+	// nudge's default.
+	Behaviour resolve.Behaviour
 	// Install says whose settings these are, for the report.
 	Install Install
 	// Now tells the time; time.Now when nil.
@@ -81,9 +81,9 @@ func (e Explainer) key(ctx context.Context) (fingerprint.Key, Comparison) {
 
 // resolver returns nudge's Resolver over the API: sources are digested as
 // they are read, as the controller's cache does.
-func (e Explainer) resolver(key fingerprint.Key) controller.Resolver {
-	return controller.Resolver{
-		Selector:  controller.Selector{Reader: digested{e.Client, e.Dialect}, AutoReloadAll: e.AutoReloadAll},
+func (e Explainer) resolver(key fingerprint.Key) resolve.Resolver {
+	return resolve.Resolver{
+		Selector:  resolve.Selector{Reader: digested{e.Client, e.Dialect}, AutoReloadAll: e.AutoReloadAll},
 		Key:       key,
 		Window:    e.RolloutWindow,
 		Behaviour: e.Behaviour,

@@ -52,7 +52,7 @@ type Reference struct {
 	// spec), named (an annotation names it; "named:<dialect>"), search
 	// (counts only with reloader.stakater.com/match).
 	ReadAs []string `json:"readAs"`
-	// Outcome is controller.Outcome: Counted, AbsentOptional, Missing, Kept,
+	// Outcome is resolve.Outcome: Counted, AbsentOptional, Missing, Kept,
 	// Ignored, Unmatched, Unselected, Unwatched, KindIgnored, and for a
 	// SecretProviderClass CSIOff (explain does not read pod statuses).
 	Outcome string `json:"outcome"`

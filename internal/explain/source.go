@@ -12,11 +12,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -80,7 +80,7 @@ func (e Explainer) Source(ctx context.Context, kind refs.Kind, namespace, name s
 
 // dependent says whether a change of src rolls workload obj of kind k; ok is
 // false when obj neither reads, names nor excludes src.
-func (e Explainer) dependent(ctx context.Context, res controller.Resolver, k workload.Kind, obj client.Object, src refs.Source, exists bool) (Dependent, bool, error) {
+func (e Explainer) dependent(ctx context.Context, res resolve.Resolver, k workload.Kind, obj client.Object, src refs.Source, exists bool) (Dependent, bool, error) {
 	tmpl := k.Template(obj)
 	if tmpl == nil {
 		return Dependent{}, false, nil
@@ -106,7 +106,7 @@ func (e Explainer) dependent(ctx context.Context, res controller.Resolver, k wor
 	if err != nil {
 		return Dependent{}, false, fmt.Errorf("resolving the references of %s %s/%s: %w", k.Name(), obj.GetNamespace(), obj.GetName(), err)
 	}
-	i := slices.IndexFunc(resolved, func(r controller.Resolved) bool { return r.Source == src })
+	i := slices.IndexFunc(resolved, func(r resolve.Resolved) bool { return r.Source == src })
 	if i < 0 {
 		d.ReadAs = readAs(src, false, uses, spec)
 		d.Why = notSelected(spec, e.AutoReloadAll, excluded)
@@ -150,9 +150,9 @@ func notSelected(spec dialect.Spec, autoReloadAll, excluded bool) string {
 }
 
 // why says whether a change of a selected source rolls the workload.
-func why(r controller.Resolved, exists bool) (bool, string) {
+func why(r resolve.Resolved, exists bool) (bool, string) {
 	switch r.Outcome {
-	case controller.Counted:
+	case resolve.Counted:
 		if r.NeedsMatch {
 			return true, "yes: search mode, and the source carries " + dialect.ReloaderMatch
 		}
@@ -160,15 +160,15 @@ func why(r controller.Resolved, exists bool) (bool, string) {
 			return true, "yes: an annotation names it"
 		}
 		return true, "yes: it reads it and its annotations select it"
-	case controller.AbsentOptional:
+	case resolve.AbsentOptional:
 		return true, "yes: it is optional and missing; its creation rolls the workload"
-	case controller.Missing:
+	case resolve.Missing:
 		return false, "not now: it is required and missing; nudge holds other changes until it exists, then rolls if its content is new"
-	case controller.Kept:
+	case resolve.Kept:
 		return false, "not now: an annotation names it but it does not exist; when created with content other than before, it rolls"
-	case controller.Ignored:
+	case resolve.Ignored:
 		return false, "no: the source carries " + dialect.NudgeIgnore + " or " + dialect.ReloaderIgnore
-	case controller.Unmatched:
+	case resolve.Unmatched:
 		if !exists {
 			return false, "no: search mode, and the source does not exist"
 		}

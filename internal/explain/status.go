@@ -17,10 +17,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/api/v1alpha1"
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/install"
+	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -149,7 +149,7 @@ func (e Explainer) Status(ctx context.Context, namespace string, installs []*ins
 
 // statusOf adds workload obj, of kind k, to the fleet's lists it belongs
 // in.
-func (e Explainer) statusOf(ctx context.Context, f *Fleet, res controller.Resolver, k workload.Kind, obj client.Object, now time.Time) error {
+func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver, k workload.Kind, obj client.Object, now time.Time) error {
 	name := k.Name() + " " + obj.GetNamespace() + "/" + obj.GetName()
 	switch p, reason, _ := fleet.ProgressOf(obj, now, e.RolloutTimeout); p {
 	case fleet.Rolling:
@@ -182,7 +182,7 @@ func (e Explainer) statusOf(ctx context.Context, f *Fleet, res controller.Resolv
 	}
 	var missing []string
 	for _, r := range resolved {
-		if r.Outcome == controller.Missing {
+		if r.Outcome == resolve.Missing {
 			missing = append(missing, sourceName(r.Source))
 		}
 	}

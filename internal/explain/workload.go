@@ -12,12 +12,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
@@ -93,11 +93,11 @@ func appliedState(in rollout.Input, compared bool) (fingerprint.State, bool) {
 }
 
 // content compares one reference's desired entry with its applied one.
-func content(r controller.Resolved, desired, applied fingerprint.State, appliedOK bool) string {
+func content(r resolve.Resolved, desired, applied fingerprint.State, appliedOK bool) string {
 	switch r.Outcome {
-	case controller.Missing, controller.Kept:
+	case resolve.Missing, resolve.Kept:
 		return ContentMissing
-	case controller.Counted, controller.AbsentOptional:
+	case resolve.Counted, resolve.AbsentOptional:
 	default:
 		return ContentNotCounted
 	}

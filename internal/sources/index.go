@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"nudge.dev/nudge/internal/csi"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/workload"
@@ -162,7 +163,7 @@ func SourceOf(obj client.Object) (src refs.Source, ok bool) {
 	case *corev1.Secret:
 		src.Kind = refs.Secret
 	default:
-		s, ok := PodStatusOf(obj)
+		s, ok := csi.PodStatusOf(obj)
 		if !ok || s.Class == "" {
 			return refs.Source{}, false
 		}

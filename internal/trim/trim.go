@@ -14,9 +14,9 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/csi"
 	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/refs"
-	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -76,11 +76,11 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Namespace keeps its labels: --namespace-selector reads them); an
 // unstructured one its status too (Workloads trims Argo Rollouts and
 // custom kinds as the built-in kinds). A Secrets Store CSI
-// SecretProviderClassPodStatus, a source, is trimmed by sources.TrimPodStatus. It is
+// SecretProviderClassPodStatus, a source, is trimmed by csi.TrimPodStatus. It is
 // idempotent.
 func Workload(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == sources.PodStatusGVK {
-		return sources.TrimPodStatus(obj)
+	if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == csi.PodStatusGVK {
+		return csi.TrimPodStatus(obj)
 	}
 	if o, ok := obj.(client.Object); ok {
 		o.SetNamespace(unique.Make(o.GetNamespace()).Value())

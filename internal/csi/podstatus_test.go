@@ -1,18 +1,14 @@
-package sources
+package csi
 
 import (
 	"testing"
 
 	. "github.com/onsi/gomega"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"nudge.dev/nudge/internal/fingerprint"
-	"nudge.dev/nudge/internal/refs"
 )
 
 // podStatus is a SecretProviderClassPodStatus as the driver writes it.
@@ -91,31 +87,4 @@ func TestPodStatusChanged(t *testing.T) {
 		"the initial list: each workload is reconciled on its own first sight")
 	g.Expect(PodStatusChanged().Create(event.CreateEvent{Object: base})).To(BeTrue(), "a new pod's mount")
 	g.Expect(PodStatusChanged().Delete(event.DeleteEvent{Object: base})).To(BeTrue(), "a pod gone")
-}
-
-func TestSourceOf(t *testing.T) {
-	tests := map[string]struct {
-		obj  client.Object
-		want refs.Source
-		ok   bool
-	}{
-		"a ConfigMap stands for itself": {
-			obj:  &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app"}},
-			want: refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}, ok: true,
-		},
-		"a pod status stands for its SecretProviderClass": {
-			obj:  podStatus("vault-db", true),
-			want: refs.Source{Kind: refs.SecretProviderClass, Namespace: "shop", Name: "vault-db"}, ok: true,
-		},
-		"a pod status without a class stands for nothing": {obj: podStatus("", true)},
-		"a Deployment is no source":                       {obj: &appsv1.Deployment{}},
-	}
-	for desc, tc := range tests {
-		t.Run(desc, func(t *testing.T) {
-			g := NewWithT(t)
-			got, ok := SourceOf(tc.obj)
-			g.Expect(ok).To(Equal(tc.ok))
-			g.Expect(got).To(Equal(tc.want))
-		})
-	}
 }

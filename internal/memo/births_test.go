@@ -1,4 +1,4 @@
-package controller
+package memo
 
 import (
 	"testing"
@@ -30,70 +30,70 @@ func TestBirths(t *testing.T) {
 	}
 	tests := map[string]struct {
 		listed bool // the creation came in the informer's initial list
-		steps  func(b *births, c *sources.Changes, clk *clocktesting.FakePassiveClock)
+		steps  func(b *Births, c *sources.Changes, clk *clocktesting.FakePassiveClock)
 		want   []refs.Source // young
 	}{
 		"a change after the creation counts": {
-			steps: func(_ *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+			steps: func(_ *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
 			},
 			want: []refs.Source{app},
 		},
 		"a change before the creation does not": {
-			steps: func(_ *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+			steps: func(_ *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("95", "b")})
 			},
 		},
 		"a workload listed at start has no birth": {
 			listed: true,
-			steps: func(_ *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+			steps: func(_ *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
 			},
 		},
 		"a rollout written ends the youth": {
-			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Roll}, true, t0)
+				b.Decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Roll}, true, t0)
 			},
 		},
 		"a rollout not written does not": {
-			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Roll}, false, t0)
+				b.Decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Roll}, false, t0)
 			},
 			want: []refs.Source{app},
 		},
 		"a young source a baseline recorded as it entered the references is young no more": {
-			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Baseline, Entered: []refs.Source{app}}, true, t0)
+				b.Decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Baseline, Entered: []refs.Source{app}}, true, t0)
 			},
 		},
 		"nor is it once the baseline is not written": {
-			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Baseline, Entered: []refs.Source{app}}, false, t0)
+				b.Decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Baseline, Entered: []refs.Source{app}}, false, t0)
 			},
 			want: []refs.Source{app},
 		},
 		"a minute after the creation the workload is old": {
-			steps: func(_ *births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
+			steps: func(_ *Births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
 				clk.SetTime(t0.Add(sources.Young + time.Second))
 			},
 		},
 		"a rollout that waits keeps its young sources past the minute": {
-			steps: func(b *births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
+			steps: func(b *Births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Pending}, false, t0)
+				b.Decided(web, []refs.Source{app}, rollout.Decision{Action: rollout.Pending}, false, t0)
 				clk.SetTime(t0.Add(2 * sources.Young))
 			},
 			want: []refs.Source{app},
 		},
 		"a workload forgotten (not opted in) has no birth": {
-			steps: func(b *births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.forget(web)
+				b.Forget(web)
 			},
 		},
 	}
@@ -101,10 +101,10 @@ func TestBirths(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			clk := clocktesting.NewFakePassiveClock(t0)
-			b, c := &births{}, &sources.Changes{Clock: clk}
-			b.recorder(clk.Now).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
+			b, c := &Births{}, &sources.Changes{Clock: clk}
+			b.Recorder(clk.Now).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
 			tc.steps(b, c, clk)
-			g.Expect(b.young(web, []refs.Reference{{Source: app}}, c, clk.Now())).To(Equal(tc.want), "young")
+			g.Expect(b.Young(web, []refs.Reference{{Source: app}}, c, clk.Now())).To(Equal(tc.want), "young")
 		})
 	}
 }
@@ -142,13 +142,13 @@ func TestBirthsSettled(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			b := &births{}
-			b.recorder(func() time.Time { return t0 }).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
+			b := &Births{}
+			b.Recorder(func() time.Time { return t0 }).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
 			d := rollout.Decision{Action: rollout.Baseline, Write: baseline, FirstSight: true}
 			if tc.none {
 				d = rollout.Decision{Action: rollout.None}
 			}
-			b.decided(web, nil, d, true, t0)
+			b.Decided(web, nil, d, true, t0)
 			now, applied := tc.at, tc.applied
 			if now.IsZero() {
 				now = t0
@@ -156,7 +156,7 @@ func TestBirthsSettled(t *testing.T) {
 			if applied == "" {
 				applied = ours
 			}
-			NewWithT(t).Expect(b.settled(web, applied, tc.versions, now)).To(Equal(tc.want))
+			NewWithT(t).Expect(b.Settled(web, applied, tc.versions, now)).To(Equal(tc.want))
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package controller
+package memo
 
 import (
 	"testing"
@@ -59,16 +59,16 @@ func TestHistory(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			var h history
+			var h History
 			for _, w := range tc.writes {
-				h.wrote(web, w.over, w.made, w.firstSight)
+				h.Wrote(web, w.over, w.made, w.firstSight)
 			}
-			stale, awaited := h.stale(web, tc.version)
+			stale, awaited := h.Stale(web, tc.version)
 			g.Expect(stale).To(Equal(tc.wantStale), "stale")
 			g.Expect(awaited).To(Equal(tc.wantAwaited), "awaited")
-			g.Expect(h.stale(api, tc.version)).To(BeFalse(), "another workload")
-			h.forget(web)
-			g.Expect(h.stale(web, tc.version)).To(BeFalse(), "forgotten")
+			g.Expect(h.Stale(api, tc.version)).To(BeFalse(), "another workload")
+			h.Forget(web)
+			g.Expect(h.Stale(web, tc.version)).To(BeFalse(), "forgotten")
 		})
 	}
 }
@@ -134,15 +134,15 @@ func TestOwnWrites(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			var h history
-			p := h.ownWrites()
+			var h History
+			p := h.OwnWrites()
 			var stale [2]bool
 			for i, s := range tc.steps {
 				switch {
 				case s.wrote != nil:
-					h.wrote(web, s.wrote[0], s.wrote[1], s.wrote[2] == "true")
+					h.Wrote(web, s.wrote[0], s.wrote[1], s.wrote[2] == "true")
 				case s.read != "":
-					stale[0], stale[1] = h.stale(web, s.read)
+					stale[0], stale[1] = h.Stale(web, s.read)
 				case s.deleted:
 					g.Expect(p.Delete(event.DeleteEvent{Object: deployment("web", "2")})).To(BeTrue(), "step %d: a deletion", i)
 				default:

@@ -1,4 +1,4 @@
-package controller
+package memo
 
 import (
 	"slices"
@@ -16,7 +16,7 @@ import (
 	"nudge.dev/nudge/internal/sources"
 )
 
-// births remembers, per workload whose creation nudge's informer delivered
+// Births remembers, per workload whose creation nudge's informer delivered
 // (not one listed at start), the workload's resourceVersion then, for
 // sources.Young or until nudge rolls it. A source whose content nudge saw
 // change to a later resourceVersion (sources.Changes.After) changed after
@@ -25,7 +25,7 @@ import (
 // while the watch was down is delivered by a later list at a later
 // resourceVersion: fewer sources count, never more. The zero value is
 // ready to use; it is safe for concurrent use.
-type births struct {
+type Births struct {
 	mu sync.Mutex
 	of sources.Recent[types.NamespacedName, birth]
 }
@@ -53,11 +53,11 @@ func (e birth) Old(now time.Time) bool {
 	return now.Sub(e.at) > sources.Young && len(e.held) == 0
 }
 
-// recorder returns a predicate that records the creation of a workload
+// Recorder returns a predicate that records the creation of a workload
 // delivered by a watch, and lets every event through. Placed before the
 // predicates that enqueue the workload, it records the creation before the
 // workload's first reconcile.
-func (b *births) recorder(now func() time.Time) predicate.Funcs {
+func (b *Births) Recorder(now func() time.Time) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
 			if !e.IsInInitialList && e.Object != nil {
@@ -68,16 +68,16 @@ func (b *births) recorder(now func() time.Time) predicate.Funcs {
 	}
 }
 
-func (b *births) born(key types.NamespacedName, version string, now time.Time) {
+func (b *Births) born(key types.NamespacedName, version string, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.of.Put(key, birth{version: version, at: now}, now)
 }
 
-// young returns, sorted, the sources of counted (references whose source
+// Young returns, sorted, the sources of counted (references whose source
 // exists) of which nudge saw what the reference reads change after key's
 // creation, while key is young or holds such a change.
-func (b *births) young(key types.NamespacedName, counted []refs.Reference, changes *sources.Changes, now time.Time) []refs.Source {
+func (b *Births) Young(key types.NamespacedName, counted []refs.Reference, changes *sources.Changes, now time.Time) []refs.Source {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
@@ -95,7 +95,7 @@ func (b *births) young(key types.NamespacedName, counted []refs.Reference, chang
 	return out
 }
 
-// settled returns, sorted, the sources of versions (each source's
+// Settled returns, sorted, the sources of versions (each source's
 // resourceVersion as the cache holds it) whose content was written at or
 // before key's creation, while key is young and its applied state is the
 // baseline this nudge wrote: every pod of key started with that content,
@@ -105,7 +105,7 @@ func (b *births) young(key types.NamespacedName, counted []refs.Reference, chang
 // a baseline of a nudge whose cache is ahead of this one's) is not this
 // nudge's to correct: it may hold newer content than this cache. A
 // version that cannot be compared is not settled.
-func (b *births) settled(key types.NamespacedName, applied string, versions map[refs.Source]string, now time.Time) []refs.Source {
+func (b *Births) Settled(key types.NamespacedName, applied string, versions map[refs.Source]string, now time.Time) []refs.Source {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
@@ -122,12 +122,12 @@ func (b *births) settled(key types.NamespacedName, applied string, versions map[
 	return out
 }
 
-// decided settles key after decision d, taken at now with young sources:
+// Decided settles key after decision d, taken at now with young sources:
 // a rollout written ends the workload's youth; one that waits keeps its
 // young sources until it is written; a baseline written ends the youth of
 // the sources it records as they enter (rollout.Decision.Entered), and is
 // remembered (see settled); any other decision lets it age.
-func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollout.Decision, written bool, now time.Time) {
+func (b *Births) Decided(key types.NamespacedName, young []refs.Source, d rollout.Decision, written bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
@@ -156,9 +156,9 @@ func (b *births) decided(key types.NamespacedName, young []refs.Source, d rollou
 	}
 }
 
-// forget drops what is known of key (deleted, or not opted in: opting in
+// Forget drops what is known of key (deleted, or not opted in: opting in
 // later is first sight as rule 3 says, whatever changed meanwhile).
-func (b *births) forget(key types.NamespacedName) {
+func (b *Births) Forget(key types.NamespacedName) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	b.of.Delete(key)

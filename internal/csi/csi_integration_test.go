@@ -1,4 +1,4 @@
-package sources_test
+package csi_test
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package sources
+package csi
 
 import (
 	"context"
@@ -92,7 +92,7 @@ func TrimPodStatus(obj any) (any, error) {
 // informer's initial list: each workload is reconciled on its own first
 // sight, and a watch added while nudge runs has its handler in place before
 // any reconcile reads a pod status (see
-// controller.Reconciler.WatchPodStatuses), so a later version reaches it as
+// Watch), so a later version reaches it as
 // an update.
 func PodStatusChanged() predicate.Funcs {
 	return predicate.Funcs{

@@ -1,4 +1,4 @@
-package controller
+package resolve
 
 import (
 	"context"
@@ -73,6 +73,20 @@ type Resolved struct {
 	Version string
 }
 
+// Behaviour is what Reloader's flags and nudge's options change in which
+// sources count and how. The zero value is nudge's default.
+type Behaviour struct {
+	// ReloadOnCreate and ReloadOnDelete are Reloader's flags of those names:
+	// a source created counts as a change (rollout.Input.CreateRolls), and
+	// any source deleted counts as absent, as an optional one does.
+	ReloadOnCreate, ReloadOnDelete bool
+	// SourceSelector, when not nil, is the --resource-label-selector: other
+	// sources never count.
+	SourceSelector labels.Selector
+	// IgnoreSources are source kinds never counted (--resources-to-ignore).
+	IgnoreSources map[refs.Kind]bool
+}
+
 // Resolver gathers rollout.Decide's inputs for one workload: nudge's
 // reference resolution and fingerprint, over the cache in the reconciler and
 // over the API in nudge explain. Sources its Reader returns must be digested
@@ -86,8 +100,7 @@ type Resolver struct {
 	// Changes, when not nil, tells when the sources' content changed
 	// (rollout.Input.Changes).
 	Changes *sources.Changes
-	// Behaviour: ReloadOnCreate, ReloadOnDelete, SourceSelector and
-	// IgnoreSources are read.
+	// Behaviour is what Reloader's flags change in how sources count.
 	Behaviour
 	// Dialect reads the sources' ignore and match marks, with Reloader's
 	// names as its flags set them; the zero Parser reads the defaults.
@@ -155,7 +168,7 @@ func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, v
 	if c.Kind == refs.SecretProviderClass {
 		return r.resolveClass(ctx, c, in)
 	}
-	src, err := r.getSource(ctx, c.Source)
+	src, err := r.Get(ctx, c.Source)
 	switch {
 	case apierrors.IsNotFound(err) && c.namedOnly && !r.ReloadOnDelete:
 		in.Kept = append(in.Kept, c.Reference)
@@ -189,7 +202,9 @@ func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, v
 	return Counted, nil
 }
 
-func (r Resolver) getSource(ctx context.Context, s refs.Source) (client.Object, error) {
+// Get reads the ConfigMap or Secret s from the Reader, returning its error
+// (NotFound when s does not exist).
+func (r Selector) Get(ctx context.Context, s refs.Source) (client.Object, error) {
 	var obj client.Object = &corev1.ConfigMap{}
 	if s.Kind == refs.Secret {
 		obj = &corev1.Secret{}

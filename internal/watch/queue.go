@@ -1,4 +1,4 @@
-package controller
+package watch
 
 import (
 	"context"
@@ -12,47 +12,47 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// queueReady is how many ready items a controller's queue holds before it
-// keeps further low-priority adds outside it (see controllerQueue).
-const queueReady = 500
+// QueueReady is how many ready items a controller's queue holds before it
+// keeps further low-priority adds outside it (see Queue).
+const QueueReady = 500
 
 // feedEvery bounds the wait of the queue's feeder for a Done that makes
-// room (see controllerQueue.feed).
+// room (see Queue.feed).
 const feedEvery = 50 * time.Millisecond
 
-// controllerQueue is a controller's queue made when the controller is set
+// Queue is a controller's queue made when the controller is set
 // up, not when it starts: controller-runtime's priority queue, as the
 // controller would make it, which may be shut down more than once.
 //
 // Low-priority adds (the informers' first lists: every workload, and every
 // source's workloads, at start) wait outside the priority queue, in order,
-// once it holds queueReady ready items, and are passed on as it drains. The
+// once it holds QueueReady ready items, and are passed on as it drains. The
 // priority queue keeps its items in Go maps, which never shrink: fed all at
 // once, they stayed sized for every workload of the cluster (3.7 MB at
 // 25,000 Deployments, docs/performance.md). What waits here is a slice and
 // a set, dropped whole once passed on. An add without delay at another
 // priority of an item waiting here goes to the priority queue at once, and
 // the item is no longer waiting. Len counts both.
-type controllerQueue struct {
+type Queue struct {
 	priorityqueue.PriorityQueue[reconcile.Request]
 	shutDown sync.Once
 
 	mu      sync.Mutex
 	held    []reconcile.Request        // low-priority adds waiting, in order; may hold items no longer waiting
 	waiting map[reconcile.Request]bool // the items waiting; nil when none
-	queued  map[reconcile.Request]bool // items added at low priority and not handed out yet: at most about queueReady
+	queued  map[reconcile.Request]bool // items added at low priority and not handed out yet: at most about QueueReady
 	room    chan struct{}              // a Done or a held add: the feeder looks again
 }
 
-// newQueue returns the queue of the controller named name (log is its
+// NewQueue returns the queue of the controller named name (log is its
 // logger), shut down when ctx is done or when the controller stops. The
-// controller is given it by its options' NewQueue (see queueOf), so that its
+// controller is given it by its options' NewQueue (see QueueOf), so that its
 // sources may add their handlers before the manager starts
-// (kindSource.addHandler), and the events of the informers' first lists wait
+// (KindSource.AddHandler), and the events of the informers' first lists wait
 // in it for the workers; the initial objects' at low priority, behind the
 // changes.
-func newQueue(ctx context.Context, name string, log logr.Logger) *controllerQueue {
-	q := &controllerQueue{PriorityQueue: priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) { o.Log = log }),
+func NewQueue(ctx context.Context, name string, log logr.Logger) *Queue {
+	q := &Queue{PriorityQueue: priorityqueue.New(name, func(o *priorityqueue.Opts[reconcile.Request]) { o.Log = log }),
 		queued: map[reconcile.Request]bool{}, room: make(chan struct{}, 1)}
 	go func() {
 		<-ctx.Done()
@@ -64,12 +64,12 @@ func newQueue(ctx context.Context, name string, log logr.Logger) *controllerQueu
 
 // AddWithOpts adds items: a low-priority add without delay of an item
 // neither waiting nor queued at low priority (the priority queue would
-// merge it) to the priority queue while it holds fewer than queueReady
-// ready items and none wait, else to those waiting (see controllerQueue);
+// merge it) to the priority queue while it holds fewer than QueueReady
+// ready items and none wait, else to those waiting (see Queue);
 // any other add to the priority queue, an add without delay ending the
 // items' wait (a delayed one leaves them waiting, to be passed on when their
 // turn comes, as the priority queue would have kept them ready).
-func (q *controllerQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
+func (q *Queue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcile.Request) {
 	now := o.After == 0 && !o.RateLimited
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -84,7 +84,7 @@ func (q *controllerQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcil
 	}
 	room := 0
 	if q.waiting == nil {
-		room = queueReady - q.PriorityQueue.Len()
+		room = QueueReady - q.PriorityQueue.Len()
 	}
 	var direct []reconcile.Request
 	for _, item := range items {
@@ -111,7 +111,7 @@ func (q *controllerQueue) AddWithOpts(o priorityqueue.AddOpts, items ...reconcil
 
 // GetWithPriority returns the next item and its priority, blocking until
 // there is one or the queue is shut down (shutdown true).
-func (q *controllerQueue) GetWithPriority() (reconcile.Request, int, bool) {
+func (q *Queue) GetWithPriority() (reconcile.Request, int, bool) {
 	item, priority, shutdown := q.PriorityQueue.GetWithPriority()
 	if !shutdown {
 		q.mu.Lock()
@@ -122,40 +122,40 @@ func (q *controllerQueue) GetWithPriority() (reconcile.Request, int, bool) {
 }
 
 // Get returns the next item, as GetWithPriority.
-func (q *controllerQueue) Get() (reconcile.Request, bool) {
+func (q *Queue) Get() (reconcile.Request, bool) {
 	item, _, shutdown := q.GetWithPriority()
 	return item, shutdown
 }
 
 // Add adds item at the default priority.
-func (q *controllerQueue) Add(item reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, item) }
+func (q *Queue) Add(item reconcile.Request) { q.AddWithOpts(priorityqueue.AddOpts{}, item) }
 
 // AddAfter adds item once after has passed.
-func (q *controllerQueue) AddAfter(item reconcile.Request, after time.Duration) {
+func (q *Queue) AddAfter(item reconcile.Request, after time.Duration) {
 	q.AddWithOpts(priorityqueue.AddOpts{After: after}, item)
 }
 
 // AddRateLimited adds item once the rate limiter allows.
-func (q *controllerQueue) AddRateLimited(item reconcile.Request) {
+func (q *Queue) AddRateLimited(item reconcile.Request) {
 	q.AddWithOpts(priorityqueue.AddOpts{RateLimited: true}, item)
 }
 
 // Done marks item processed, which may make room for those waiting.
-func (q *controllerQueue) Done(item reconcile.Request) {
+func (q *Queue) Done(item reconcile.Request) {
 	q.PriorityQueue.Done(item)
 	q.poke()
 }
 
 // Len returns the number of ready items: the priority queue's and those
 // waiting outside it.
-func (q *controllerQueue) Len() int {
+func (q *Queue) Len() int {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	return q.PriorityQueue.Len() + len(q.waiting)
 }
 
 // poke tells the feeder to look again.
-func (q *controllerQueue) poke() {
+func (q *Queue) poke() {
 	select {
 	case q.room <- struct{}{}:
 	default:
@@ -166,7 +166,7 @@ func (q *controllerQueue) poke() {
 // and in order, as it has room for them, until ctx is done or the queue is
 // shut down. While none wait it sleeps until told (poke); while some do, it
 // looks again at each Done, and every feedEvery at the latest.
-func (q *controllerQueue) feed(ctx context.Context) {
+func (q *Queue) feed(ctx context.Context) {
 	timer := time.NewTimer(feedEvery)
 	defer timer.Stop()
 	for {
@@ -192,11 +192,11 @@ func (q *controllerQueue) feed(ctx context.Context) {
 }
 
 // pass passes on as many of the items waiting as the priority queue has room
-// for (queueReady less its ready items), in order.
-func (q *controllerQueue) pass() {
+// for (QueueReady less its ready items), in order.
+func (q *Queue) pass() {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	n := queueReady - q.PriorityQueue.Len()
+	n := QueueReady - q.PriorityQueue.Len()
 	if n <= 0 || q.waiting == nil {
 		return
 	}
@@ -219,15 +219,15 @@ func (q *controllerQueue) pass() {
 }
 
 // ShutDown shuts the queue down; it may be called again.
-func (q *controllerQueue) ShutDown() { q.shutDown.Do(q.PriorityQueue.ShutDown) }
+func (q *Queue) ShutDown() { q.shutDown.Do(q.PriorityQueue.ShutDown) }
 
 // ShutDownWithDrain is ShutDown, as the priority queue's.
-func (q *controllerQueue) ShutDownWithDrain() { q.ShutDown() }
+func (q *Queue) ShutDownWithDrain() { q.ShutDown() }
 
-// queueOf returns a controller's NewQueue that gives it q, whatever rate
+// QueueOf returns a controller's NewQueue that gives it q, whatever rate
 // limiter it is asked for: q has the priority queue's own, which is the one
 // controller-runtime gives a controller with a priority queue.
-func queueOf(q *controllerQueue) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
+func QueueOf(q *Queue) func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 	return func(string, workqueue.TypedRateLimiter[reconcile.Request]) workqueue.TypedRateLimitingInterface[reconcile.Request] {
 		return q
 	}

@@ -1,4 +1,4 @@
-package controller_test
+package watch_test
 
 import (
 	"fmt"
@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/watch"
 )
 
 // TestQueueHoldsLowPriorityAddsBeyondItsReadyItems: the informers' first
@@ -23,8 +23,8 @@ import (
 func TestQueueHoldsLowPriorityAddsBeyondItsReadyItems(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
-	q := controller.NewQueue(t.Context(), "", logr.Discard())
-	n := 3 * controller.QueueReady
+	q := watch.NewQueue(t.Context(), "", logr.Discard())
+	n := 3 * watch.QueueReady
 	req := func(i int) reconcile.Request {
 		return reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("w-%04d", i)}}
 	}

@@ -1,4 +1,4 @@
-package controller_test
+package watch_test
 
 import (
 	"context"
@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"nudge.dev/nudge/internal/controller"
 	nt "nudge.dev/nudge/internal/nudgetest"
+	"nudge.dev/nudge/internal/watch"
 )
 
 // TestKindSourceSyncs: the controllers' source of a kind reports itself
@@ -46,7 +46,7 @@ func TestKindSourceSyncs(t *testing.T) {
 	}}
 	queue := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
 	defer queue.ShutDown()
-	src := controller.WatchKind(c, &corev1.ConfigMap{}, counting)
+	src := watch.NewKindSource(c, &corev1.ConfigMap{}, counting)
 	g.Expect(src.Start(ctx, queue)).To(Succeed())
 	synced, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -55,14 +55,14 @@ func TestKindSourceSyncs(t *testing.T) {
 
 	unserved := &unstructured.Unstructured{}
 	unserved.SetGroupVersionKind(schema.GroupVersionKind{Group: "absent.nudge.dev", Version: "v1", Kind: "Absent"})
-	src = controller.WatchKind(c, unserved, counting)
+	src = watch.NewKindSource(c, unserved, counting)
 	g.Expect(src.Start(ctx, queue)).To(Succeed())
 	expiring, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()
 	g.Expect(src.WaitForSync(expiring)).To(MatchError(ContainSubstring("timed out waiting for kind source")),
 		"a kind the API server does not serve: the wait ends with an error at the controller's timeout")
 
-	src = controller.WatchKind(c, unserved, counting)
+	src = watch.NewKindSource(c, unserved, counting)
 	g.Expect(src.Start(ctx, queue)).To(Succeed())
 	stopped, stop := context.WithCancel(ctx)
 	stop()
@@ -81,7 +81,7 @@ func TestKindSourceBeforeTheCacheStarts(t *testing.T) {
 	ctx := t.Context()
 	const n = 300
 	ns, c := configMapsCache(t, "early-", n)
-	queue := controller.NewQueue(ctx, "early", logr.Discard())
+	queue := watch.NewQueue(ctx, "early", logr.Discard())
 	enqueue := &handler.EnqueueRequestForObject{}
 	updated := make(chan struct{}, 1)
 	noting := handler.Funcs{CreateFunc: enqueue.Create, UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
@@ -91,7 +91,7 @@ func TestKindSourceBeforeTheCacheStarts(t *testing.T) {
 		default:
 		}
 	}}
-	src := controller.WatchKind(c, &corev1.ConfigMap{}, noting)
+	src := watch.NewKindSource(c, &corev1.ConfigMap{}, noting)
 	g.Expect(src.AddHandler(ctx, queue)).To(Succeed(), "the handler was added before the cache started")
 	unstarted, cancel := context.WithTimeout(ctx, time.Second)
 	defer cancel()

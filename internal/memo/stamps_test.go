@@ -1,4 +1,4 @@
-package controller
+package memo
 
 import (
 	"testing"
@@ -32,17 +32,17 @@ func TestRolloutsForeign(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			var r rollouts
+			var r Rollouts
 			for k, at := range tt.made {
-				r.made(k, at)
+				r.Made(k, at)
 			}
-			NewWithT(t).Expect(r.foreign(tt.key, tt.at, tt.now)).To(Equal(tt.want))
+			NewWithT(t).Expect(r.Foreign(tt.key, tt.at, tt.now)).To(Equal(tt.want))
 		})
 	}
 }
 
 // A check that found the cache holding the API server's version of a
-// source covers the other nudges' rollouts stamped clockSkew or more
+// source covers the other nudges' rollouts stamped ClockSkew or more
 // before it, and no later one: those may have been decided on a newer
 // version.
 func TestCaughtUpCovers(t *testing.T) {
@@ -57,19 +57,19 @@ func TestCaughtUpCovers(t *testing.T) {
 	}{
 		"never checked":                        {rolled: t0, now: t0.Add(time.Minute), src: cm, want: false},
 		"a rollout long before the check":      {checked: ptr.To(t0.Add(50 * time.Second)), rolled: t0, now: t0.Add(51 * time.Second), src: cm, want: true},
-		"a rollout clockSkew before the check": {checked: ptr.To(t0.Add(clockSkew)), rolled: t0, now: t0.Add(clockSkew), src: cm, want: true},
-		"a rollout within clockSkew of it":     {checked: ptr.To(t0.Add(clockSkew - time.Millisecond)), rolled: t0, now: t0.Add(clockSkew), src: cm, want: false},
+		"a rollout ClockSkew before the check": {checked: ptr.To(t0.Add(ClockSkew)), rolled: t0, now: t0.Add(ClockSkew), src: cm, want: true},
+		"a rollout within ClockSkew of it":     {checked: ptr.To(t0.Add(ClockSkew - time.Millisecond)), rolled: t0, now: t0.Add(ClockSkew), src: cm, want: false},
 		"a rollout after the check":            {checked: ptr.To(t0), rolled: t0.Add(time.Second), now: t0.Add(2 * time.Second), src: cm, want: false},
 		"another source checked":               {checked: ptr.To(t0.Add(50 * time.Second)), rolled: t0, now: t0.Add(51 * time.Second), src: other, want: false},
 		"a check older than foreignWindow":     {checked: ptr.To(t0.Add(50 * time.Second)), rolled: t0, now: t0.Add(50*time.Second + foreignWindow + time.Nanosecond), src: cm, want: false},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			var c caughtUp
+			var c CaughtUp
 			if tt.checked != nil {
-				c.saw(cm, *tt.checked)
+				c.Saw(cm, *tt.checked)
 			}
-			NewWithT(t).Expect(c.covers(tt.src, tt.rolled, tt.now)).To(Equal(tt.want))
+			NewWithT(t).Expect(c.Covers(tt.src, tt.rolled, tt.now)).To(Equal(tt.want))
 		})
 	}
 }

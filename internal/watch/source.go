@@ -1,4 +1,4 @@
-package controller
+package watch
 
 import (
 	"context"
@@ -21,11 +21,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 )
 
-// kindSource is a controller's source of obj's events from the manager's
+// KindSource is a controller's source of obj's events from the manager's
 // cache: controller-runtime's source.Kind, with two differences.
 //
-// Its handler can be added before the manager starts (addHandler), its
-// events going to the controller's queue made ahead (newQueue): the
+// Its handler can be added before the manager starts (AddHandler), its
+// events going to the controller's queue made ahead (NewQueue): the
 // informer's first list then feeds the handler as it arrives. The Kind
 // source adds its handler when the controller starts, once every cache has
 // synced, and the handler is then handed the cached objects one by one (4,000
@@ -36,13 +36,13 @@ import (
 // HasSyncedChecker); the Kind source polls for it every 100 ms. As with the
 // Kind source, WaitForSync returns only once the cache has synced too:
 // nothing rolls before its inputs are cached.
-type kindSource struct {
+type KindSource struct {
 	cache      cache.Cache
 	obj        client.Object
 	handler    handler.EventHandler
 	predicates []predicate.Predicate
 
-	// Set by addHandler: the queue the handler adds to and its
+	// Set by AddHandler: the queue the handler adds to and its
 	// registration. Without, Start adds the handler.
 	queue workqueue.TypedRateLimitingInterface[reconcile.Request]
 	reg   toolscache.ResourceEventHandlerRegistration
@@ -52,24 +52,24 @@ type kindSource struct {
 	cancel context.CancelFunc
 }
 
-var _ source.SyncingSource = (*kindSource)(nil)
+var _ source.SyncingSource = (*KindSource)(nil)
 
-// watchKind returns the source of obj's events (a typed object, or
+// NewKindSource returns the source of obj's events (a typed object, or
 // unstructured or metadata with its kind set) from c, given to h when every
 // predicate passes.
-func watchKind(c cache.Cache, obj client.Object, h handler.EventHandler, predicates ...predicate.Predicate) *kindSource {
-	return &kindSource{cache: c, obj: obj, handler: h, predicates: predicates}
+func NewKindSource(c cache.Cache, obj client.Object, h handler.EventHandler, predicates ...predicate.Predicate) *KindSource {
+	return &KindSource{cache: c, obj: obj, handler: h, predicates: predicates}
 }
 
-// addHandler adds the source's handler to the informer of its kind now,
+// AddHandler adds the source's handler to the informer of its kind now,
 // its events going to queue, which must be the queue the controller will
-// start with (see newQueue). It does not wait for the informer: called
+// start with (see NewQueue). It does not wait for the informer: called
 // before the manager starts, the handler is given the informer's first list
 // as it arrives, the initial objects as creates in the initial list (which
 // controller-runtime's handlers queue at low priority). It returns an error
 // when the cache cannot give the informer now (a kind not served): Start
 // then asks for it again, as without.
-func (s *kindSource) addHandler(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+func (s *KindSource) AddHandler(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	inf, err := s.cache.GetInformer(ctx, s.obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("getting the informer of %s: %w", s, err)
@@ -84,7 +84,7 @@ func (s *kindSource) addHandler(ctx context.Context, queue workqueue.TypedRateLi
 
 // register adds the source's handler to inf, its events going to queue, and
 // returns the registration.
-func (s *kindSource) register(ctx context.Context, inf cache.Informer, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) (toolscache.ResourceEventHandlerRegistration, error) {
+func (s *KindSource) register(ctx context.Context, inf cache.Informer, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) (toolscache.ResourceEventHandlerRegistration, error) {
 	registered := &registering{Informer: inf}
 	// source.Informer adds controller-runtime's own event handler, the one
 	// the Kind source adds, and registering keeps its registration.
@@ -95,10 +95,10 @@ func (s *kindSource) register(ctx context.Context, inf cache.Informer, queue wor
 }
 
 // Start adds the source's handler to the informer of its kind, unless
-// addHandler did, without blocking: the informer is asked for, and waited
+// AddHandler did, without blocking: the informer is asked for, and waited
 // for, in the background (WaitForSync reports the outcome). With the handler
 // added already, queue must be the one it adds to.
-func (s *kindSource) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+func (s *KindSource) Start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	if s.queue != nil && s.queue != queue {
 		return fmt.Errorf("%s: started with another queue than its handler adds to", s)
 	}
@@ -111,12 +111,12 @@ func (s *kindSource) Start(ctx context.Context, queue workqueue.TypedRateLimitin
 	return nil
 }
 
-// start gets the informer and adds the handler, unless addHandler did, and
+// start gets the informer and adds the handler, unless AddHandler did, and
 // waits for the handler to be synced. Like the Kind source, it asks for the
 // informer again every 10 s while the cache cannot give it (a custom
 // resource's definition not served yet, RBAC), logging why, until ctx is
 // done.
-func (s *kindSource) start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
+func (s *KindSource) start(ctx context.Context, queue workqueue.TypedRateLimitingInterface[reconcile.Request]) error {
 	reg := s.reg
 	if reg == nil {
 		var inf cache.Informer
@@ -152,7 +152,7 @@ func (s *kindSource) start(ctx context.Context, queue workqueue.TypedRateLimitin
 // the cache being synced. It returns nil when ctx is cancelled (the
 // controller stops) and an error when it expires (the controller's cache
 // sync timeout) or the informer could not be had. It must follow Start.
-func (s *kindSource) WaitForSync(ctx context.Context) error {
+func (s *KindSource) WaitForSync(ctx context.Context) error {
 	if s.synced == nil {
 		return fmt.Errorf("%s: waited for before it was started", s)
 	}
@@ -169,7 +169,7 @@ func (s *kindSource) WaitForSync(ctx context.Context) error {
 }
 
 // String names the source in the controller's logs.
-func (s *kindSource) String() string {
+func (s *KindSource) String() string {
 	if gvk := s.obj.GetObjectKind().GroupVersionKind(); !gvk.Empty() {
 		return fmt.Sprintf("kind source: %T[%s]", s.obj, gvk)
 	}
@@ -189,11 +189,11 @@ func (r *registering) AddEventHandlerWithOptions(h toolscache.ResourceEventHandl
 	return reg, err
 }
 
-// reconcileLog returns the log constructor controller-runtime's builder
+// ReconcileLog returns the log constructor controller-runtime's builder
 // gives a controller of obj's kind made with For: the controller's name,
 // group and kind, and the request's object. The controllers here watch their
-// kind with a kindSource instead of For, and keep the same log lines.
-func reconcileLog(mgr ctrl.Manager, name string, obj client.Object) (func(*reconcile.Request) logr.Logger, error) {
+// kind with a KindSource instead of For, and keep the same log lines.
+func ReconcileLog(mgr ctrl.Manager, name string, obj client.Object) (func(*reconcile.Request) logr.Logger, error) {
 	gvk, err := apiutil.GVKForObject(obj, mgr.GetScheme())
 	if err != nil {
 		return nil, err

@@ -1,4 +1,4 @@
-package controller
+package resolve
 
 import (
 	"context"
@@ -33,8 +33,8 @@ type Selector struct {
 	// Reader lists the sources a name pattern is matched against: the
 	// cache, or the API.
 	Reader client.Reader
-	// AutoReloadAll is Reloader's --auto-reload-all (see
-	// Reconciler.AutoReloadAll).
+	// AutoReloadAll is Reloader's --auto-reload-all: every workload is in
+	// auto mode unless it opts out.
 	AutoReloadAll bool
 	// Watched reports whether nudge watches a namespace; nil means every one.
 	Watched func(ctx context.Context, namespace string) bool

@@ -1,0 +1,247 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/resolve"
+	"nudge.dev/nudge/internal/rollout"
+	"nudge.dev/nudge/internal/workload"
+)
+
+// observed is what a reconcile read of one opted-in workload from the
+// cache, for the decision.
+type observed struct {
+	key  types.NamespacedName
+	obj  client.Object
+	spec dialect.Spec
+	// in is rollout.Decide's input (see inputs).
+	in rollout.Input
+	// causes are the Warnings found on the way: malformed annotations,
+	// missing sources, unwatched namespaces.
+	causes []record.Cause
+}
+
+// A source created just before its workload may reach nudge's cache after
+// the workload does: the cache then misses a source the API server has.
+// Before it warns that such a source does not exist, the reconciler asks the
+// API server, and while the cache is behind it waits (behindWait, at most
+// memo.Lag's limit of times in a row) instead of acting.
+const behindWait = 250 * time.Millisecond
+
+// staleWait is how long a reconcile that read a version nudge has written
+// over waits when the write's event has come meanwhile: the cache holds the
+// write once its event is handled, so a moment.
+const staleWait = 10 * time.Millisecond
+
+// errCacheBehind is returned by inputs when the cache misses a source the
+// API server has.
+var errCacheBehind = errors.New("the cache is behind the API server")
+
+// observe reads the workload key and its sources from the cache. It
+// returns nil, with the reconcile's result, when there is nothing to
+// decide: the workload is gone (what is remembered of it is forgotten), has
+// no pod template, is in a namespace not watched, does not opt in (nudge's
+// state is dropped), was read from a cache behind nudge's own write, or
+// reads a source the cache misses.
+func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*observed, ctrl.Result, error) {
+	obj := r.Kind.New()
+	err := r.Client.Get(ctx, key, obj)
+	if handled, result, err := r.Jobs.Pending(ctx, jobReport{r}, key, obj, err); handled {
+		return nil, result, err
+	}
+	if err != nil {
+		if apierrors.IsNotFound(err) {
+			r.memory.Forget(key)
+			r.Waves.Gone(r.waveKey(key))
+			return nil, ctrl.Result{}, nil
+		}
+		return nil, ctrl.Result{}, err
+	}
+	r.Waves.Observe(ctx, r.waveKey(key), obj, r.now())
+	tmpl := r.Kind.Template(obj)
+	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
+		return nil, ctrl.Result{}, nil
+	}
+	o := &observed{key: key, obj: obj}
+	var errs []error
+	o.spec, errs = r.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
+	o.causes = r.malformed(obj, errs)
+	if !o.spec.Enabled(r.AutoReloadAll) {
+		result, err := r.optedOut(ctx, obj, o.causes, len(errs) > 0)
+		return nil, result, err
+	}
+	if stale, awaited := r.memory.History.Stale(key, obj.GetResourceVersion()); stale {
+		// The cache has not seen nudge's last write yet; that write's event
+		// brings the workload back, or has come meanwhile (see
+		// memo.History.OwnWrites).
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see nudge's last write", "kind", r.Kind.Name(), "resourceVersion", obj.GetResourceVersion(), "eventAwaited", awaited)
+		if awaited {
+			return nil, ctrl.Result{}, nil
+		}
+		return nil, ctrl.Result{RequeueAfter: staleWait}, nil
+	}
+	in, more, err := r.inputs(ctx, obj, o.spec, tmpl)
+	if errors.Is(err, errCacheBehind) {
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see a source the API server has", "kind", r.Kind.Name())
+		return nil, ctrl.Result{RequeueAfter: behindWait}, nil
+	}
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	o.in, o.causes = in, append(o.causes, more...)
+	return o, ctrl.Result{}, nil
+}
+
+// malformed returns the Warning causes of obj's malformed annotations: the
+// dialects' errs, and a Deployment's pause period that is no positive
+// duration.
+func (r *Reconciler) malformed(obj client.Object, errs []error) []record.Cause {
+	var causes []record.Cause
+	for _, err := range errs {
+		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
+	}
+	pause := r.Dialect.Reloader().PausePeriod
+	if v, ok := obj.GetAnnotations()[pause]; ok && r.Kind == workload.Deployment && r.pausePeriod(obj) == 0 {
+		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: fmt.Sprintf(
+			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", pause, v)})
+	}
+	return causes
+}
+
+// optedOut handles a workload that does not opt in: its creation is
+// forgotten, its causes warned about, and nudge's state dropped, unless an
+// annotation is malformed: a malformed annotation may be a mistyped opt-in,
+// so the state is kept, and once it is mended a change made meanwhile still
+// rolls.
+func (r *Reconciler) optedOut(ctx context.Context, obj client.Object, causes []record.Cause, malformed bool) (ctrl.Result, error) {
+	r.memory.Births.Forget(client.ObjectKeyFromObject(obj))
+	r.warn(ctx, obj, causes)
+	if !malformed {
+		if err := r.release(ctx, obj); err != nil {
+			return r.retry(ctx, err)
+		}
+	}
+	return r.resume(ctx, obj, ctrl.Result{})
+}
+
+// inputs gathers what rollout.Decide needs from the cache (see
+// resolve.Resolver.Inputs) and the young sources of a workload nudge saw created
+// (see memo.Births), with the Warning causes found on the way (missing
+// sources, unwatched namespaces). It returns errCacheBehind when a source
+// the cache misses exists (see cacheBehind).
+func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, error) {
+	in, resolved, err := r.resolver().Inputs(ctx, obj, spec, tmpl, r.now())
+	if err != nil {
+		return in, nil, fmt.Errorf("reading from the cache: %w", err)
+	}
+	var causes []record.Cause
+	for _, c := range resolved {
+		switch c.Outcome {
+		case resolve.Unwatched:
+			causes = append(causes, record.Cause{Reason: record.ReasonNamespaceNotWatched, Note: fmt.Sprintf(
+				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
+		case resolve.Kept, resolve.Missing:
+			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: sourceMissingNote(c)})
+		}
+	}
+	behind, err := r.cacheBehind(ctx, client.ObjectKeyFromObject(obj), resolved, causes)
+	if err != nil {
+		return in, nil, err
+	}
+	if behind {
+		return in, nil, errCacheBehind
+	}
+	var counted []refs.Reference
+	versions := map[refs.Source]string{}
+	for _, c := range resolved {
+		if c.Outcome == resolve.Counted {
+			counted = append(counted, c.Reference)
+			versions[c.Source] = c.Version
+		}
+	}
+	key := client.ObjectKeyFromObject(obj)
+	in.Young = r.memory.Births.Young(key, counted, r.Changes, r.now())
+	in.Settled = r.memory.Births.Settled(key, in.Applied, versions, r.now())
+	return in, causes, nil
+}
+
+// resolver returns the reconciler's Resolver, over its cache.
+func (r *Reconciler) resolver() resolve.Resolver {
+	return resolve.Resolver{
+		Selector:  resolve.Selector{Reader: r.Client, AutoReloadAll: r.AutoReloadAll, Watched: r.Watched, CSI: r.CSI},
+		Key:       r.Key,
+		Window:    r.Window,
+		Changes:   r.Changes,
+		Behaviour: r.Behaviour.Resolving(),
+		Dialect:   r.Dialect,
+	}
+}
+
+// cacheBehind reports whether a source the cache misses, for a SourceMissing
+// cause not warned about yet, exists in the API server: the cache has not
+// seen it yet, and the reconcile should wait (behindWait) rather than warn
+// and record a state without it. It asks with one metadata-only LIST by name
+// per such source (nudge may list, not get, Secrets), at most
+// memo.Lag's limit of reconciles in a row per workload. It returns the API server's error.
+func (r *Reconciler) cacheBehind(ctx context.Context, key types.NamespacedName, resolved []resolve.Resolved, causes []record.Cause) (bool, error) {
+	var missing []resolve.Resolved
+	for _, c := range resolved {
+		if (c.Outcome == resolve.Missing || c.Outcome == resolve.Kept) && (c.Kind == refs.ConfigMap || c.Kind == refs.Secret) {
+			missing = append(missing, c)
+		}
+	}
+	if len(missing) == 0 || r.APIReader == nil {
+		r.memory.Lag.Forget(key)
+		return false, nil
+	}
+	fresh := r.memory.Warnings.Unseen(key, causes)
+	for _, c := range missing {
+		if !fresh[sourceMissingNote(c)] {
+			continue
+		}
+		if version, err := r.serverVersion(ctx, c.Source); err != nil {
+			return false, err
+		} else if version != "" {
+			return r.memory.Lag.Wait(key), nil
+		}
+	}
+	return false, nil
+}
+
+// sourceMissingNote is the note of the SourceMissing Warning about c, a
+// reference whose source does not exist (outcome Missing or Kept).
+func sourceMissingNote(c resolve.Resolved) string {
+	if c.Outcome == resolve.Kept {
+		return fmt.Sprintf("Named %s %s/%s does not exist; its absence rolls nothing", c.Kind, c.Namespace, c.Name)
+	}
+	return fmt.Sprintf("Required %s %s/%s does not exist; no rollout until it does", c.Kind, c.Namespace, c.Name)
+}
+
+// serverVersion returns the resourceVersion of the ConfigMap or Secret src
+// as the API server holds it now, "" when it does not exist: one
+// metadata-only LIST by name (nudge may list, not get, Secrets).
+func (r *Reconciler) serverVersion(ctx context.Context, src refs.Source) (string, error) {
+	list := &metav1.PartialObjectMetadataList{}
+	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(src.Kind) + "List"))
+	if err := r.APIReader.List(ctx, list, client.InNamespace(src.Namespace),
+		client.MatchingFields{"metadata.name": src.Name}, client.Limit(1)); err != nil {
+		return "", fmt.Errorf("looking for %s: %w", src, err)
+	}
+	if len(list.Items) == 0 {
+		return "", nil
+	}
+	return list.Items[0].ResourceVersion, nil
+}
