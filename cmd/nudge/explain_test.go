@@ -23,8 +23,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/explain"
+	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
@@ -342,7 +342,7 @@ func newFixture(t *testing.T) *fixture {
 		nt.EnvFrom("ConfigMap", "app")))).To(Succeed())
 	// halted is held for app's new content, as nudge holds a workload once
 	// a rollout of that content failed elsewhere.
-	key, err := app.ReadKey(ctx, k8s, f.system, "nudge-fingerprint-key")
+	key, err := fingerprint.ReadKey(ctx, k8s, f.system, "nudge-fingerprint-key")
 	g.Expect(err).NotTo(HaveOccurred())
 	var cm corev1.ConfigMap
 	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &cm)).To(Succeed())

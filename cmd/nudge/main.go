@@ -28,6 +28,7 @@ import (
 
 	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/app"
+	"nudge.dev/nudge/internal/logging"
 	"nudge.dev/nudge/internal/options"
 )
 
@@ -126,7 +127,7 @@ func command() *cobra.Command {
 			if !sampleAllocations(opts.PprofAddr, os.Getenv("GODEBUG")) {
 				runtime.MemProfileRate = 0
 			}
-			log := app.Logger(opts)
+			log := logging.New(opts)
 			ctrl.SetLogger(log)
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()

@@ -159,7 +159,7 @@ func (b *bench) versus(ctx context.Context) error {
 // a figure of the floor scenario, counted from the end of the figure before
 // at the earliest. It is longer than the pause in workload writes nudge
 // waits for before it writes the Events of its rollouts (1 s, eventsQuiet
-// in internal/app): with a second, the wait could end just before those
+// in internal/record): with a second, the wait could end just before those
 // Events began, and they were written during the next figure (100 Events
 // among the 1,000 applies of a value-binding fan-out, 26 Nov 2026).
 const versusQuiet = 2 * time.Second

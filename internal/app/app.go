@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -15,17 +13,12 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
-	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
-	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
@@ -35,22 +28,15 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"nudge.dev/nudge/api/v1alpha1"
-	"nudge.dev/nudge/internal/alert"
-	"nudge.dev/nudge/internal/binding"
-	"nudge.dev/nudge/internal/controller"
-	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
-	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/install"
-	"nudge.dev/nudge/internal/jobs"
 	nudgemetrics "nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
-	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/served"
 	"nudge.dev/nudge/internal/shard"
-	"nudge.dev/nudge/internal/sources"
-	"nudge.dev/nudge/internal/trim"
 	"nudge.dev/nudge/internal/version"
+	"nudge.dev/nudge/internal/watch"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -70,6 +56,66 @@ func RESTConfig(opts options.Options) (*rest.Config, error) {
 	cfg.QPS, cfg.Burst = opts.QPS, opts.Burst
 	cfg.UserAgent = "nudge"
 	return cfg, nil
+}
+
+// Run runs nudge against the API server of cfg until ctx is done. It returns
+// an error when start-up fails (no key, no cache sync) or the manager stops
+// with one.
+func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
+	endStart := widenStartHeadroom()
+	defer endStart()
+	scheme, err := newScheme(opts)
+	if err != nil {
+		return err
+	}
+	custom, err := workload.ReadCustomKinds(opts.CustomKindsFile)
+	if err != nil {
+		return err
+	}
+	direct, err := client.New(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return fmt.Errorf("creating API client: %w", err)
+	}
+	if opts.SystemNamespace, err = systemNamespace(opts); err != nil {
+		return err
+	}
+	key, err := fingerprint.LoadKey(ctx, direct, opts.SystemNamespace, opts.KeySecret)
+	if err != nil {
+		return keyError(opts.SystemNamespace, err)
+	}
+	warnAccepted(ctx, opts)
+
+	reg := nudgemetrics.ShardRegisterer(metrics.Registry, shardOf(opts))
+	mgr, err := newManager(ctx, cfg, opts, scheme, custom, direct, reg)
+	if err != nil {
+		return err
+	}
+	if err := publishSettings(mgr, opts, direct); err != nil {
+		return err
+	}
+	if err := addAdmissionWebhook(mgr, opts, custom); err != nil {
+		return err
+	}
+	lull, reconciled := &record.Lull{}, &record.Lull{}
+	if err := addChecks(ctx, mgr, lull, reconciled, endStart); err != nil {
+		return err
+	}
+	rs, err := newReconcilers(ctx, cfg, mgr, opts, key, lull, reconciled, reg)
+	if err != nil {
+		return err
+	}
+	if err := rs.setupBuiltin(ctx); err != nil {
+		return err
+	}
+	if err := setupServed(ctx, rs, custom, reg); err != nil {
+		return err
+	}
+	if err := startSourceInformers(ctx, mgr, rs.behaviour.IgnoreSources); err != nil {
+		return err
+	}
+	ctrl.LoggerFrom(ctx).Info("Starting nudge", "version", version.Get(), "goVersion", version.GoVersion(), "keyID", key.ID(),
+		"systemNamespace", opts.SystemNamespace, "namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
+	return mgr.Start(ctx)
 }
 
 // newScheme returns a scheme of the API groups nudge reads and writes, and
@@ -93,54 +139,34 @@ func newScheme(opts options.Options) (*runtime.Scheme, error) {
 	return s, nil
 }
 
-// Run runs nudge against the API server of cfg until ctx is done. It returns
-// an error when start-up fails (no key, no cache sync) or the manager stops
-// with one.
-func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
-	endStart := widenStartHeadroom()
-	defer endStart()
-	scheme, err := newScheme(opts)
+// newManager returns the manager of nudge's caches (see cacheOptions), each
+// informer limited to nudge's shard, counted in nudge_cache_objects
+// (registered with reg) and waited for without polling (watch.SyncWaits),
+// the source informers fanned out (watch.FanOut); with the admission
+// webhook's server when --admission-webhook is set, and leader election as
+// opts say. It first announces nudge's shard (announceShard, through
+// direct). It returns an error when a metric cannot be registered or the
+// manager cannot be made.
+func newManager(ctx context.Context, cfg *rest.Config, opts options.Options, scheme *runtime.Scheme, custom []workload.CustomKind, direct client.Reader, reg prometheus.Registerer) (ctrl.Manager, error) {
+	caches, err := nudgemetrics.RegisterCacheObjects(ctx, reg, scheme)
 	if err != nil {
-		return err
-	}
-	custom, err := workload.ReadCustomKinds(opts.CustomKindsFile)
-	if err != nil {
-		return err
-	}
-
-	direct, err := client.New(cfg, client.Options{Scheme: scheme})
-	if err != nil {
-		return fmt.Errorf("creating API client: %w", err)
-	}
-	if opts.SystemNamespace, err = systemNamespace(opts); err != nil {
-		return err
-	}
-	key, err := LoadKey(ctx, direct, opts.SystemNamespace, opts.KeySecret)
-	if err != nil {
-		return keyError(opts.SystemNamespace, err)
-	}
-	warnAccepted(ctx, opts)
-
-	reg := shardRegisterer(metrics.Registry, shardOf(opts))
-	caches, err := registerCacheObjects(ctx, reg, scheme)
-	if err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
+		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	co := cacheOptions(opts, custom)
-	waits := &syncWaits{}
-	co.NewInformer = waits.newInformer(sharded(shardOf(opts), scheme, caches.NewInformer))
+	waits := &watch.SyncWaits{}
+	co.NewInformer = waits.NewInformer(sharded(shardOf(opts), scheme, caches.NewInformer))
 	if err := announceShard(ctx, metrics.Registry, direct, opts.SystemNamespace, shardOf(opts)); err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
+		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	hooks, err := webhookServer(opts)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		WebhookServer:                 hooks,
 		Scheme:                        scheme,
 		Cache:                         co,
-		NewCache:                      fanOut(waits.newCache(shard.NewCache(shardOf(opts), caches.NewInformer))),
+		NewCache:                      watch.FanOut(waits.NewCache(shard.NewCache(shardOf(opts), caches.NewInformer))),
 		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofBindAddress(),
@@ -160,24 +186,38 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		Client: client.Options{Cache: &client.CacheOptions{Unstructured: true}},
 	})
 	if err != nil {
-		return fmt.Errorf("creating manager: %w", err)
+		return nil, fmt.Errorf("creating manager: %w", err)
 	}
-	if opts.SettingsConfigMap != "" {
-		// The leader's alone: every replica has the same settings.
-		cm := install.ConfigMap(opts.SystemNamespace, opts.SettingsConfigMap, version.Get(), opts)
-		if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-			if err := install.Publish(ctx, direct, direct, cm); err != nil {
-				ctrl.LoggerFrom(ctx).Error(err, "Could not publish nudge's settings; kubectl nudge will need them as flags")
-			}
-			return nil
-		})); err != nil {
-			return err
+	return mgr, nil
+}
+
+// publishSettings publishes nudge's settings in the ConfigMap
+// --settings-configmap (install.Publish, through direct) from the leader,
+// for kubectl nudge; nothing when it is "". It returns the manager's error
+// adding the runnable; a failure to publish is logged, not returned.
+func publishSettings(mgr ctrl.Manager, opts options.Options, direct client.Client) error {
+	if opts.SettingsConfigMap == "" {
+		return nil
+	}
+	// The leader's alone: every replica has the same settings.
+	cm := install.ConfigMap(opts.SystemNamespace, opts.SettingsConfigMap, version.Get(), opts)
+	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		if err := install.Publish(ctx, direct, direct, cm); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Could not publish nudge's settings; kubectl nudge will need them as flags")
 		}
-	}
+		return nil
+	}))
+}
+
+// addChecks adds the liveness check "healthz" and the readiness check
+// "synced": every replica serves reads from its caches, so every replica is
+// ready once they are synced, the leader or not. Once they are, it ends the
+// start (endStart) and hands the start's memory back (releaseStartMemory,
+// waiting on lull, the workload writes, and reconciled, the reconciles'
+// ends), then holds the garbage collector's headroom while workloads are
+// written (holdWriteHeadroom). It returns the manager's errors.
+func addChecks(ctx context.Context, mgr ctrl.Manager, lull, reconciled *record.Lull, endStart func()) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
-		return err
-	}
-	if err := addAdmissionWebhook(mgr, opts, custom); err != nil {
 		return err
 	}
 	synced := &atomic.Bool{}
@@ -189,11 +229,8 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}); err != nil {
 		return err
 	}
-	lull, reconciled := &record.Lull{}, &record.Lull{}
 	log := ctrl.LoggerFrom(ctx)
-	// Every replica serves reads from its caches, so every replica is ready
-	// once they are synced, the leader or not.
-	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
+	return mgr.Add(everyReplica(func(ctx context.Context) error {
 		ok := mgr.GetCache().WaitForCacheSync(ctx)
 		synced.Store(ok)
 		if ok {
@@ -205,276 +242,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			holdWriteHeadroom(ctx, lull)
 		}
 		return nil
-	})); err != nil {
-		return err
-	}
-	recorder, err := newRecorder(ctx, cfg, scheme, opts, lull, reg)
-	if err != nil {
-		return err
-	}
-	recorder.start(ctx)
-	m, err := nudgemetrics.New(reg, opts.MetricsByNamespace)
-	if err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
-	}
-	if err := registerBuildInfo(reg); err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
-	}
-	b := Behaviour(opts)
-	if err := addNotifiers(ctx, mgr, opts, &b); err != nil {
-		return err
-	}
-	waves, err := fleet.NewWaves(reg, wavesOf(opts), opts.RolloutTimeout)
-	if err != nil {
-		return fmt.Errorf("registering metrics: %w", err)
-	}
-	watched := watchedNamespaces(opts, mgr.GetClient())
-	csi := &csiWatch{ctx: ctx, mgr: mgr, on: &atomic.Bool{}}
-	changes := &sources.Changes{}
-	newReconciler := func(k workload.Kind) *controller.Reconciler {
-		return &controller.Reconciler{
-			CSI:           csi.on,
-			Client:        mgr.GetClient(),
-			APIReader:     mgr.GetAPIReader(),
-			Kind:          k,
-			Key:           key,
-			Recorder:      recorder,
-			Window:        opts.RolloutWindow,
-			Changes:       changes,
-			Watched:       watched,
-			AutoReloadAll: opts.AutoReloadAll,
-			Dialect:       dialect.NewParser(opts.Reloader.Annotations),
-			Metrics:       m,
-			Lull:          lull,
-			Reconciled:    reconciled,
-			Behaviour:     b,
-			Waves:         waves,
-		}
-	}
-	copts := controller.Options{Workers: opts.Workers, IgnoreSources: b.IgnoreSources, NamespaceLabels: opts.NamespaceSelector != ""}
-	for _, k := range workload.Builtin() {
-		if opts.Ignores(k.Plural()) || (k == workload.Job && !opts.RecreateJobs) {
-			continue
-		}
-		r := newReconciler(k)
-		if k == workload.Job {
-			r.Jobs = &jobs.Recreator{Client: mgr.GetClient(), Journal: &jobs.Journal{Client: mgr.GetClient(), Reader: mgr.GetAPIReader(),
-				Namespace: opts.SystemNamespace, Name: opts.JobJournalSecret()}}
-		}
-		if err := csi.setup(ctx, r, copts); err != nil {
-			return err
-		}
-	}
-	kinds, err := newServedKinds(mgr.GetConfig(), opts.DiscoveryInterval, len(opts.Namespaces) > 0, mgr.Add)
-	if err != nil {
-		return err
-	}
-	if !opts.Ignores(workload.Rollout.Plural()) {
-		if err := kinds.when(ctx, workload.RolloutGVK, false, func(string) error {
-			return csi.setup(ctx, newReconciler(workload.Rollout), copts)
-		}); err != nil {
-			return err
-		}
-	}
-	if err := setupCSI(ctx, opts, csi, kinds); err != nil {
-		return err
-	}
-	if opts.ValueBindings {
-		// Without its CRD (config/ applied without config/crd) nudge waits
-		// for it instead of failing to start.
-		if err := kinds.when(ctx, v1alpha1.GroupVersion.WithKind("ValueBinding"), false, func(string) error {
-			return setupValueBindings(ctx, mgr, opts, key, recorder, lull, reg)
-		}); err != nil {
-			return err
-		}
-	}
-	for _, c := range custom {
-		if err := kinds.when(ctx, c.GroupVersionKind(), true, func(resource string) error {
-			if c.Resource != "" && c.Resource != resource {
-				ctrl.LoggerFrom(ctx).Info("Found a custom kind under another resource than configured; RBAC rendered from the configured one does not cover it",
-					"kind", c.String(), "configured", c.Resource, "served", resource)
-			}
-			return csi.setup(ctx, newReconciler(c.Adapter(resource)), copts)
-		}); err != nil {
-			return err
-		}
-	}
-	if err := startSourceInformers(ctx, mgr, b.IgnoreSources); err != nil {
-		return err
-	}
-	ctrl.LoggerFrom(ctx).Info("Starting nudge", "version", version.Get(), "goVersion", version.GoVersion(), "keyID", key.ID(),
-		"systemNamespace", opts.SystemNamespace, "namespaces", opts.Namespaces, "rolloutWindow", opts.RolloutWindow)
-	return mgr.Start(ctx)
-}
-
-// startSourceInformers asks the manager's cache for the ConfigMap and
-// Secret informers before it starts, so that they list at the same time as
-// the workload kinds' (which the source indexes asked for). Left to the
-// controllers, they would start only once the workload caches had synced,
-// and a restart would wait for the two lists one after the other. It adds
-// the fan-out's one handler to each (fanOut) before they list, so that its
-// buffer need not hold the whole list.
-func startSourceInformers(ctx context.Context, mgr ctrl.Manager, ignore map[refs.Kind]bool) error {
-	for kind, obj := range map[refs.Kind]client.Object{refs.ConfigMap: &corev1.ConfigMap{}, refs.Secret: &corev1.Secret{}} {
-		if ignore[kind] {
-			continue
-		}
-		if _, err := mgr.GetCache().GetInformer(ctx, obj); err != nil {
-			return fmt.Errorf("watching %ss: %w", kind, err)
-		}
-	}
-	return nil
-}
-
-// cacheOptions keeps ConfigMaps and Secrets as per-key digests (never their
-// values), their labels only for --resource-label-selector, trims workloads
-// (built-in, Argo Rollouts and the custom kinds) to what nudge reads, and
-// limits the cache to opts.Namespaces when set.
-func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Options {
-	marks := dialect.NewParser(opts.Reloader.Annotations).SourceAnnotations()
-	digested := cache.ByObject{Transform: sources.DigestSource(opts.ResourceLabelSelector != "", marks), UnsafeDisableDeepCopy: ptr.To(true)}
-	unstructuredKinds := []workload.Kind{workload.Rollout}
-	for _, c := range custom {
-		unstructuredKinds = append(unstructuredKinds, c.Adapter(""))
-	}
-	transform := trim.Workloads(unstructuredKinds...)
-	if wavesOf(opts) > 0 {
-		transform = fleet.KeepProgress(transform)
-	}
-	co := cache.Options{
-		DefaultTransform: transform,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: digested,
-			&corev1.Secret{}:    digested,
-		},
-	}
-	if len(opts.Namespaces) > 0 {
-		co.DefaultNamespaces = map[string]cache.Config{}
-		for _, ns := range opts.Namespaces {
-			if !slices.Contains(opts.NamespacesToIgnore, ns) {
-				co.DefaultNamespaces[ns] = cache.Config{}
-			}
-		}
-	} else if len(opts.NamespacesToIgnore) > 0 {
-		var not []fields.Selector
-		for _, ns := range opts.NamespacesToIgnore {
-			not = append(not, fields.OneTermNotEqualSelector("metadata.namespace", ns))
-		}
-		co.DefaultFieldSelector = fields.AndSelectors(not...)
-		// Namespaces (read for --namespace-selector) are cluster-scoped:
-		// the API server refuses a metadata.namespace selector on them.
-		namespaces := &metav1.PartialObjectMetadata{}
-		namespaces.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		co.ByObject[namespaces] = cache.ByObject{Field: fields.Everything()}
-	}
-	return co
-}
-
-// wavesOf returns --max-concurrent-rollouts, 0 (off) with --webhook-url:
-// nudge then rolls nothing.
-func wavesOf(opts options.Options) int {
-	if opts.WebhookURL != "" {
-		return 0
-	}
-	return opts.MaxConcurrentRollouts
-}
-
-// setupValueBindings registers the ValueBinding controller (--value-bindings):
-// its target cache watches the namespaces nudge's own cache watches, its
-// metrics are registered with reg.
-func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Options, key fingerprint.Key, recorder events.EventRecorder, lull *record.Lull, reg prometheus.Registerer) error {
-	targets, err := opts.BindingTargets()
-	if err != nil {
-		return err
-	}
-	co := cacheOptions(opts, nil)
-	co.NewInformer = sharded(shardOf(opts), mgr.GetScheme(), toolscache.NewSharedIndexInformer)
-	r := &binding.Reconciler{
-		Client:            mgr.GetClient(),
-		APIReader:         mgr.GetAPIReader(),
-		Key:               key,
-		Recorder:          recorder,
-		Targets:           targets,
-		TargetCache:       cache.Options{DefaultNamespaces: co.DefaultNamespaces, DefaultFieldSelector: co.DefaultFieldSelector, NewInformer: co.NewInformer},
-		DiscoveryInterval: opts.DiscoveryInterval,
-		Workers:           opts.ValueBindingWorkers,
-		Lull:              lull,
-		Metrics:           reg,
-	}
-	if err := r.SetupWithManager(ctx, mgr); err != nil {
-		return fmt.Errorf("setting up the ValueBinding controller: %w", err)
-	}
-	return nil
-}
-
-// Behaviour maps Reloader's flags onto the reconcilers' behaviour (nudge explain
-// reads it from a running install's settings too).
-func Behaviour(opts options.Options) controller.Behaviour {
-	b := controller.Behaviour{
-		EnvVars:         opts.ReloadStrategy == "env-vars",
-		ReloadOnCreate:  opts.ReloadOnCreate,
-		ReloadOnDelete:  opts.ReloadOnDelete,
-		IgnoreSources:   map[refs.Kind]bool{},
-		CronJobStartJob: opts.CronJobStartJob,
-		ReloaderEvents:  opts.EventReasons == "reloader",
-	}
-	for _, k := range []refs.Kind{refs.ConfigMap, refs.Secret} {
-		b.IgnoreSources[k] = opts.IgnoresSources(string(k))
-	}
-	if opts.ResourceLabelSelector != "" {
-		b.SourceSelector, _ = labels.Parse(opts.ResourceLabelSelector) // checked by Validate
-	}
-	return b
-}
-
-// watchedNamespaces returns whether nudge handles a namespace: in
-// --namespaces (when set), not in --namespaces-to-ignore, and matched by
-// --namespace-selector (when set; namespaces' labels come from the cache).
-func watchedNamespaces(opts options.Options, c client.Reader) func(context.Context, string) bool {
-	sel, _ := labels.Parse(opts.NamespaceSelector) // checked by Validate
-	return func(ctx context.Context, ns string) bool {
-		if (len(opts.Namespaces) > 0 && !slices.Contains(opts.Namespaces, ns)) || slices.Contains(opts.NamespacesToIgnore, ns) {
-			return false
-		}
-		if opts.NamespaceSelector == "" {
-			return true
-		}
-		m := &metav1.PartialObjectMetadata{}
-		m.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		if err := c.Get(ctx, client.ObjectKey{Name: ns}, m); err != nil {
-			return false
-		}
-		return sel.Matches(labels.Set(m.Labels))
-	}
-}
-
-// addNotifiers wires Reloader's alerts (opts.Alert) and --webhook-url into b:
-// each is an asynchronous sender run by the manager on the leader only, so a
-// slow or failing endpoint never holds up a reconcile.
-func addNotifiers(ctx context.Context, mgr ctrl.Manager, opts options.Options, b *controller.Behaviour) error {
-	log := ctrl.LoggerFrom(ctx)
-	var s *alert.Sender
-	switch {
-	case opts.WebhookURL != "":
-		s = alert.NewSender(alert.Config{Enabled: true, Sink: alert.SinkJSON, WebhookURL: opts.WebhookURL,
-			Retries: alert.DefaultRetries}, nil, log.WithName("webhook"))
-		b.NotifyOnly = true
-	case opts.Alert.Enabled:
-		s = alert.NewSender(opts.Alert, nil, log.WithName("alert"))
-	default:
-		return nil
-	}
-	if err := mgr.Add(s); err != nil {
-		return fmt.Errorf("adding the alert sender: %w", err)
-	}
-	b.Notify = func(r controller.Rolled) {
-		sources := make([]string, len(r.Sources))
-		for i, src := range r.Sources {
-			sources[i] = string(src.Kind) + " " + src.Namespace + "/" + src.Name
-		}
-		s.Send(alert.Alert{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Sources: sources, Time: r.Time, Halted: r.Halted})
-	}
-	return nil
+	}))
 }
 
 // everyReplica is a Runnable that runs on every replica, not only the leader.
@@ -483,95 +251,15 @@ type everyReplica func(context.Context) error
 func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 func (everyReplica) NeedLeaderElection() bool          { return false }
 
-// releaseStartMemory ends the start (endStart: the garbage collector's
-// start-up headroom, see widenStartHeadroom) and returns to the operating
-// system the memory the start allocated and freed (decoding the initial
-// lists, the first reconcile and baseline of every workload) that the Go
-// runtime would otherwise keep, and the pages of the binary the start
-// touched (releaseBinaryPages): once no workload has been written and no
-// reconcile has ended for 2 s since the caches synced at synced (the first
-// reconciles are done), or 10 minutes after it at the latest (a stream of
-// changes that never pauses). It costs one garbage collection and, later, a
-// minor page fault for each page of code run again; at the default scale of
-// `make bench` the first lowers the idle RSS by about 2.5 MiB, the second by
-// about 20 MiB (docs/performance.md). See afterStart for a start that
-// pauses before it is done.
-func releaseStartMemory(ctx context.Context, wrote, reconciled *record.Lull, synced time.Time, endStart func()) {
-	log := ctrl.LoggerFrom(ctx)
-	afterStart(ctx, wrote, reconciled, synced, startQuiet, startResumed, synced.Add(10*time.Minute), endStart, func() {
-		debug.FreeOSMemory()
-		if n, err := releaseBinaryPages(); err != nil {
-			log.V(1).Info("Could not release the binary's pages", "error", err)
-		} else {
-			log.V(1).Info("Released the binary's pages", "bytes", n)
-		}
-	})
+// servedKinds is served.Kinds as setupCSI (csi.go) asks them.
+type servedKinds struct{ *served.Kinds }
+
+func (k *servedKinds) when(ctx context.Context, gvk schema.GroupVersionKind, aggregated bool, setup func(resource string) error) error {
+	return k.When(ctx, gvk, aggregated, setup)
 }
 
-// startQuiet is the pause in workload writes and reconciles taken for the
-// end of the start; startResumed the reconciles after a release that show
-// the start was not over.
-const (
-	startQuiet   = 2 * time.Second
-	startResumed = 100
-)
-
-// afterStart calls end, then release, once neither lull has seen anything
-// for quiet since synced, or at deadline; nothing once ctx is done. It
-// returns then, and goes on in a goroutine of its own until deadline or ctx
-// is done (releaseAgain): a start may pause for quiet before it is done.
-// Over 25,000 workloads on a busy API server the first-sight writes
-// stalled for 2 s, and the single replica released its pages while
-// thousands of reconciles were still to come, which mapped 18.5 MiB of the
-// binary back, against 6–8 MiB for a shard that released after its start
-// (docs/performance.md, "Shards by namespace hash").
-func afterStart(ctx context.Context, wrote, reconciled *record.Lull, synced time.Time, quiet time.Duration, resumed int64, deadline time.Time, end, release func()) {
-	pause(ctx, wrote, reconciled, synced, quiet, deadline)
-	end()
-	if ctx.Err() != nil {
-		return
-	}
-	ended, mark := reconciled.Writes(), reconciled.Count()
-	release()
-	go releaseAgain(ctx, wrote, reconciled, ended, mark, quiet, resumed, deadline, release)
-}
-
-// releaseAgain calls release at the next pause (see pause) whenever resumed
-// reconciles or more have ended since the last release began (the first at
-// mark, as reconciled.Count; ended is reconciled.Writes), until deadline or
-// ctx is done: a rollout now and then, or a stream that never pauses, calls
-// it no more.
-func releaseAgain(ctx context.Context, wrote, reconciled *record.Lull, ended <-chan struct{}, mark int64, quiet time.Duration, resumed int64, deadline time.Time, release func()) {
-	for {
-		for reconciled.Count()-mark < resumed {
-			t := time.NewTimer(time.Until(deadline))
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			case <-ended:
-			}
-			t.Stop()
-			if ctx.Err() != nil || !time.Now().Before(deadline) {
-				return
-			}
-		}
-		pause(ctx, wrote, reconciled, time.Now(), quiet, deadline)
-		if ctx.Err() != nil || !time.Now().Before(deadline) {
-			return
-		}
-		mark = reconciled.Count()
-		release()
-	}
-}
-
-// pause returns once neither lull has seen anything for quiet since since,
-// at deadline, or once ctx is done.
-func pause(ctx context.Context, wrote, reconciled *record.Lull, since time.Time, quiet time.Duration, deadline time.Time) {
-	for ctx.Err() == nil && time.Now().Before(deadline) {
-		wrote.WaitSince(ctx, since, quiet, deadline)
-		reconciled.WaitSince(ctx, since, quiet, deadline)
-		if now := time.Now(); wrote.Remaining(now, quiet) == 0 && reconciled.Remaining(now, quiet) == 0 {
-			return
-		}
-	}
+// LoadKey is fingerprint.LoadKey, kept for internal/controller's tests
+// (kinds_test.go) until they call fingerprint's.
+func LoadKey(ctx context.Context, c client.Client, namespace, name string) (fingerprint.Key, error) {
+	return fingerprint.LoadKey(ctx, c, namespace, name)
 }

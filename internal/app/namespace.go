@@ -41,7 +41,7 @@ func systemNamespace(opts options.Options) (string, error) {
 	return ns, nil
 }
 
-// keyError adds to an error of LoadKey in namespace the flag to set, when
+// keyError adds to an error of fingerprint.LoadKey in namespace the flag to set, when
 // the namespace is missing or nudge may not use it.
 func keyError(namespace string, err error) error {
 	if apierrors.IsNotFound(err) || apierrors.IsForbidden(err) {

@@ -10,7 +10,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/resolve"
@@ -65,7 +64,7 @@ func (e Explainer) now() time.Time {
 // the key when it could be read.
 func (e Explainer) key(ctx context.Context) (fingerprint.Key, Comparison) {
 	c := Comparison{KeySecret: e.SystemNamespace + "/" + e.KeySecret}
-	k, err := app.ReadKey(ctx, e.Client, e.SystemNamespace, e.KeySecret)
+	k, err := fingerprint.ReadKey(ctx, e.Client, e.SystemNamespace, e.KeySecret)
 	switch {
 	case err == nil:
 		c.Compared, c.KeyID = true, k.ID()

@@ -14,7 +14,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/app"
+	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -61,7 +61,7 @@ func (c *Cluster) Start(name string, cfg *rest.Config, system string, mutate fun
 	c.T.Helper()
 	m := &Member{Name: name, Nudge: Start(c.T, cfg, system, mutate)}
 	c.G.Eventually(func() error {
-		k, err := app.ReadKey(c.Ctx, c.K8s, system, options.Default().KeySecret)
+		k, err := fingerprint.ReadKey(c.Ctx, c.K8s, system, options.Default().KeySecret)
 		m.KeyID = k.ID()
 		return err
 	}).WithTimeout(20*time.Second).Should(gomega.Succeed(), "nudge %s to create its key", name)

@@ -1,4 +1,4 @@
-package app
+package metrics
 
 import (
 	"context"
@@ -11,8 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-
-	nudgemetrics "nudge.dev/nudge/internal/metrics"
 )
 
 // cacheObjects serves nudge_cache_objects{resource}: the number of objects
@@ -24,11 +22,13 @@ import (
 // counted.
 type cacheObjects struct {
 	desc *prometheus.Desc
-	sets running[*informers]
+	sets running[*CountedInformers]
 }
 
-// informers are the informers of one nudge's cache, each with its count.
-type informers struct {
+// CountedInformers are the informers of one nudge's cache, each with the
+// count of its objects that nudge_cache_objects serves. Make them with
+// RegisterCacheObjects.
+type CountedInformers struct {
 	scheme *runtime.Scheme
 	mu     sync.Mutex
 	counts []*informerCount
@@ -40,26 +40,27 @@ type informerCount struct {
 	n        atomic.Int64
 }
 
-// registerCacheObjects registers nudge_cache_objects with reg (or reuses the
+// RegisterCacheObjects registers nudge_cache_objects with reg (or reuses the
 // collector registered there before) and returns the informers of one
-// nudge's cache: set their NewInformer as the cache's (cache.Options), and
-// they are counted until ctx is done. It returns any registration error.
-func registerCacheObjects(ctx context.Context, reg prometheus.Registerer, scheme *runtime.Scheme) (*informers, error) {
-	c, err := nudgemetrics.Register(reg, &cacheObjects{
+// nudge's cache, whose kinds scheme knows: set their NewInformer as the
+// cache's (cache.Options), and they are counted until ctx, the life of that
+// nudge, is done. It returns any registration error.
+func RegisterCacheObjects(ctx context.Context, reg prometheus.Registerer, scheme *runtime.Scheme) (*CountedInformers, error) {
+	c, err := Register(reg, &cacheObjects{
 		desc: prometheus.NewDesc("nudge_cache_objects",
 			"Objects in nudge's informer caches, by resource (plural.group).", []string{"resource"}, nil),
 	})
 	if err != nil {
 		return nil, err
 	}
-	s := &informers{scheme: scheme}
+	s := &CountedInformers{scheme: scheme}
 	c.sets.add(ctx, s)
 	return s, nil
 }
 
 // NewInformer creates a shared informer as controller-runtime does by
 // default, with an event handler counting its objects.
-func (s *informers) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+func (s *CountedInformers) NewInformer(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 	inf := toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
 	count := &informerCount{resource: resourceOf(obj, s.scheme), informer: inf}
 	// Only fails on a stopped informer; this one has not started.
@@ -91,7 +92,7 @@ func (c *cacheObjects) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 // running informer caches.
 func (c *cacheObjects) Collect(ch chan<- prometheus.Metric) {
 	byResource := map[string]int64{}
-	c.sets.each(func(s *informers) {
+	c.sets.each(func(s *CountedInformers) {
 		s.mu.Lock()
 		for _, count := range s.counts {
 			if !count.informer.IsStopped() {

@@ -1,4 +1,4 @@
-package app
+package served
 
 import (
 	"context"
@@ -28,7 +28,7 @@ var (
 	apiServicesGVR = schema.GroupVersionResource{Group: "apiregistration.k8s.io", Version: "v1", Resource: "apiservices"}
 )
 
-// servedKinds sets kinds up once the API server serves them: at once when
+// Kinds sets kinds up once the API server serves them: at once when
 // it does at start, otherwise when a metadata-only watch of
 // CustomResourceDefinitions (and, for custom kinds, of APIServices) sees
 // one of the kind's group added or changed, after which API discovery is
@@ -40,7 +40,7 @@ var (
 // cannot grant one), or where the watch is forbidden, it asks API
 // discovery every interval instead, which needs no RBAC beyond being
 // authenticated.
-type servedKinds struct {
+type Kinds struct {
 	cfg      *rest.Config
 	interval time.Duration
 	poll     bool                         // ask every interval, never watch
@@ -62,24 +62,26 @@ type waitingKind struct {
 	aggregated bool
 }
 
-// newServedKinds returns a servedKinds that asks the API server of cfg and,
-// when a kind must be waited for, adds its watch to the manager with add;
-// interval is the period of the poll it falls back to, and poll makes it
-// poll from the start.
-func newServedKinds(cfg *rest.Config, interval time.Duration, poll bool, add func(manager.Runnable) error) (*servedKinds, error) {
+// New returns Kinds that ask the API server of cfg and, when a kind must be
+// waited for, add their watch to the manager with add (the manager's Add);
+// interval is the period of the poll they fall back to, and poll makes them
+// poll from the start (--namespaces). It returns an error when the discovery
+// client cannot be made of cfg.
+func New(cfg *rest.Config, interval time.Duration, poll bool, add func(manager.Runnable) error) (*Kinds, error) {
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("creating discovery client: %w", err)
 	}
-	return &servedKinds{cfg: cfg, interval: interval, poll: poll, add: add, dc: dc,
+	return &Kinds{cfg: cfg, interval: interval, poll: poll, add: add, dc: dc,
 		waiting: map[schema.GroupVersionKind]waitingKind{}, kick: make(chan struct{}, 1)}, nil
 }
 
-// when calls setup, with the plural resource name gvk is served under, once
+// When calls setup, with the plural resource name gvk is served under, once
 // the API server serves gvk: now when it does, else from the manager's
-// runnable (see servedKinds). aggregated says gvk may be served by an
-// APIService. It returns an error when discovery fails now, or setup does.
-func (s *servedKinds) when(ctx context.Context, gvk schema.GroupVersionKind, aggregated bool, setup func(resource string) error) error {
+// runnable (see Kinds). aggregated says gvk may be served by an APIService.
+// It returns an error when discovery fails now, or setup does; a later
+// setup's error is logged and the setup tried again.
+func (s *Kinds) When(ctx context.Context, gvk schema.GroupVersionKind, aggregated bool, setup func(resource string) error) error {
 	if resource, err := s.served(gvk); err != nil {
 		return fmt.Errorf("looking up %s: %w", gvk, err)
 	} else if resource != "" {
@@ -98,7 +100,7 @@ func (s *servedKinds) when(ctx context.Context, gvk schema.GroupVersionKind, agg
 
 // served returns the resource gvk is served under, "" for none; a
 // subresource (services/status) has the kind too and is skipped.
-func (s *servedKinds) served(gvk schema.GroupVersionKind) (string, error) {
+func (s *Kinds) served(gvk schema.GroupVersionKind) (string, error) {
 	list, err := s.dc.ServerResourcesForGroupVersion(gvk.GroupVersion().String())
 	if apierrors.IsNotFound(err) {
 		return "", nil
@@ -125,7 +127,7 @@ var settleSteps = wait.Backoff{Duration: 250 * time.Millisecond, Factor: 2, Step
 // waiting kind's group, then again settleSteps apart until it is served
 // (and every interval while a lookup or a setup fails); when it cannot
 // watch, it asks every interval.
-func (s *servedKinds) run(ctx context.Context) error {
+func (s *Kinds) run(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx)
 	watchCtx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -168,7 +170,7 @@ func (s *servedKinds) run(ctx context.Context) error {
 
 // setUpServed sets up each waiting kind now served and forgets it; it
 // returns how many still wait, and whether a lookup or a setup failed.
-func (s *servedKinds) setUpServed(ctx context.Context) (left int, failed bool) {
+func (s *Kinds) setUpServed(ctx context.Context) (left int, failed bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for gvk, w := range s.waiting {
@@ -199,7 +201,7 @@ func (s *servedKinds) setUpServed(ctx context.Context) (left int, failed bool) {
 // version.group) kicks run. It returns the group resources watched, or an
 // error when either cannot be listed (forbidden, above all), having
 // started neither.
-func (s *servedKinds) watch(ctx context.Context) ([]string, error) {
+func (s *Kinds) watch(ctx context.Context) ([]string, error) {
 	mc, err := metadata.NewForConfig(s.cfg)
 	if err != nil {
 		return nil, err
@@ -239,7 +241,7 @@ func (s *servedKinds) watch(ctx context.Context) ([]string, error) {
 }
 
 // changed kicks run when obj is named after a waiting kind's group.
-func (s *servedKinds) changed(obj any) {
+func (s *Kinds) changed(obj any) {
 	m, ok := obj.(*metav1.PartialObjectMetadata)
 	if !ok {
 		return

@@ -1,4 +1,4 @@
-package app
+package record
 
 import (
 	"context"
@@ -26,8 +26,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	nudgemetrics "nudge.dev/nudge/internal/metrics"
-	"nudge.dev/nudge/internal/options"
-	"nudge.dev/nudge/internal/record"
 )
 
 // Events are written after rollouts, not among them (1 Event per rollout):
@@ -76,7 +74,7 @@ const (
 	eventsRetry      = 5 * time.Second
 )
 
-// recorder records events.k8s.io/v1 Events; it implements client-go's
+// Recorder records events.k8s.io/v1 Events; it implements client-go's
 // events.EventRecorder, so the reconcilers record through it as through
 // client-go's, but it writes every Event as an object of its own, once, and
 // keeps nothing of it once written.
@@ -90,13 +88,13 @@ const (
 // held about 0.7 KiB per Event: at 15 Events a second, 7.5 MiB of heap and
 // the whole RSS growth of a 30-minute soak (docs/performance.md). It also
 // started two goroutines per Event.
-type recorder struct {
+type Recorder struct {
 	scheme   *runtime.Scheme
 	instance string         // reportingInstance: "nudge-" + host name, as client-go's
 	client   rest.Interface // events.k8s.io/v1's
 	log      logr.Logger
 
-	lull            *record.Lull
+	lull            *Lull
 	quiet, maxDelay time.Duration
 
 	slots chan struct{}        // one per Event waiting or being written
@@ -107,17 +105,19 @@ type recorder struct {
 	dropLog   *rate.Sometimes
 }
 
-var _ events.EventRecorder = (*recorder)(nil)
+var _ events.EventRecorder = (*Recorder)(nil)
 
-// newRecorder returns a recorder that writes through its own client (cfg's,
-// limited to eventsQPS and eventsBurst, or opts' QPS and Burst when lower),
-// waiting on lull, and counts the Events it drops in
-// nudge_events_dropped_total, registered with reg (or reused when already
-// there, nudge run twice in one process as in tests). Events are written
-// once start is called. It returns the client's or the registration's error.
-func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, opts options.Options, lull *record.Lull, reg prometheus.Registerer) (*recorder, error) {
+// NewRecorder returns a Recorder that writes through its own client (cfg's,
+// limited to eventsQPS and eventsBurst, or to qps and burst, nudge's
+// --kube-api-qps and --kube-api-burst, when lower), waiting on lull, and
+// counts the Events it drops in nudge_events_dropped_total, registered with
+// reg (or reused when already there, nudge run twice in one process as in
+// tests). scheme must know the kinds of the objects Events are recorded
+// about. Events are written once Start is called. It returns the client's or
+// the registration's error.
+func NewRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, qps float32, burst int, lull *Lull, reg prometheus.Registerer) (*Recorder, error) {
 	ecfg := rest.CopyConfig(cfg)
-	ecfg.QPS, ecfg.Burst = min(eventsQPS, opts.QPS), min(eventsBurst, opts.Burst)
+	ecfg.QPS, ecfg.Burst = min(eventsQPS, qps), min(eventsBurst, burst)
 	// A connection of their own (a dial function of its own keeps client-go
 	// from sharing its cached transport, as binding.ownConnection does): the
 	// Events of a fan-out, up to eventsQPS, would otherwise share one HTTP/2
@@ -138,7 +138,7 @@ func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, 
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
 	host, _ := os.Hostname()
-	r := &recorder{
+	r := &Recorder{
 		scheme:   scheme,
 		instance: "nudge-" + host,
 		client:   cs.RESTClient(),
@@ -154,9 +154,10 @@ func newRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, 
 	return r, nil
 }
 
-// start writes the queued Events with eventsWriters goroutines until ctx is
-// done; the Events still waiting then are not written.
-func (r *recorder) start(ctx context.Context) { go r.run(ctx, eventsWriters) }
+// Start writes the queued Events with eventsWriters goroutines of its own
+// until ctx is done, and returns at once; the Events still waiting when ctx
+// is done are not written.
+func (r *Recorder) Start(ctx context.Context) { go r.run(ctx, eventsWriters) }
 
 // Eventf records an Event about regarding (and related, when not nil) of
 // eventtype (Normal or Warning), with note formatted by fmt.Sprintf, in
@@ -164,7 +165,7 @@ func (r *recorder) start(ctx context.Context) { go r.run(ctx, eventsWriters) }
 // blocks: when eventsMaxWaiting Events wait already, the Event is dropped,
 // counted and, at most once a minute, logged. An object the scheme does not
 // know, or another type, is logged and not recorded.
-func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
 	e, err := r.event(time.Now(), regarding, related, eventtype, reason, action, fmt.Sprintf(note, args...))
 	if err != nil {
 		r.log.Error(err, "Did not record Event", "reason", reason, "type", eventtype)
@@ -186,7 +187,7 @@ func (r *recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 // event returns the Event of one Eventf at now, as client-go's recorder
 // builds it (tools/events, makeEvent); it returns an error for an unknown
 // type or an object without a reference.
-func (r *recorder) event(now time.Time, regarding, related runtime.Object, eventtype, reason, action, note string) (*eventsv1.Event, error) {
+func (r *Recorder) event(now time.Time, regarding, related runtime.Object, eventtype, reason, action, note string) (*eventsv1.Event, error) {
 	if !recordutil.ValidateEventType(eventtype) {
 		return nil, fmt.Errorf("unknown Event type %q", eventtype)
 	}
@@ -220,7 +221,7 @@ func (r *recorder) event(now time.Time, regarding, related runtime.Object, event
 }
 
 // run writes the queued Events with writers goroutines until ctx is done.
-func (r *recorder) run(ctx context.Context, writers int) {
+func (r *Recorder) run(ctx context.Context, writers int) {
 	var wg sync.WaitGroup
 	for range writers {
 		wg.Go(func() {
@@ -242,7 +243,7 @@ func (r *recorder) run(ctx context.Context, writers int) {
 // the API server, or a request that could not be built, is final (the same
 // Event would fail again) and logged; a write that did not reach the API
 // server is tried again, up to eventsTries times.
-func (r *recorder) write(ctx context.Context, e *eventsv1.Event) {
+func (r *Recorder) write(ctx context.Context, e *eventsv1.Event) {
 	r.lull.Wait(ctx, r.quiet, e.EventTime.Add(r.maxDelay))
 	for try := 1; ; try++ {
 		// The created Event in the answer is not decoded: nothing reads it.
@@ -273,4 +274,4 @@ func (r *recorder) write(ctx context.Context, e *eventsv1.Event) {
 }
 
 // waiting returns how many Events wait or are being written.
-func (r *recorder) waiting() int { return len(r.slots) }
+func (r *Recorder) waiting() int { return len(r.slots) }

@@ -1,4 +1,4 @@
-package app
+package watch
 
 import (
 	"context"
@@ -71,7 +71,7 @@ func TestFanOut(t *testing.T) {
 	}
 	g.Expect(direct.Create(ctx, configMap("listed", "1"))).To(Succeed())
 
-	c, err := fanOut(cache.New)(p.Config(), cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	c, err := FanOut(cache.New)(p.Config(), cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	inf, err := c.GetInformer(ctx, &corev1.ConfigMap{})
 	g.Expect(err).NotTo(HaveOccurred())

@@ -1,4 +1,4 @@
-package app
+package watch
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// fanOut returns next, its caches' ConfigMap and Secret informers each
+// FanOut returns next, its caches' ConfigMap and Secret informers each
 // carrying one client-go event handler that hands every event on to the
 // handlers added to it (see fannedInformer).
 //
@@ -35,7 +35,7 @@ import (
 // before it was added: every handler nudge adds to a source informer drops
 // them (sources.Changed, the ValueBinding controller's sourceChanged; each
 // workload is reconciled from its own initial event).
-func fanOut(next cache.NewCacheFunc) cache.NewCacheFunc {
+func FanOut(next cache.NewCacheFunc) cache.NewCacheFunc {
 	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 		c, err := next(cfg, opts)
 		if err != nil {

@@ -1,4 +1,4 @@
-package app
+package record
 
 import (
 	"context"
@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/rest"
 
 	"nudge.dev/nudge/internal/options"
-	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/testbed"
 )
 
@@ -51,7 +50,7 @@ func TestRecorder(t *testing.T) {
 		ctx := t.Context()
 		ns := namespace(t)
 
-		lull := &record.Lull{}
+		lull := &Lull{}
 		stopWrites := writeEvery(ctx, lull, 10*time.Millisecond)
 		defer stopWrites()
 
@@ -61,11 +60,11 @@ func TestRecorder(t *testing.T) {
 		r.maxDelay = 10 * time.Minute // only a lull lets an Event through,
 		r.quiet = 2 * time.Second     // and a stall of the writes above shorter than this does not make one
 		r.slots = make(chan struct{}, maxWaiting)
-		r.start(ctx)
+		r.Start(ctx)
 		for i := range sent {
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%d", i),
 				UID: types.UID(fmt.Sprintf("uid-%d", i)), ResourceVersion: "1"}}
-			r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "Event %d", i)
+			r.Eventf(cm, nil, corev1.EventTypeNormal, ReasonRolled, "Roll", "Event %d", i)
 		}
 
 		g.Expect(testutil.ToFloat64(r.dropped)).To(Equal(float64(sent-maxWaiting)),
@@ -90,14 +89,14 @@ func TestRecorder(t *testing.T) {
 		g := NewWithT(t)
 		ctx := t.Context()
 		ns := namespace(t)
-		lull := &record.Lull{}
+		lull := &Lull{}
 		stopWrites := writeEvery(ctx, lull, every)
 		defer stopWrites()
 		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), lull, prometheus.NewRegistry())
 		g.Expect(err).NotTo(HaveOccurred())
-		r.start(ctx)
+		r.Start(ctx)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", UID: "uid-app", ResourceVersion: "1"}}
-		r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "Rolled ConfigMap app")
+		r.Eventf(cm, nil, corev1.EventTypeNormal, ReasonRolled, "Roll", "Rolled ConfigMap app")
 		g.Consistently(func(g Gomega) []eventsv1.Event { return list(g, ns) }).WithTimeout(eventsMaxDelay-2*time.Second).
 			Should(BeEmpty(), "no Event written while workloads are written every %v", every)
 		stopWrites()
@@ -115,13 +114,13 @@ func TestRecorder(t *testing.T) {
 		g := NewWithT(t)
 		ctx := t.Context()
 		ns := namespace(t)
-		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), &record.Lull{}, prometheus.NewRegistry())
+		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), &Lull{}, prometheus.NewRegistry())
 		g.Expect(err).NotTo(HaveOccurred())
-		r.start(ctx)
+		r.Start(ctx)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", UID: "uid-app", ResourceVersion: "7"}}
 		notes := []string{"Rolled ConfigMap app because a changed", "Rolled ConfigMap app because b changed", "Rolled ConfigMap app because a changed"}
 		for _, n := range notes {
-			r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "%s", n)
+			r.Eventf(cm, nil, corev1.EventTypeNormal, ReasonRolled, "Roll", "%s", n)
 		}
 		g.Eventually(func(g Gomega) []string {
 			var got []string
@@ -143,26 +142,26 @@ func TestRecorder(t *testing.T) {
 		g := NewWithT(t)
 		ctx := t.Context()
 		ns := namespace(t)
-		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), &record.Lull{}, prometheus.NewRegistry())
+		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), &Lull{}, prometheus.NewRegistry())
 		g.Expect(err).NotTo(HaveOccurred())
 		fast := rest.CopyConfig(p.Config())
 		fast.QPS, fast.Burst = 2000, 2000
 		c, err := eventsv1client.NewForConfig(fast)
 		g.Expect(err).NotTo(HaveOccurred())
 		r.client = c.RESTClient()
-		r.start(ctx)
+		r.Start(ctx)
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "app", UID: "uid-app"}}
 		// Warm up: the client's connections and the decoder's buffers.
 		for i := range 100 {
 			cm.ResourceVersion = fmt.Sprint(i)
-			r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "Rolled %d", i)
+			r.Eventf(cm, nil, corev1.EventTypeNormal, ReasonRolled, "Roll", "Rolled %d", i)
 		}
 		g.Eventually(r.waiting).WithTimeout(time.Minute).Should(BeZero(), "the warm-up's Events written")
 		g.Expect(list(g, ns)).To(HaveLen(100), "the warm-up's Events written")
 		before := heapInUse()
 		for i := range sent {
 			cm.ResourceVersion = fmt.Sprint(1000 + i)
-			r.Eventf(cm, nil, corev1.EventTypeNormal, record.ReasonRolled, "Roll", "Rolled %d", i)
+			r.Eventf(cm, nil, corev1.EventTypeNormal, ReasonRolled, "Roll", "Rolled %d", i)
 			if r.waiting() > eventsMaxWaiting/2 {
 				g.Eventually(r.waiting).WithTimeout(time.Minute).Should(BeNumerically("<", eventsMaxWaiting/4), "the writers catch up")
 			}
@@ -176,9 +175,14 @@ func TestRecorder(t *testing.T) {
 	})
 }
 
+// newRecorder is NewRecorder with opts' --kube-api-qps and --kube-api-burst.
+func newRecorder(ctx context.Context, cfg *rest.Config, scheme *k8sruntime.Scheme, opts options.Options, lull *Lull, reg prometheus.Registerer) (*Recorder, error) {
+	return NewRecorder(ctx, cfg, scheme, opts.QPS, opts.Burst, lull, reg)
+}
+
 // writeEvery tells lull of a workload write now and every d after, until
 // the returned stop is called or ctx is done.
-func writeEvery(ctx context.Context, lull *record.Lull, d time.Duration) (stop func()) {
+func writeEvery(ctx context.Context, lull *Lull, d time.Duration) (stop func()) {
 	writing, stop := context.WithCancel(ctx)
 	go func() {
 		tick := time.NewTicker(d)
@@ -223,7 +227,7 @@ func TestRecorderRate(t *testing.T) {
 			opts := options.Default()
 			opts.QPS = tc.qps
 			cfg := &rest.Config{Host: "https://127.0.0.1:1"}
-			r, err := newRecorder(t.Context(), cfg, k8sruntime.NewScheme(), opts, &record.Lull{}, prometheus.NewRegistry())
+			r, err := newRecorder(t.Context(), cfg, k8sruntime.NewScheme(), opts, &Lull{}, prometheus.NewRegistry())
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(r.client.GetRateLimiter()).NotTo(BeNil())
 			g.Expect(r.client.GetRateLimiter().QPS()).To(Equal(tc.want))

@@ -1,4 +1,4 @@
-package app_test
+package metrics_test
 
 import (
 	"testing"

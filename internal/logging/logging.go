@@ -1,4 +1,4 @@
-package app
+package logging
 
 import (
 	"io"
@@ -18,11 +18,11 @@ var logLevels = map[string]slog.Level{
 	"error": slog.LevelError, "fatal": slog.LevelError + 4, "panic": slog.LevelError + 4,
 }
 
-// Logger returns the logger opts ask for: log/slog's text (key=value) or JSON
-// handler on standard error, at the level of --log-level. Unlike zap's
-// production logger it keeps no sampling state: every line is written.
-// JSON lines take the shape of Reloader's (see reloaderJSON).
-func Logger(opts options.Options) logr.Logger { return loggerTo(os.Stderr, opts) }
+// New returns the logger opts ask for: log/slog's text (key=value) or JSON
+// handler (--log-format) on standard error, at the level of --log-level.
+// Unlike zap's production logger it keeps no sampling state: every line is
+// written. JSON lines take the shape of Reloader's (see reloaderJSON).
+func New(opts options.Options) logr.Logger { return loggerTo(os.Stderr, opts) }
 
 func loggerTo(w io.Writer, opts options.Options) logr.Logger {
 	ho := &slog.HandlerOptions{Level: logLevels[opts.LogLevel], ReplaceAttr: durationText}

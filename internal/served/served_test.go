@@ -1,4 +1,4 @@
-package app
+package served
 
 import (
 	"context"
@@ -57,14 +57,14 @@ func TestServedKinds(t *testing.T) {
 			log := &logLines{}
 			ctx := logr.NewContext(t.Context(), funcr.New(log.add, funcr.Options{}))
 			var runnables []manager.Runnable
-			s, err := newServedKinds(tc.cfg, tc.interval, tc.poll, func(r manager.Runnable) error {
+			s, err := New(tc.cfg, tc.interval, tc.poll, func(r manager.Runnable) error {
 				runnables = append(runnables, r)
 				return nil
 			})
 			g.Expect(err).NotTo(HaveOccurred())
 
 			var served string
-			g.Expect(s.when(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, false, func(resource string) error {
+			g.Expect(s.When(ctx, schema.GroupVersionKind{Group: "apps", Version: "v1", Kind: "Deployment"}, false, func(resource string) error {
 				served = resource
 				return nil
 			})).To(Succeed())
@@ -78,7 +78,7 @@ func TestServedKinds(t *testing.T) {
 				return nil
 			}
 			for _, kind := range []string{"Widget", "Gadget"} {
-				g.Expect(s.when(ctx, schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}, tc.aggregated, setup)).To(Succeed())
+				g.Expect(s.When(ctx, schema.GroupVersionKind{Group: group, Version: "v1", Kind: kind}, tc.aggregated, setup)).To(Succeed())
 			}
 			g.Expect(runnables).To(HaveLen(1), "one watch for every kind waiting")
 			done := make(chan error, 1)

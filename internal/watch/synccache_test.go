@@ -1,4 +1,4 @@
-package app
+package watch
 
 import (
 	"context"
@@ -23,9 +23,9 @@ func TestSyncWaits(t *testing.T) {
 	g := NewWithT(t)
 	p := testbed.ForTest(t, testbed.Options{Mode: testbed.APIServer})
 	ctx := t.Context()
-	waits := &syncWaits{}
-	newCache := waits.newCache(cache.New)
-	opts := cache.Options{Scheme: scheme.Scheme, NewInformer: waits.newInformer(toolscache.NewSharedIndexInformer)}
+	waits := &SyncWaits{}
+	newCache := waits.NewCache(cache.New)
+	opts := cache.Options{Scheme: scheme.Scheme, NewInformer: waits.NewInformer(toolscache.NewSharedIndexInformer)}
 
 	idle, err := newCache(p.Config(), opts)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -35,9 +35,9 @@ func TestSyncWaits(t *testing.T) {
 	defer cancel()
 	g.Expect(idle.WaitForCacheSync(expiring)).To(BeFalse(), "a cache not started is not synced when the wait's context ends")
 
-	waits = &syncWaits{}
-	newCache = waits.newCache(cache.New)
-	opts.NewInformer = waits.newInformer(toolscache.NewSharedIndexInformer)
+	waits = &SyncWaits{}
+	newCache = waits.NewCache(cache.New)
+	opts.NewInformer = waits.NewInformer(toolscache.NewSharedIndexInformer)
 	c, err := newCache(p.Config(), opts)
 	g.Expect(err).NotTo(HaveOccurred())
 	var informers []cache.Informer

@@ -1,4 +1,4 @@
-package app
+package fingerprint
 
 import (
 	"context"
@@ -9,8 +9,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"nudge.dev/nudge/internal/fingerprint"
 )
 
 // keyField is the data key of the fingerprint key in its Secret.
@@ -21,13 +19,13 @@ const keyField = "key"
 // replicas starting at once agree: the loser of the create reads the
 // winner's key. It returns an error when the Secret exists without a valid
 // key, rather than replacing it (which would re-baseline every workload).
-func LoadKey(ctx context.Context, c client.Client, namespace, name string) (fingerprint.Key, error) {
+func LoadKey(ctx context.Context, c client.Client, namespace, name string) (Key, error) {
 	var s corev1.Secret
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s)
 	if apierrors.IsNotFound(err) {
-		secret := make([]byte, fingerprint.KeySize)
+		secret := make([]byte, KeySize)
 		if _, err := rand.Read(secret); err != nil {
-			return fingerprint.Key{}, fmt.Errorf("generating fingerprint key: %w", err)
+			return Key{}, fmt.Errorf("generating fingerprint key: %w", err)
 		}
 		s = corev1.Secret{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{
@@ -42,11 +40,11 @@ func LoadKey(ctx context.Context, c client.Client, namespace, name string) (fing
 		}
 	}
 	if err != nil {
-		return fingerprint.Key{}, fmt.Errorf("loading fingerprint key from Secret %s/%s: %w", namespace, name, err)
+		return Key{}, fmt.Errorf("loading fingerprint key from Secret %s/%s: %w", namespace, name, err)
 	}
-	k, err := fingerprint.NewKey(s.Data[keyField])
+	k, err := NewKey(s.Data[keyField])
 	if err != nil {
-		return fingerprint.Key{}, fmt.Errorf("the key Secret %s/%s, field %q: %w", namespace, name, keyField, err)
+		return Key{}, fmt.Errorf("the key Secret %s/%s, field %q: %w", namespace, name, keyField, err)
 	}
 	return k, nil
 }
@@ -55,14 +53,14 @@ func LoadKey(ctx context.Context, c client.Client, namespace, name string) (fing
 // without creating it: nudge explain's read, with the user's permissions. It
 // returns the API error (apierrors.IsNotFound, IsForbidden) when the Secret
 // cannot be read, and an error when it holds no valid key.
-func ReadKey(ctx context.Context, c client.Reader, namespace, name string) (fingerprint.Key, error) {
+func ReadKey(ctx context.Context, c client.Reader, namespace, name string) (Key, error) {
 	var s corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s); err != nil {
-		return fingerprint.Key{}, fmt.Errorf("reading fingerprint key from Secret %s/%s: %w", namespace, name, err)
+		return Key{}, fmt.Errorf("reading fingerprint key from Secret %s/%s: %w", namespace, name, err)
 	}
-	k, err := fingerprint.NewKey(s.Data[keyField])
+	k, err := NewKey(s.Data[keyField])
 	if err != nil {
-		return fingerprint.Key{}, fmt.Errorf("the key Secret %s/%s, field %q: %w", namespace, name, keyField, err)
+		return Key{}, fmt.Errorf("the key Secret %s/%s, field %q: %w", namespace, name, keyField, err)
 	}
 	return k, nil
 }

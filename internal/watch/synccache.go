@@ -1,4 +1,4 @@
-package app
+package watch
 
 import (
 	"context"
@@ -11,20 +11,27 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 )
 
-// syncWaits makes a cache whose WaitForCacheSync waits for its informers'
+// NewInformerFunc is cache.Options.NewInformer's type: it makes the shared
+// informer of one kind from its ListerWatcher, an object of the kind, the
+// resync period and the indexers.
+type NewInformerFunc func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
+
+// SyncWaits makes a cache whose WaitForCacheSync waits for its informers'
 // first lists on their sync channels (client-go's HasSyncedChecker) rather
 // than by polling every 100 ms, as controller-runtime's does (client-go's
 // WaitForCacheSync). The manager starts the controllers once its cache has
 // synced, so after every start the first reconcile waited for that poll
-// (docs/performance.md, under steady load).
-type syncWaits struct {
+// (docs/performance.md, under steady load). Set NewInformer's result as the
+// cache's NewInformer and NewCache's as the manager's NewCache; the zero
+// value is ready to use.
+type SyncWaits struct {
 	mu        sync.Mutex
 	informers []toolscache.SharedIndexInformer
 }
 
-// newInformer returns next, each informer it makes kept to be waited for.
+// NewInformer returns next, each informer it makes kept to be waited for.
 // Set it as the cache's NewInformer (cache.Options).
-func (w *syncWaits) newInformer(next newInformerFunc) newInformerFunc {
+func (w *SyncWaits) NewInformer(next NewInformerFunc) NewInformerFunc {
 	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		inf := next(lw, obj, resync, indexers)
 		w.mu.Lock()
@@ -34,9 +41,9 @@ func (w *syncWaits) newInformer(next newInformerFunc) newInformerFunc {
 	}
 }
 
-// newCache returns next, its caches' WaitForCacheSync waiting first for the
-// informers newInformer made.
-func (w *syncWaits) newCache(next cache.NewCacheFunc) cache.NewCacheFunc {
+// NewCache returns next, its caches' WaitForCacheSync waiting first for the
+// informers NewInformer made.
+func (w *SyncWaits) NewCache(next cache.NewCacheFunc) cache.NewCacheFunc {
 	return func(cfg *rest.Config, opts cache.Options) (cache.Cache, error) {
 		c, err := next(cfg, opts)
 		if err != nil {
@@ -49,7 +56,7 @@ func (w *syncWaits) newCache(next cache.NewCacheFunc) cache.NewCacheFunc {
 // syncWaitingCache is a cache whose WaitForCacheSync waits without polling.
 type syncWaitingCache struct {
 	cache.Cache
-	waits *syncWaits
+	waits *SyncWaits
 }
 
 // WaitForCacheSync waits for each informer made so far and not stopped to

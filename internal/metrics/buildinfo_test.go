@@ -1,4 +1,4 @@
-package app
+package metrics
 
 import (
 	"strings"
@@ -14,8 +14,8 @@ import (
 func TestBuildInfo(t *testing.T) {
 	g := NewWithT(t)
 	reg := prometheus.NewRegistry()
-	g.Expect(registerBuildInfo(reg)).To(Succeed())
-	g.Expect(registerBuildInfo(reg)).To(Succeed(), "a second nudge in one process reuses the gauge")
+	g.Expect(RegisterBuildInfo(reg)).To(Succeed())
+	g.Expect(RegisterBuildInfo(reg)).To(Succeed(), "a second nudge in one process reuses the gauge")
 	g.Expect(testutil.GatherAndCompare(reg, strings.NewReader(`
 # HELP nudge_build_info Always 1; its labels name the running build: version (git describe at build time) and goversion.
 # TYPE nudge_build_info gauge
