@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -33,7 +32,6 @@ import (
 	nudgemetrics "nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
-	"nudge.dev/nudge/internal/served"
 	"nudge.dev/nudge/internal/shard"
 	"nudge.dev/nudge/internal/version"
 	"nudge.dev/nudge/internal/watch"
@@ -250,16 +248,3 @@ type everyReplica func(context.Context) error
 
 func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 func (everyReplica) NeedLeaderElection() bool          { return false }
-
-// servedKinds is served.Kinds as setupCSI (csi.go) asks them.
-type servedKinds struct{ *served.Kinds }
-
-func (k *servedKinds) when(ctx context.Context, gvk schema.GroupVersionKind, aggregated bool, setup func(resource string) error) error {
-	return k.When(ctx, gvk, aggregated, setup)
-}
-
-// LoadKey is fingerprint.LoadKey, kept for internal/controller's tests
-// (kinds_test.go) until they call fingerprint's.
-func LoadKey(ctx context.Context, c client.Client, namespace, name string) (fingerprint.Key, error) {
-	return fingerprint.LoadKey(ctx, c, namespace, name)
-}

@@ -9,6 +9,7 @@ import (
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/csi"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/served"
 )
 
 // csiWatch is csi.Watch over the manager's context (for the logger and the
@@ -28,9 +29,9 @@ func (w *csiWatch) setup(ctx context.Context, r *controller.Reconciler, copts co
 // setupCSI starts w once the API serves SecretProviderClassPodStatuses, with
 // --enable-csi-integration; without it, nothing is watched and
 // SecretProviderClasses count for nothing.
-func setupCSI(ctx context.Context, opts options.Options, w *csiWatch, kinds *servedKinds) error {
+func setupCSI(ctx context.Context, opts options.Options, w *csiWatch, kinds *served.Kinds) error {
 	if !opts.Reloader.EnableCSIIntegration {
 		return nil
 	}
-	return kinds.when(ctx, csi.PodStatusGVK, false, func(string) error { return w.watch.Start(w.ctx, w.mgr, w.on) })
+	return kinds.When(ctx, csi.PodStatusGVK, false, func(string) error { return w.watch.Start(w.ctx, w.mgr, w.on) })
 }

@@ -156,7 +156,7 @@ func setupServed(ctx context.Context, rs *reconcilers, custom []workload.CustomK
 			return err
 		}
 	}
-	if err := setupCSI(ctx, opts, rs.csi, &servedKinds{kinds}); err != nil {
+	if err := setupCSI(ctx, opts, rs.csi, kinds); err != nil {
 		return err
 	}
 	if opts.ValueBindings {

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/app"
+	"nudge.dev/nudge/internal/fingerprint"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 )
@@ -62,6 +62,6 @@ func TestLostKeyNeverRolls(t *testing.T) {
 	e.G.Eventually(func() string { return e.Deployment("web").Annotations["nudge.dev/applied-fingerprint"] }).
 		WithTimeout(20*time.Second).ShouldNot(Equal(before), "a baseline under the new key")
 	e.RolledTo("web", 0)
-	_, err := app.LoadKey(e.Ctx, k8s, e.NS, options.Default().KeySecret)
+	_, err := fingerprint.LoadKey(e.Ctx, k8s, e.NS, options.Default().KeySecret)
 	e.G.Expect(err).NotTo(HaveOccurred(), "a new key was created")
 }
