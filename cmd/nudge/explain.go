@@ -16,7 +16,7 @@ import (
 	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/explain"
-	"nudge.dev/nudge/internal/install"
+	"nudge.dev/nudge/internal/settings"
 	"nudge.dev/nudge/internal/options"
 )
 
@@ -68,7 +68,7 @@ does not exist, the API refused a read); 2 a usage error.`,
 			if err != nil {
 				return err
 			}
-			found, err := install.Find(cmd.Context(), c, opts.SystemNamespace, namespace)
+			found, err := settings.Find(cmd.Context(), c, opts.SystemNamespace, namespace)
 			e := explain.Explainer{Client: c, Options: withInstall(cmd.Flags(), opts, found, err)}
 			var report any
 			if target.Workload != nil {
@@ -106,10 +106,10 @@ const defaultSystemNamespace = "nudge-system"
 var explainFlags = []string{"system-namespace", "key-secret", "auto-reload-all", "rollout-window", "max-concurrent-rollouts", "rollout-timeout"}
 
 // withInstall returns the explain options of install s, found by
-// install.Find or Pick: its settings, with the flags of fs the user gave
+// settings.Find or Pick: its settings, with the flags of fs the user gave
 // (those of explainFlags) set on them; given alone, with findErr as the
 // reason, when none was found.
-func withInstall(fs *pflag.FlagSet, given options.Options, s *install.Settings, findErr error) explain.Options {
+func withInstall(fs *pflag.FlagSet, given options.Options, s *settings.Settings, findErr error) explain.Options {
 	var changed []string
 	for _, name := range explainFlags {
 		if f := fs.Lookup(name); f != nil && f.Changed {

@@ -9,7 +9,7 @@ import (
 	"golang.org/x/term"
 
 	"nudge.dev/nudge/internal/explain"
-	"nudge.dev/nudge/internal/install"
+	"nudge.dev/nudge/internal/settings"
 	"nudge.dev/nudge/internal/options"
 )
 
@@ -53,10 +53,10 @@ Exit codes: 0 shown; 1 an error talking to the API; 2 a usage error.`,
 				namespace = ""
 			}
 			ctx := cmd.Context()
-			installs, err := install.List(ctx, c, opts.SystemNamespace)
-			var found *install.Settings
+			installs, err := settings.List(ctx, c, opts.SystemNamespace)
+			var found *settings.Settings
 			if err == nil {
-				found = install.Pick(ctx, c, installs, namespace)
+				found = settings.Pick(ctx, c, installs, namespace)
 			}
 			e := explain.Explainer{Client: c, Options: withInstall(cmd.Flags(), opts, found, err)} // err, if any, is said in e.Install
 			f, err := e.Status(ctx, namespace, installs)

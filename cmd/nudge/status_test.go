@@ -22,7 +22,7 @@ import (
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/explain"
 	"nudge.dev/nudge/internal/fleet"
-	"nudge.dev/nudge/internal/install"
+	"nudge.dev/nudge/internal/settings"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/workload"
@@ -167,7 +167,7 @@ func TestStatusShardedLeaders(t *testing.T) {
 	opts.SystemNamespace = system
 	opts.LeaderElect = true
 	opts.LeaderElectionID = "nudge-sharded"
-	g.Expect(k8s.Create(ctx, install.ConfigMap(system, "nudge-settings", "v1", opts))).To(Succeed())
+	g.Expect(k8s.Create(ctx, settings.ConfigMap(system, "nudge-settings", "v1", opts))).To(Succeed())
 
 	now := time.Now()
 	for name, renewed := range map[string]time.Time{

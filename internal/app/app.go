@@ -28,7 +28,7 @@ import (
 
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/fingerprint"
-	"nudge.dev/nudge/internal/install"
+	"nudge.dev/nudge/internal/settings"
 	nudgemetrics "nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
@@ -190,7 +190,7 @@ func newManager(ctx context.Context, cfg *rest.Config, opts options.Options, sch
 }
 
 // publishSettings publishes nudge's settings in the ConfigMap
-// --settings-configmap (install.Publish, through direct) from the leader,
+// --settings-configmap (settings.Publish, through direct) from the leader,
 // for kubectl nudge; nothing when it is "". It returns the manager's error
 // adding the runnable; a failure to publish is logged, not returned.
 func publishSettings(mgr ctrl.Manager, opts options.Options, direct client.Client) error {
@@ -198,9 +198,9 @@ func publishSettings(mgr ctrl.Manager, opts options.Options, direct client.Clien
 		return nil
 	}
 	// The leader's alone: every replica has the same settings.
-	cm := install.ConfigMap(opts.SystemNamespace, opts.SettingsConfigMap, version.Get(), opts)
+	cm := settings.ConfigMap(opts.SystemNamespace, opts.SettingsConfigMap, version.Get(), opts)
 	return mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		if err := install.Publish(ctx, direct, direct, cm); err != nil {
+		if err := settings.Publish(ctx, direct, direct, cm); err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "Could not publish nudge's settings; kubectl nudge will need them as flags")
 		}
 		return nil

@@ -185,7 +185,7 @@ type Dependent struct {
 }
 
 // Install is the nudge install whose settings an explanation follows: the
-// settings ConfigMap it published (install.Find), or why none was found.
+// settings ConfigMap it published (settings.Find), or why none was found.
 type Install struct {
 	// ConfigMap is "namespace/name" of the settings found; "" when none.
 	ConfigMap string `json:"configMap,omitempty"`

@@ -19,7 +19,7 @@ import (
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
-	"nudge.dev/nudge/internal/install"
+	"nudge.dev/nudge/internal/settings"
 	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -103,10 +103,10 @@ type Binding struct {
 }
 
 // Status returns the fleet of namespace ("" for every namespace) as the
-// user may read it, with installs the settings found (install.List). What
+// user may read it, with installs the settings found (settings.List). What
 // the user may not read is skipped and said in Fleet.Unread; other API
 // errors are returned.
-func (e Explainer) Status(ctx context.Context, namespace string, installs []*install.Settings) (*Fleet, error) {
+func (e Explainer) Status(ctx context.Context, namespace string, installs []*settings.Settings) (*Fleet, error) {
 	f := &Fleet{Namespace: namespace, Install: e.Install, Installs: []InstallStatus{}, InFlight: []Rollout{}, Failed: []Rollout{},
 		Halted: []Held{}, Missing: []Waiting{}, Bindings: []Binding{}}
 	for _, s := range installs {
@@ -221,7 +221,7 @@ func (e Explainer) bindings(ctx context.Context, f *Fleet, in []client.ListOptio
 // leaders reads the leader-election Lease of install s, or, when it has
 // none, the Leases of its shards (named "<id>-shard-<shard>", see
 // shard.Shard.LeaseName): one status per shard of the sets held now.
-func (e Explainer) leaders(ctx context.Context, s *install.Settings) []InstallStatus {
+func (e Explainer) leaders(ctx context.Context, s *settings.Settings) []InstallStatus {
 	st := InstallStatus{ConfigMap: s.Namespace + "/" + s.Name, Version: s.Version, LeaderState: "NotElected"}
 	o := s.Options
 	if !o.LeaderElect {

@@ -60,7 +60,7 @@ type Options struct {
 	KeySecret string
 	// SettingsConfigMap names the ConfigMap of the system namespace in
 	// which the leader publishes its version and effective flags, none of
-	// them secret, for kubectl nudge to find (see install.Publish); ""
+	// them secret, for kubectl nudge to find (see settings.Publish); ""
 	// publishes nothing.
 	SettingsConfigMap string
 
