@@ -26,6 +26,9 @@ func figures(res *Results) []figure {
 	}
 	if i := res.Idle; i != nil {
 		add("idle", "RSS (anonymous) / peak RSS", &i.Load, "%.1f (%.1f) / %.1f MiB", i.RSSMiB, i.AnonRSSMiB, i.PeakRSSMiB)
+		if i.WorkingSetMiB != nil {
+			add("idle", "cgroup working set (active file pages) / peak working set", &i.Load, "%.1f (%.1f) / %.1f MiB", *i.WorkingSetMiB, *i.ActiveFileMiB, *i.PeakWorkingSetMiB)
+		}
 		add("idle", "CPU since start / during idle", &i.Load, "%.2f / %.2f s (%.0f s idle)", i.CPUSeconds, i.IdleCPUSeconds, i.Seconds)
 	}
 	if l := res.Latency; l != nil {
