@@ -7,10 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"runtime/debug"
 	"slices"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
@@ -99,8 +97,6 @@ func newScheme(opts options.Options) (*runtime.Scheme, error) {
 // an error when start-up fails (no key, no cache sync) or the manager stops
 // with one.
 func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
-	endStart := widenStartHeadroom()
-	defer endStart()
 	scheme, err := newScheme(opts)
 	if err != nil {
 		return err
@@ -191,21 +187,11 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}); err != nil {
 		return err
 	}
-	lull, reconciled := &record.Lull{}, &record.Lull{}
-	log := ctrl.LoggerFrom(ctx)
+	lull := &record.Lull{}
 	// Every replica serves reads from its caches, so every replica is ready
 	// once they are synced, the leader or not.
 	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
-		ok := mgr.GetCache().WaitForCacheSync(ctx)
-		synced.Store(ok)
-		if ok {
-			// The manager's context does not carry nudge's logger.
-			releaseStartMemory(ctrl.LoggerInto(ctx, log), lull, reconciled, time.Now(), endStart)
-		}
-		endStart()
-		if ok {
-			holdWriteHeadroom(ctx, lull)
-		}
+		synced.Store(mgr.GetCache().WaitForCacheSync(ctx))
 		return nil
 	})); err != nil {
 		return err
@@ -248,7 +234,6 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Dialect:       dialect.NewParser(opts.Reloader.Annotations),
 			Metrics:       m,
 			Lull:          lull,
-			Reconciled:    reconciled,
 			Behaviour:     b,
 			Waves:         waves,
 		}
@@ -484,96 +469,3 @@ type everyReplica func(context.Context) error
 
 func (f everyReplica) Start(ctx context.Context) error { return f(ctx) }
 func (everyReplica) NeedLeaderElection() bool          { return false }
-
-// releaseStartMemory ends the start (endStart: the garbage collector's
-// start-up headroom, see widenStartHeadroom) and returns to the operating
-// system the memory the start allocated and freed (decoding the initial
-// lists, the first reconcile and baseline of every workload) that the Go
-// runtime would otherwise keep, and the pages of the binary the start
-// touched (releaseBinaryPages): once no workload has been written and no
-// reconcile has ended for 2 s since the caches synced at synced (the first
-// reconciles are done), or 10 minutes after it at the latest (a stream of
-// changes that never pauses). It costs one garbage collection and, later, a
-// minor page fault for each page of code run again; at the default scale of
-// `make bench` the first lowers the idle RSS by about 2.5 MiB, the second by
-// about 20 MiB (docs/performance.md). See afterStart for a start that
-// pauses before it is done.
-func releaseStartMemory(ctx context.Context, wrote, reconciled *record.Lull, synced time.Time, endStart func()) {
-	log := ctrl.LoggerFrom(ctx)
-	afterStart(ctx, wrote, reconciled, synced, startQuiet, startResumed, synced.Add(10*time.Minute), endStart, func() {
-		debug.FreeOSMemory()
-		if n, err := releaseBinaryPages(); err != nil {
-			log.V(1).Info("Could not release the binary's pages", "error", err)
-		} else {
-			log.V(1).Info("Released the binary's pages", "bytes", n)
-		}
-	})
-}
-
-// startQuiet is the pause in workload writes and reconciles taken for the
-// end of the start; startResumed the reconciles after a release that show
-// the start was not over.
-const (
-	startQuiet   = 2 * time.Second
-	startResumed = 100
-)
-
-// afterStart calls end, then release, once neither lull has seen anything
-// for quiet since synced, or at deadline; nothing once ctx is done. It
-// returns then, and goes on in a goroutine of its own until deadline or ctx
-// is done (releaseAgain): a start may pause for quiet before it is done.
-// Over 25,000 workloads on a busy API server the first-sight writes
-// stalled for 2 s, and the single replica released its pages while
-// thousands of reconciles were still to come, which mapped 18.5 MiB of the
-// binary back, against 6–8 MiB for a shard that released after its start
-// (docs/performance.md, "Shards by namespace hash").
-func afterStart(ctx context.Context, wrote, reconciled *record.Lull, synced time.Time, quiet time.Duration, resumed int64, deadline time.Time, end, release func()) {
-	pause(ctx, wrote, reconciled, synced, quiet, deadline)
-	end()
-	if ctx.Err() != nil {
-		return
-	}
-	ended, mark := reconciled.Writes(), reconciled.Count()
-	release()
-	go releaseAgain(ctx, wrote, reconciled, ended, mark, quiet, resumed, deadline, release)
-}
-
-// releaseAgain calls release at the next pause (see pause) whenever resumed
-// reconciles or more have ended since the last release began (the first at
-// mark, as reconciled.Count; ended is reconciled.Writes), until deadline or
-// ctx is done: a rollout now and then, or a stream that never pauses, calls
-// it no more.
-func releaseAgain(ctx context.Context, wrote, reconciled *record.Lull, ended <-chan struct{}, mark int64, quiet time.Duration, resumed int64, deadline time.Time, release func()) {
-	for {
-		for reconciled.Count()-mark < resumed {
-			t := time.NewTimer(time.Until(deadline))
-			select {
-			case <-ctx.Done():
-			case <-t.C:
-			case <-ended:
-			}
-			t.Stop()
-			if ctx.Err() != nil || !time.Now().Before(deadline) {
-				return
-			}
-		}
-		pause(ctx, wrote, reconciled, time.Now(), quiet, deadline)
-		if ctx.Err() != nil || !time.Now().Before(deadline) {
-			return
-		}
-		mark = reconciled.Count()
-		release()
-	}
-}
-
-// pause returns once neither lull has seen anything for quiet since since,
-// at deadline, or once ctx is done.
-func pause(ctx context.Context, wrote, reconciled *record.Lull, since time.Time, quiet time.Duration, deadline time.Time) {
-	for ctx.Err() == nil && time.Now().Before(deadline) {
-		wrote.WaitSince(ctx, since, quiet, deadline)
-		reconciled.WaitSince(ctx, since, quiet, deadline)
-		if now := time.Now(); wrote.Remaining(now, quiet) == 0 && reconciled.Remaining(now, quiet) == 0 {
-			return
-		}
-	}
-}
