@@ -177,6 +177,9 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 		}
 		res.Process = processResult(s)
 	}
+	if err := b.restarts(ctx); err != nil {
+		return res, fmt.Errorf("restarts: %w", err)
+	}
 	if cfg.Shards > 0 {
 		if err := b.shards(ctx); err != nil {
 			return res, fmt.Errorf("scenario shards: %w", err)
@@ -270,8 +273,14 @@ func (b *bench) start(cmd string) error {
 	if cmd != b.cfg.ControllerCmd {
 		log = "floor.log"
 	}
+	return b.startLogged(cmd, log, cmd == b.cfg.ControllerCmd)
+}
+
+// startLogged starts cmd logging to log in the work directory; a
+// controller under test in a memory cgroup of its own with -cgroup.
+func (b *bench) startLogged(cmd, log string, underTest bool) error {
 	var cgroup *memCgroup
-	if b.cfg.Cgroup != "" && cmd == b.cfg.ControllerCmd {
+	if b.cfg.Cgroup != "" && underTest {
 		if bin := strings.Fields(cmd)[0]; strings.Contains(bin, "/") {
 			if err := dropPageCache(bin); err != nil {
 				return err

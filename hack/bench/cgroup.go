@@ -34,9 +34,9 @@ func newMemCgroup(parent, name string) (*memCgroup, error) {
 	return &memCgroup{dir: dir, v2: err == nil}, nil
 }
 
-// enter returns cmdline run by sh after moving the shell into the cgroup,
-// for startController's sh -c 'exec …': the process is charged for every
-// page it touches from its first.
+// enter returns the sh script that moves the shell into the cgroup and
+// then execs cmdline: the process is charged for every page it touches from
+// its first.
 func (g *memCgroup) enter(cmdline string) string {
 	return "echo $$ >" + shellQuote(filepath.Join(g.dir, "cgroup.procs")) + " && exec " + cmdline
 }

@@ -74,10 +74,11 @@ func startController(cmdline, kubeconfig, logPath string, cgroup *memCgroup) (*C
 	}
 	defer log.Close()
 	fmt.Fprintf(log, "# %s\n", cmdline)
+	script := "exec " + cmdline
 	if cgroup != nil {
-		cmdline = cgroup.enter(cmdline)
+		script = cgroup.enter(cmdline)
 	}
-	c.cmd = exec.Command("sh", "-c", "exec "+cmdline)
+	c.cmd = exec.Command("sh", "-c", script)
 	c.cmd.Stdout, c.cmd.Stderr = log, log
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {

@@ -31,6 +31,10 @@ func figures(res *Results) []figure {
 		}
 		add("idle", "CPU since start / during idle", &i.Load, "%.2f / %.2f s (%.0f s idle)", i.CPUSeconds, i.IdleCPUSeconds, i.Seconds)
 	}
+	for i, r := range res.Restarts {
+		add(fmt.Sprintf("restart %d", i+1), r.Name+": synced (probe) / RSS (anonymous) / peak RSS", &r.Load, "%s s / %.1f (%.1f) / %.1f MiB%s",
+			optSeconds(r.SyncedSeconds), r.RSSMiB, r.AnonRSSMiB, r.PeakRSSMiB, r.workingSet())
+	}
 	if l := res.Latency; l != nil {
 		add("latency", fmt.Sprintf("%d changes: p50 / p90 / p99 / max", l.Changes), &l.Load, "%.1f / %.1f / %.1f / %.1f ms",
 			l.Latency.P50, l.Latency.P90, l.Latency.P99, l.Latency.Max)

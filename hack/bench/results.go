@@ -32,6 +32,7 @@ type Results struct {
 	Kinds    *KindsResult    `json:"kinds,omitempty"`
 	Process  *ProcessResult  `json:"process,omitempty"`
 	Shards   *ShardsResult   `json:"shards,omitempty"`
+	Restarts []RestartResult `json:"restarts,omitempty"`
 
 	Phases  []Phase  `json:"phases"`
 	Targets []Target `json:"targets"`
