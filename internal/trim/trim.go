@@ -153,12 +153,12 @@ func annotations(a map[string]string) map[string]string {
 }
 
 // trimTemplate keeps of a pod template its annotations (dialects read some)
-// and what its pod spec references, in the pod spec itself (see
-// trimPodSpec).
+// and what its pod spec references, packed (workload.PackSpec; Kind's
+// Template unpacks it). A template it packed already is unpacked first.
 func trimTemplate(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
-	out := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: annotations(t.Annotations)}, Spec: t.Spec}
+	out := corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: annotations(t.Annotations)}, Spec: workload.Unpacked(&t).Spec}
 	trimPodSpec(&out.Spec)
-	return out
+	return workload.PackSpec(out)
 }
 
 // trimPodSpec replaces a pod spec with containers that read exactly the

@@ -114,7 +114,8 @@ func TestTrimWorkloadKeepsEveryReference(t *testing.T) {
 	whole := d.Spec.Template.Spec.DeepCopy()
 	_, err := Workload(d)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(d.Spec.Template.GetSelfLink()).To(BeEmpty(), "the trimmed spec is kept in the spec, nowhere else")
+	g.Expect(d.Spec.Template.Spec.Containers).To(BeEmpty(), "the spec packed (workload.CachedSpecMark)")
+	g.Expect(d.Spec.Template.GetSelfLink()).To(HavePrefix(workload.CachedSpecMark))
 	trimmed := &workload.Deployment.Template(d).Spec
 
 	g.Expect(refs.FromPodSpec("ns", trimmed)).To(Equal(refs.FromPodSpec("ns", whole)))

@@ -71,7 +71,7 @@ func (k unstructuredKind) Template(obj client.Object) *corev1.PodTemplateSpec {
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(m, &t); err != nil {
 		return nil
 	}
-	return &t
+	return Unpacked(&t)
 }
 
 // String returns the kind's group, version and kind.

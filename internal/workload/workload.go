@@ -18,9 +18,8 @@ type Kind interface {
 	// NewList returns an empty list of the kind.
 	NewList() client.ObjectList
 	// Template returns obj's pod template, or nil when obj is not of the kind.
-	// Of an object of nudge's cache it is the trimmed template the cache
-	// keeps (trim.Workload): its annotations and the references of its pod
-	// spec.
+	// Of an object of nudge's cache, whose spec is packed (see
+	// CachedSpecMark), it is a copy with the spec unpacked.
 	Template(obj client.Object) *corev1.PodTemplateSpec
 	// TemplatePath is the JSON path of the pod template in the object, e.g.
 	// ["spec", "template"]; empty for a custom kind without one.
@@ -60,7 +59,7 @@ func (k kind[T]) Template(obj client.Object) *corev1.PodTemplateSpec {
 	if !ok {
 		return nil
 	}
-	return k.template(o)
+	return Unpacked(k.template(o))
 }
 
 var specTemplate = []string{"spec", "template"}
