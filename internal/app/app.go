@@ -41,6 +41,7 @@ import (
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
+	"nudge.dev/nudge/internal/heap"
 	"nudge.dev/nudge/internal/install"
 	"nudge.dev/nudge/internal/jobs"
 	nudgemetrics "nudge.dev/nudge/internal/metrics"
@@ -97,6 +98,8 @@ func newScheme(opts options.Options) (*runtime.Scheme, error) {
 // an error when start-up fails (no key, no cache sync) or the manager stops
 // with one.
 func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
+	start := heap.Start()
+	defer start.End()
 	scheme, err := newScheme(opts)
 	if err != nil {
 		return err
@@ -187,11 +190,13 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	}); err != nil {
 		return err
 	}
-	lull := &record.Lull{}
+	lull, reconciled := &record.Lull{}, &record.Lull{}
 	// Every replica serves reads from its caches, so every replica is ready
 	// once they are synced, the leader or not.
 	if err := mgr.Add(everyReplica(func(ctx context.Context) error {
-		synced.Store(mgr.GetCache().WaitForCacheSync(ctx))
+		ok := mgr.GetCache().WaitForCacheSync(ctx)
+		synced.Store(ok)
+		start.Synced(ctx, ok, lull, reconciled)
 		return nil
 	})); err != nil {
 		return err
@@ -234,6 +239,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 			Dialect:       dialect.NewParser(opts.Reloader.Annotations),
 			Metrics:       m,
 			Lull:          lull,
+			Reconciled:    reconciled,
 			Behaviour:     b,
 			Waves:         waves,
 		}

@@ -65,6 +65,9 @@ type Reconciler struct {
 	Metrics *metrics.Metrics
 	// Lull, when not nil, is told of every workload write (see record.Lull).
 	Lull *record.Lull
+	// Reconciled, when not nil, is told of the end of every reconcile: the
+	// start's work is done once it and Lull are both quiet.
+	Reconciled *record.Lull
 	// CSI, when not nil and true, says that nudge watches the Secrets Store
 	// CSI driver's SecretProviderClassPodStatuses (see WatchPodStatuses);
 	// otherwise SecretProviderClasses count for nothing.
@@ -144,6 +147,9 @@ type Rolled struct {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	start := time.Now()
 	result, err := r.reconcile(ctx, req)
+	if r.Reconciled != nil {
+		r.Reconciled.Wrote(time.Now())
+	}
 	outcome := metrics.ResultSuccess
 	if err != nil {
 		outcome = metrics.ResultError
