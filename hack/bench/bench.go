@@ -65,6 +65,7 @@ type bench struct {
 	ctrl         *Controller
 	ctrlCmd      string  // ctrl's command line (the floor scenario runs two)
 	cpuOffset    float64 // CPU seconds of controller processes already stopped
+	cgroups      int     // memory cgroups made so far (-cgroup)
 
 	phases   []Phase
 	phaseCPU float64 // total controller CPU when the current phase began
@@ -176,6 +177,9 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 		}
 		res.Process = processResult(s)
 	}
+	if err := b.restarts(ctx); err != nil {
+		return res, fmt.Errorf("restarts: %w", err)
+	}
 	if cfg.Shards > 0 {
 		if err := b.shards(ctx); err != nil {
 			return res, fmt.Errorf("scenario shards: %w", err)
@@ -261,15 +265,36 @@ func (b *bench) startController() error {
 }
 
 // start starts cmd, the controller under test or the floor, logging to
-// controller.log or floor.log in the work directory.
+// controller.log or floor.log in the work directory. With -cgroup, the
+// controller under test runs in a memory cgroup of its own, its binary
+// first dropped from the page cache (see dropPageCache).
 func (b *bench) start(cmd string) error {
 	log := "controller.log"
 	if cmd != b.cfg.ControllerCmd {
 		log = "floor.log"
 	}
-	c, err := startController(cmd, b.kubeconfig, filepath.Join(b.workDir, log))
+	return b.startLogged(cmd, log, cmd == b.cfg.ControllerCmd)
+}
+
+// startLogged starts cmd logging to log in the work directory; a
+// controller under test in a memory cgroup of its own with -cgroup.
+func (b *bench) startLogged(cmd, log string, underTest bool) error {
+	var cgroup *memCgroup
+	if b.cfg.Cgroup != "" && underTest {
+		if bin := strings.Fields(cmd)[0]; strings.Contains(bin, "/") {
+			if err := dropPageCache(bin); err != nil {
+				return err
+			}
+		}
+		b.cgroups++
+		var err error
+		if cgroup, err = newMemCgroup(b.cfg.Cgroup, fmt.Sprintf("nudge-bench-%d-%d", os.Getpid(), b.cgroups)); err != nil {
+			return err
+		}
+	}
+	c, err := startController(cmd, b.kubeconfig, filepath.Join(b.workDir, log), cgroup)
 	if err != nil {
-		return err
+		return errors.Join(err, cgroup.removeIfAny())
 	}
 	b.ctrl, b.ctrlCmd = c, cmd
 	return nil

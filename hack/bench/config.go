@@ -91,6 +91,13 @@ type Config struct {
 	// memory, every second, once it is quiet.
 	MemoryWindow time.Duration
 	BinDir       string // control-plane binaries (testbed default when empty)
+	// Cgroup is a memory cgroup directory (v2, or v1's memory
+	// controller) in which the controller under test runs in a child of
+	// its own ("": none), for its working set as the kubelet computes it.
+	Cgroup string
+	// RestartCmds are controllers started one after another once the
+	// scenarios are done, over the same cluster (see bench.restarts).
+	RestartCmds []string
 }
 
 // allScenarios lists every scenario in the order they run. "sync" and
@@ -166,6 +173,11 @@ func parseConfig(args []string) (Config, error) {
 	fs.BoolVar(&c.ShardGate, "shard-gate", true, "with -shards, run kube-apiserver with the ShardedListAndWatch feature gate")
 	fs.IntVar(&c.ShardChanges, "shard-changes", 40, "with -shards, sources changed while the shards run, each used by one Deployment")
 	fs.DurationVar(&c.MemoryWindow, "memory-window", 40*time.Second, "with -shards, how long each controller's memory is sampled, every second, once it is quiet (the ratios compare the maxima, and the medians); longer than anything an idle controller does periodically")
+	fs.StringVar(&c.Cgroup, "cgroup", "", "memory cgroup directory (v2, or v1's memory controller, e.g. /sys/fs/cgroup/memory/…) in which to run the controller under test in a child of its own, its binary first dropped from the page cache as a container's: the idle figures add its working set as the kubelet computes it (usage minus inactive file pages), now and at its peak since start")
+	fs.Func("restart-cmd", "after the scenarios (before -shards), stop the controller and start this command line instead, as -controller-cmd, over the same cluster: synced when its probe rolls, then idle for -idle, then its memory (RSS, and with -cgroup the working set, now and at its peak); repeat the flag for more, each run after the one before", func(s string) error {
+		c.RestartCmds = append(c.RestartCmds, s)
+		return nil
+	})
 	fs.StringVar(&c.BinDir, "kube-bins", "", "directory of the control-plane binaries (default: the testbed's)")
 	if err := fs.Parse(args); err != nil {
 		return c, err

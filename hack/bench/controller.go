@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -28,15 +29,26 @@ type Controller struct {
 	pprofURL string // /debug/pprof, when the command line has {pprof-addr}
 	done     chan struct{}
 	err      error // exit status, once done is closed
+	// cgroup is the controller's memory cgroup, nil without -cgroup;
+	// peakWorkingSet the largest working set sampled in it (see
+	// sampleWorkingSet), in bytes.
+	cgroup         *memCgroup
+	peakWorkingSet atomic.Int64
 }
+
+// workingSetEvery is how often the working set of a controller in a cgroup
+// of its own is sampled for its peak.
+const workingSetEvery = 250 * time.Millisecond
 
 // startController runs cmdline through sh -c 'exec …', so that the shell
 // becomes the controller and its PID is the controller's, with {kubeconfig},
 // {metrics-addr}, {probe-addr} and {pprof-addr} replaced, appending its output to logPath.
 // It runs in a process group of its own and is killed if the benchmark dies.
-func startController(cmdline, kubeconfig, logPath string) (*Controller, error) {
+// With cgroup, it runs in that memory cgroup, which it removes once the
+// controller has exited, and its working set is sampled for the peak.
+func startController(cmdline, kubeconfig, logPath string, cgroup *memCgroup) (*Controller, error) {
 	vars := map[string]string{"{kubeconfig}": kubeconfig}
-	c := &Controller{logPath: logPath, done: make(chan struct{})}
+	c := &Controller{logPath: logPath, done: make(chan struct{}), cgroup: cgroup}
 	for _, name := range []string{"{metrics-addr}", "{probe-addr}", "{pprof-addr}"} {
 		if !strings.Contains(cmdline, name) {
 			continue
@@ -62,7 +74,11 @@ func startController(cmdline, kubeconfig, logPath string) (*Controller, error) {
 	}
 	defer log.Close()
 	fmt.Fprintf(log, "# %s\n", cmdline)
-	c.cmd = exec.Command("sh", "-c", "exec "+cmdline)
+	script := "exec " + cmdline
+	if cgroup != nil {
+		script = cgroup.enter(cmdline)
+	}
+	c.cmd = exec.Command("sh", "-c", script)
 	c.cmd.Stdout, c.cmd.Stderr = log, log
 	c.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := c.cmd.Start(); err != nil {
@@ -71,9 +87,32 @@ func startController(cmdline, kubeconfig, logPath string) (*Controller, error) {
 	c.started = time.Now()
 	go func() {
 		c.err = c.cmd.Wait()
+		if cgroup != nil {
+			c.err = errors.Join(c.err, cgroup.remove())
+		}
 		close(c.done)
 	}()
+	if cgroup != nil {
+		go c.sampleWorkingSet()
+	}
 	return c, nil
+}
+
+// sampleWorkingSet keeps the largest working set of the controller's cgroup
+// in peakWorkingSet, every workingSetEvery until it exits.
+func (c *Controller) sampleWorkingSet() {
+	tick := time.NewTicker(workingSetEvery)
+	defer tick.Stop()
+	for {
+		if m, err := c.cgroup.read(); err == nil && m.WorkingSet() > c.peakWorkingSet.Load() {
+			c.peakWorkingSet.Store(m.WorkingSet())
+		}
+		select {
+		case <-c.done:
+			return
+		case <-tick.C:
+		}
+	}
 }
 
 // Exited returns an error saying how the controller ended, with the tail of
@@ -133,6 +172,11 @@ type ProcStats struct {
 	FileBytes  int64   // RssFile: file-backed pages mapped, the binary's above all
 	CPUSeconds float64 // user + system, all threads, since start
 	Threads    int
+	// Cgroup is the controller's memory cgroup, and PeakWorkingSetBytes
+	// the largest working set sampled in it since start; nil and 0
+	// without -cgroup.
+	Cgroup              *CgroupMemory
+	PeakWorkingSetBytes int64
 }
 
 // Stats reads the controller's memory and CPU from /proc.
@@ -175,6 +219,14 @@ func (c *Controller) Stats() (ProcStats, error) {
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	s.CPUSeconds = float64(utime+stime) / clockTicks
+	if c.cgroup != nil {
+		m, err := c.cgroup.read()
+		if err != nil {
+			return s, fmt.Errorf("reading the controller's cgroup: %w", err)
+		}
+		s.Cgroup = &m
+		s.PeakWorkingSetBytes = max(c.peakWorkingSet.Load(), m.WorkingSet())
+	}
 	return s, nil
 }
 

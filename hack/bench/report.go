@@ -26,7 +26,14 @@ func figures(res *Results) []figure {
 	}
 	if i := res.Idle; i != nil {
 		add("idle", "RSS (anonymous) / peak RSS", &i.Load, "%.1f (%.1f) / %.1f MiB", i.RSSMiB, i.AnonRSSMiB, i.PeakRSSMiB)
+		if i.WorkingSetMiB != nil {
+			add("idle", "cgroup working set (active file pages) / peak working set", &i.Load, "%.1f (%.1f) / %.1f MiB", *i.WorkingSetMiB, *i.ActiveFileMiB, *i.PeakWorkingSetMiB)
+		}
 		add("idle", "CPU since start / during idle", &i.Load, "%.2f / %.2f s (%.0f s idle)", i.CPUSeconds, i.IdleCPUSeconds, i.Seconds)
+	}
+	for i, r := range res.Restarts {
+		add(fmt.Sprintf("restart %d", i+1), r.Name+": synced (probe) / RSS (anonymous) / peak RSS", &r.Load, "%s s / %.1f (%.1f) / %.1f MiB%s",
+			optSeconds(r.SyncedSeconds), r.RSSMiB, r.AnonRSSMiB, r.PeakRSSMiB, r.workingSet())
 	}
 	if l := res.Latency; l != nil {
 		add("latency", fmt.Sprintf("%d changes: p50 / p90 / p99 / max", l.Changes), &l.Load, "%.1f / %.1f / %.1f / %.1f ms",

@@ -32,6 +32,7 @@ type Results struct {
 	Kinds    *KindsResult    `json:"kinds,omitempty"`
 	Process  *ProcessResult  `json:"process,omitempty"`
 	Shards   *ShardsResult   `json:"shards,omitempty"`
+	Restarts []RestartResult `json:"restarts,omitempty"`
 
 	Phases  []Phase  `json:"phases"`
 	Targets []Target `json:"targets"`
@@ -64,14 +65,21 @@ type SyncResult struct {
 
 // IdleResult is the controller once synced and left alone for Seconds.
 type IdleResult struct {
-	Load           Load    `json:"load"`
-	Seconds        float64 `json:"seconds"`
-	RSSMiB         float64 `json:"rss_mib"`
-	AnonRSSMiB     float64 `json:"anon_rss_mib"` // RssAnon: the part of RSS that is not the mapped binary
-	PeakRSSMiB     float64 `json:"peak_rss_mib"`
-	CPUSeconds     float64 `json:"cpu_seconds"`      // since start
-	IdleCPUSeconds float64 `json:"idle_cpu_seconds"` // during the idle time
-	Threads        int     `json:"threads"`
+	Load       Load    `json:"load"`
+	Seconds    float64 `json:"seconds"`
+	RSSMiB     float64 `json:"rss_mib"`
+	AnonRSSMiB float64 `json:"anon_rss_mib"` // RssAnon: the part of RSS that is not the mapped binary
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// The controller's memory cgroup (-cgroup): its working set as the
+	// kubelet computes it (usage minus inactive file pages), at the end
+	// of idle and the largest sampled since start, and the file pages it
+	// counts (active_file).
+	WorkingSetMiB     *float64 `json:"working_set_mib,omitempty"`
+	PeakWorkingSetMiB *float64 `json:"peak_working_set_mib,omitempty"`
+	ActiveFileMiB     *float64 `json:"active_file_mib,omitempty"`
+	CPUSeconds        float64  `json:"cpu_seconds"`      // since start
+	IdleCPUSeconds    float64  `json:"idle_cpu_seconds"` // during the idle time
+	Threads           int      `json:"threads"`
 }
 
 // LatencyResult is sequential single changes, each to a source used by one

@@ -128,7 +128,7 @@ func (b *bench) shards(ctx context.Context) error {
 			return err
 		}
 		cmd := b.cfg.ControllerCmd + " --shard=" + r.Name
-		if ctrls[i], err = startController(cmd, kubeconfig, filepath.Join(b.workDir, fmt.Sprintf("shard-%d.log", i))); err != nil {
+		if ctrls[i], err = startController(cmd, kubeconfig, filepath.Join(b.workDir, fmt.Sprintf("shard-%d.log", i)), nil); err != nil {
 			return err
 		}
 	}

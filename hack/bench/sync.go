@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"k8s.io/utils/ptr"
 )
 
 // probeInterval is how often the probe ConfigMap changes until the controller
@@ -109,6 +111,12 @@ func (b *bench) idle(ctx context.Context) error {
 	res.CPUSeconds = round(after.CPUSeconds, 2)
 	res.IdleCPUSeconds = round(after.CPUSeconds-before.CPUSeconds, 2)
 	res.Threads = after.Threads
+	if m := after.Cgroup; m != nil {
+		res.WorkingSetMiB, res.ActiveFileMiB = ptr.To(mib(m.WorkingSet())), ptr.To(mib(m.ActiveFile))
+		res.PeakWorkingSetMiB = ptr.To(mib(after.PeakWorkingSetBytes))
+		logf("Idle: working set %.1f MiB (%.1f of it active file pages), peak %.1f MiB, RssAnon %.1f MiB",
+			*res.WorkingSetMiB, *res.ActiveFileMiB, *res.PeakWorkingSetMiB, res.AnonRSSMiB)
+	}
 	b.prof().fetch(ctx, "/heap?gc=1", "heap-idle.pprof", 0)
 	// The same in text, with the runtime's memory statistics at its end
 	// (HeapInuse, HeapIdle, HeapReleased, StackInuse, ...).

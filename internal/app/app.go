@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,10 +27,11 @@ import (
 
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/fingerprint"
-	"nudge.dev/nudge/internal/settings"
+	"nudge.dev/nudge/internal/heap"
 	nudgemetrics "nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/settings"
 	"nudge.dev/nudge/internal/shard"
 	"nudge.dev/nudge/internal/version"
 	"nudge.dev/nudge/internal/watch"
@@ -60,8 +60,8 @@ func RESTConfig(opts options.Options) (*rest.Config, error) {
 // an error when start-up fails (no key, no cache sync) or the manager stops
 // with one.
 func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
-	endStart := widenStartHeadroom()
-	defer endStart()
+	start := heap.Start()
+	defer start.End()
 	scheme, err := newScheme(opts)
 	if err != nil {
 		return err
@@ -95,7 +95,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 		return err
 	}
 	lull, reconciled := &record.Lull{}, &record.Lull{}
-	if err := addChecks(ctx, mgr, lull, reconciled, endStart); err != nil {
+	if err := addChecks(ctx, mgr, lull, reconciled, start); err != nil {
 		return err
 	}
 	rs, err := newReconcilers(ctx, cfg, mgr, opts, key, lull, reconciled, reg)
@@ -209,12 +209,11 @@ func publishSettings(mgr ctrl.Manager, opts options.Options, direct client.Clien
 
 // addChecks adds the liveness check "healthz" and the readiness check
 // "synced": every replica serves reads from its caches, so every replica is
-// ready once they are synced, the leader or not. Once they are, it ends the
-// start (endStart) and hands the start's memory back (releaseStartMemory,
-// waiting on lull, the workload writes, and reconciled, the reconciles'
-// ends), then holds the garbage collector's headroom while workloads are
-// written (holdWriteHeadroom). It returns the manager's errors.
-func addChecks(ctx context.Context, mgr ctrl.Manager, lull, reconciled *record.Lull, endStart func()) error {
+// ready once they are synced, the leader or not. Once they are, it tells
+// start (see heap.Starting.Synced: the start's memory handed back once lull,
+// the workload writes, and reconciled, the reconciles' ends, are quiet).
+// It returns the manager's errors.
+func addChecks(ctx context.Context, mgr ctrl.Manager, lull, reconciled *record.Lull, start *heap.Starting) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}
@@ -231,14 +230,8 @@ func addChecks(ctx context.Context, mgr ctrl.Manager, lull, reconciled *record.L
 	return mgr.Add(everyReplica(func(ctx context.Context) error {
 		ok := mgr.GetCache().WaitForCacheSync(ctx)
 		synced.Store(ok)
-		if ok {
-			// The manager's context does not carry nudge's logger.
-			releaseStartMemory(ctrl.LoggerInto(ctx, log), lull, reconciled, time.Now(), endStart)
-		}
-		endStart()
-		if ok {
-			holdWriteHeadroom(ctx, lull)
-		}
+		// The manager's context does not carry nudge's logger.
+		start.Synced(ctrl.LoggerInto(ctx, log), ok, lull, reconciled)
 		return nil
 	}))
 }

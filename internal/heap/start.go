@@ -1,38 +1,59 @@
-package app
+package heap
 
 import (
 	"context"
 	"runtime/debug"
 	"time"
 
-	ctrl "sigs.k8s.io/controller-runtime"
-
 	"nudge.dev/nudge/internal/record"
 )
+
+// Start widens the garbage collector's headroom for nudge's start (see
+// widenStartHeadroom) and returns the start's end: call Starting.Synced
+// once the caches have synced, or Starting.End when the start fails.
+func Start() *Starting {
+	return &Starting{end: widenStartHeadroom()}
+}
+
+// Starting is a start in progress, from Start.
+type Starting struct {
+	end func()
+}
+
+// End gives the start's headroom back; it may be called more than once,
+// and after Synced.
+func (s *Starting) End() { s.end() }
+
+// Synced ends the start once the caches have synced (true ok) and its
+// first work is done, returning the start's memory to the operating
+// system then (see releaseStartMemory), and then holds the write headroom
+// while workloads are written (see holdWriteHeadroom) until ctx is done:
+// wrote is told of every workload write, reconciled of the end of every
+// reconcile. With ok false, it only ends the start. It blocks until ctx is
+// done, or returns at once with ok false.
+func (s *Starting) Synced(ctx context.Context, ok bool, wrote, reconciled *record.Lull) {
+	if ok {
+		releaseStartMemory(ctx, wrote, reconciled, time.Now(), s.end)
+	}
+	s.end()
+	if ok {
+		holdWriteHeadroom(ctx, wrote)
+	}
+}
 
 // releaseStartMemory ends the start (endStart: the garbage collector's
 // start-up headroom, see widenStartHeadroom) and returns to the operating
 // system the memory the start allocated and freed (decoding the initial
 // lists, the first reconcile and baseline of every workload) that the Go
-// runtime would otherwise keep, and the pages of the binary the start
-// touched (releaseBinaryPages): once no workload has been written and no
+// runtime would otherwise keep: once no workload has been written and no
 // reconcile has ended for 2 s since the caches synced at synced (the first
 // reconciles are done), or 10 minutes after it at the latest (a stream of
-// changes that never pauses). It costs one garbage collection and, later, a
-// minor page fault for each page of code run again; at the default scale of
-// `make bench` the first lowers the idle RSS by about 2.5 MiB, the second by
-// about 20 MiB (docs/performance.md). See afterStart for a start that
-// pauses before it is done.
+// changes that never pauses). It costs one garbage collection; at 100,000
+// sources and 25,000 workloads it lowers the idle working set from 194 to
+// 152 MiB (docs/performance.md). See afterStart for a start that pauses
+// before it is done.
 func releaseStartMemory(ctx context.Context, wrote, reconciled *record.Lull, synced time.Time, endStart func()) {
-	log := ctrl.LoggerFrom(ctx)
-	afterStart(ctx, wrote, reconciled, synced, startQuiet, startResumed, synced.Add(10*time.Minute), endStart, func() {
-		debug.FreeOSMemory()
-		if n, err := releaseBinaryPages(); err != nil {
-			log.V(1).Info("Could not release the binary's pages", "error", err)
-		} else {
-			log.V(1).Info("Released the binary's pages", "bytes", n)
-		}
-	})
+	afterStart(ctx, wrote, reconciled, synced, startQuiet, startResumed, synced.Add(10*time.Minute), endStart, debug.FreeOSMemory)
 }
 
 // startQuiet is the pause in workload writes and reconciles taken for the
@@ -48,10 +69,9 @@ const (
 // returns then, and goes on in a goroutine of its own until deadline or ctx
 // is done (releaseAgain): a start may pause for quiet before it is done.
 // Over 25,000 workloads on a busy API server the first-sight writes
-// stalled for 2 s, and the single replica released its pages while
-// thousands of reconciles were still to come, which mapped 18.5 MiB of the
-// binary back, against 6–8 MiB for a shard that released after its start
-// (docs/performance.md, "Shards by namespace hash").
+// stalled for 2 s, and the single replica released its memory while
+// thousands of reconciles were still to come (docs/performance.md,
+// "Shards by namespace hash").
 func afterStart(ctx context.Context, wrote, reconciled *record.Lull, synced time.Time, quiet time.Duration, resumed int64, deadline time.Time, end, release func()) {
 	pause(ctx, wrote, reconciled, synced, quiet, deadline)
 	end()
