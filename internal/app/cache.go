@@ -18,7 +18,7 @@ import (
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
-	"nudge.dev/nudge/internal/trim"
+	"nudge.dev/nudge/internal/retained"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -52,7 +52,7 @@ func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Opti
 	for _, c := range custom {
 		unstructuredKinds = append(unstructuredKinds, c.Adapter(""))
 	}
-	transform := trim.Workloads(unstructuredKinds...)
+	transform := retained.Workloads(unstructuredKinds...)
 	if wavesOf(opts) > 0 {
 		transform = fleet.KeepProgress(transform)
 	}

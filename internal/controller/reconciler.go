@@ -38,7 +38,7 @@ type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API.
 	Client client.Client
 	// APIReader reads from the API directly, for the rare write that needs
-	// what the cache trims (see trim.Workload).
+	// what the cache trims (see retained.Workload).
 	APIReader client.Reader
 	// Kind is the workload kind reconciled.
 	Kind workload.Kind

@@ -1,4 +1,4 @@
-package trim
+package retained
 
 import (
 	"fmt"
@@ -27,7 +27,7 @@ type wire interface {
 // ConfigMap and a Secret of 8 KiB in 4 keys, and a Deployment reading 2 of
 // each, baselined, as `make bench` creates them, each decoded from protobuf
 // as an informer decodes it. The informer's store and indexes are not
-// counted. `go test -run - -bench Retained ./internal/trim`.
+// counted. `go test -run - -bench Retained ./internal/retained`.
 func BenchmarkRetained(b *testing.B) {
 	value := strings.Repeat("v", 2048)
 	meta := func(i int) metav1.ObjectMeta {
