@@ -81,8 +81,8 @@ func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
 // protobuf), which is all the rest of a reconcile reads of obj after a
 // write (its resourceVersion, annotations and seal), and obj keeps the spec
 // it was read with. Decoding the whole workload for each rollout of a
-// fan-out cost nudge CPU and allocation (docs/performance.md, "Where
-// nudge's CPU goes"), and the API server encodes less.
+// fan-out cost nudge CPU and allocation (docs/performance.md, "Against
+// the floor"), and the API server encodes less.
 func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Change) error {
 	body, err := c.Patch(r.Kind)
 	if err != nil {

@@ -210,8 +210,8 @@ func heapInUse() int64 {
 
 // The Events client's rate limit: eventsQPS, or nudge's own --kube-api-qps
 // when lower. It was 50 a second, which spread a fan-out's Events over
-// seconds and woke the writers for each (docs/performance.md, "Where
-// nudge's CPU goes").
+// seconds and woke the writers for each (git log -S "Where nudge's CPU
+// goes" finds the run).
 func TestRecorderRate(t *testing.T) {
 	tests := map[string]struct {
 		qps  float32

@@ -34,8 +34,8 @@ var (
 // one of the kind's group added or changed, after which API discovery is
 // asked again. nudge then needs no restart when, say, Argo Rollouts or a
 // custom kind is installed after it, and an idle nudge makes no request:
-// a request every few seconds maps the binary's pages back
-// (docs/performance.md, "What maps the binary back"). With --namespaces
+// a request every few seconds costs CPU and memory for nothing
+// (docs/performance.md, "The fixed part"). With --namespaces
 // (a namespaced install, which makes no cluster-scoped request: a Role
 // cannot grant one), or where the watch is forbidden, it asks API
 // discovery every interval instead, which needs no RBAC beyond being
