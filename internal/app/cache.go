@@ -17,8 +17,8 @@ import (
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/refs"
-	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/retained"
+	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
 )
 

@@ -19,8 +19,8 @@ import (
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
-	"nudge.dev/nudge/internal/settings"
 	"nudge.dev/nudge/internal/resolve"
+	"nudge.dev/nudge/internal/settings"
 	"nudge.dev/nudge/internal/workload"
 )
 
