@@ -16,8 +16,8 @@ import (
 	"nudge.dev/nudge/internal/app"
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/explain"
-	"nudge.dev/nudge/internal/settings"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/settings"
 )
 
 const explainExample = `  # Why does (or doesn't) nudge roll Deployment web?

@@ -9,8 +9,8 @@ import (
 	"golang.org/x/term"
 
 	"nudge.dev/nudge/internal/explain"
-	"nudge.dev/nudge/internal/settings"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/settings"
 )
 
 const statusExample = `  # The fleet of every namespace you may read

@@ -22,9 +22,9 @@ import (
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/explain"
 	"nudge.dev/nudge/internal/fleet"
-	"nudge.dev/nudge/internal/settings"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/settings"
 	"nudge.dev/nudge/internal/workload"
 )
 
