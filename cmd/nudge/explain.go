@@ -149,7 +149,7 @@ func explainOptions(o options.Options) explain.Options {
 		MaxConcurrentRollouts: o.MaxConcurrentRollouts,
 		RolloutTimeout:        o.RolloutTimeout,
 		Dialect:               dialect.NewParser(o.Reloader.Annotations),
-		Behaviour:             app.Behaviour(o).Resolving(),
+		Behaviour:             app.Behaviour(o).Behaviour,
 	}
 }
 

@@ -29,6 +29,7 @@ import (
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/served"
 	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
@@ -214,10 +215,12 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 // reads it from a running install's settings too).
 func Behaviour(opts options.Options) controller.Behaviour {
 	b := controller.Behaviour{
-		EnvVars:         opts.ReloadStrategy == "env-vars",
-		ReloadOnCreate:  opts.ReloadOnCreate,
-		ReloadOnDelete:  opts.ReloadOnDelete,
-		IgnoreSources:   map[refs.Kind]bool{},
+		EnvVars: opts.ReloadStrategy == "env-vars",
+		Behaviour: resolve.Behaviour{
+			ReloadOnCreate: opts.ReloadOnCreate,
+			ReloadOnDelete: opts.ReloadOnDelete,
+			IgnoreSources:  map[refs.Kind]bool{},
+		},
 		CronJobStartJob: opts.CronJobStartJob,
 		ReloaderEvents:  opts.EventReasons == "reloader",
 	}

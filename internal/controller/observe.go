@@ -185,7 +185,7 @@ func (r *Reconciler) resolver() resolve.Resolver {
 		Key:       r.Key,
 		Window:    r.Window,
 		Changes:   r.Changes,
-		Behaviour: r.Behaviour.Resolving(),
+		Behaviour: r.Behaviour.Behaviour,
 		Dialect:   r.Dialect,
 	}
 }

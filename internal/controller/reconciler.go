@@ -7,7 +7,6 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -102,13 +101,10 @@ type Behaviour struct {
 	// EnvVars selects Reloader's env-vars strategy instead of a pod-template
 	// annotation.
 	EnvVars bool
-	// ReloadOnCreate and ReloadOnDelete are Reloader's flags of those names.
-	ReloadOnCreate, ReloadOnDelete bool
-	// SourceSelector, when not nil, is the --resource-label-selector: other
-	// sources never count.
-	SourceSelector labels.Selector
-	// IgnoreSources are source kinds never counted (--resources-to-ignore).
-	IgnoreSources map[refs.Kind]bool
+	// Behaviour is what of the flags changes which sources count and how
+	// (Reloader's --reload-on-create, --reload-on-delete,
+	// --resource-label-selector, --resources-to-ignore).
+	resolve.Behaviour
 	// NotifyOnly sends Notify instead of rolling (--webhook-url).
 	NotifyOnly bool
 	// Notify, when not nil, is told of every rollout (alerts) or, with
@@ -120,12 +116,6 @@ type Behaviour struct {
 	// messages (--event-reasons=reloader): Normal Reloaded instead of
 	// Rolled, and a Warning ReloadFail for each rollout write that failed.
 	ReloaderEvents bool
-}
-
-// Resolving returns what of b changes which sources count and how.
-func (b Behaviour) Resolving() resolve.Behaviour {
-	return resolve.Behaviour{ReloadOnCreate: b.ReloadOnCreate, ReloadOnDelete: b.ReloadOnDelete,
-		SourceSelector: b.SourceSelector, IgnoreSources: b.IgnoreSources}
 }
 
 // Rolled describes one rollout (or, with NotifyOnly, one change) for
