@@ -33,8 +33,8 @@ type verdict struct {
 	// over is contested (see ownership.Takeovers.Contested); the reconcile
 	// comes back after it.
 	contested time.Duration
-	// behind says not to act: the cache is behind another nudge's rollout
-	// of the workload (see behindAnother); the reconcile comes back after
+	// behind says not to act: the cache is behind the API server where the
+	// rollout may not trust it (see behind); the reconcile comes back after
 	// behindWait.
 	behind bool
 }
@@ -44,7 +44,8 @@ type verdict struct {
 // the fleet's waves, which may halt it or keep it for a slot
 // (fleet.Waves.Decide, which may revise the inputs too); the Warning the
 // decision deserves; a takeover contest with another key's nudge
-// (contested); and a cache behind another nudge's rollout (behind). It
+// (contested); and a cache behind the API server where a rollout may not
+// trust it (behind). It
 // returns a content's read error and the API server's.
 func (r *Reconciler) decide(ctx context.Context, o *observed) (verdict, error) {
 	v := verdict{Decision: rollout.Decide(o.in), causes: o.causes}
@@ -62,7 +63,7 @@ func (r *Reconciler) decide(ctx context.Context, o *observed) (verdict, error) {
 		v.contested, v.causes = wait, append(v.causes, c)
 		return v, nil
 	}
-	behind, err := r.behindAnother(ctx, o.key, o.in, v.Decision)
+	behind, err := r.behind(ctx, o.key, o.in, v.Decision)
 	v.behind = behind
 	return v, err
 }
@@ -104,41 +105,55 @@ func (r *Reconciler) contentDigest(ctx context.Context, src refs.Source) (string
 	return sources.ContentDigest(r.Key, src, obj), nil
 }
 
-// Two nudges may write one workload at once: a shard and its successor
-// while a set of shards changes, a leader and the process it replaced, two
-// releases over one namespace. With one key they compute the same state,
-// and the second writer's write conflicts and then finds nothing to do; but
-// only if their caches agree. When this nudge's cache of a source is behind
-// the other's, the other rolls the workload for the source's change first,
-// and this one, reading that rollout's write before the change, would
-// write its older state back: a rollout back, and the other, seeing it,
-// rolls forward again. Three rollouts for one change.
+// A rollout is decided on the cache, which may be behind the API server.
+// Two cases call for asking the API server before the write:
 //
-// So before it rolls a workload whose last rollout (its
-// nudge.dev/last-rollout annotation) another nudge made within
-// a minute, a reconcile asks the API server for the resourceVersion
-// of each source whose change it would roll, and waits (behindWait, at most
-// memo.Lag's limit of times in a row) while its cache holds another. Its own
-// rollouts of the last minute it remembers (memo.Rollouts), so that one
-// nudge alone never asks.
+//   - The rollout does not follow the changed source's own event
+//     (rollout.Decision.Recheck): it trails a burst, or catches up a change
+//     nudge did not see happen, as after a restart. Another change may then
+//     have been written and not have reached the cache yet: the rollout
+//     would write content already superseded, and that change's event roll
+//     the workload again at once, two rollouts where one was due (issue 32:
+//     a random stream of 20 updates a second rolled twice for 2 of 1,200
+//     updates, and a restart once with no update since the rollout before).
+//     A lone change's own event brings the source into the cache before the
+//     reconcile it causes, so a leading rollout never asks.
+//   - Another nudge rolled the workload within a minute (its
+//     nudge.dev/last-rollout annotation): a shard and its successor while
+//     a set of shards changes, a leader and the process it replaced, two
+//     releases over one namespace. With one key they compute the same
+//     state, but only if their caches agree: when this nudge's cache of a
+//     source is behind the other's, the other rolls the workload for the
+//     source's change first, and this one, reading that rollout's write
+//     before the change, would write its older state back: a rollout back,
+//     and the other, seeing it, rolls forward again. Its own rollouts of the
+//     last minute this nudge remembers (memo.Rollouts), so that one nudge
+//     alone never asks for them.
 //
-// Nor does it ask again of a source for each workload: once its cache held
-// the API server's version of a source at a time T, the other nudge's
-// rollouts stamped before T (less memo.ClockSkew) were decided on a version of
-// the source no newer than the one cached then, so the cache, which only
-// moves forward, is not behind them (memo.CaughtUp). After a restart, the
-// rollouts of the process before are another nudge's for a minute: without
-// this, a fan-out of 500 in that minute asked 500 times and took twice as
-// long (make bench, 26 Nov 2026: 3.2 s against 1.4–2.1 s).
+// The reconcile then asks for the resourceVersion of each ConfigMap or
+// Secret whose change it would roll, and waits (behindWait, at most
+// memo.Lag's limit of times in a row) while its cache holds another.
+//
+// For another nudge's rollout it does not ask again of a source for each
+// workload: once its cache held the API server's version of a source at a
+// time T, the other nudge's rollouts stamped before T (less
+// memo.ClockSkew) were decided on a version of the source no newer than
+// the one cached then, so the cache, which only moves forward, is not
+// behind them (memo.CaughtUp). After a restart, the rollouts of the
+// process before are another nudge's for a minute: without this, a fan-out
+// of 500 in that minute asked 500 times and took twice as long (make
+// bench, 26 Nov 2026: 3.2 s against 1.4–2.1 s).
 
-// behindAnother reports whether d, a rollout of the workload key decided on
-// inputs in, must wait for the cache: the workload's last rollout is
-// another nudge's within a minute, and the API server holds another
-// resourceVersion than the cache of a ConfigMap or Secret whose change d
-// rolls. It returns false once the workload has waited memo.Lag's limit of times
-// in a row (the cache is then taken as it is), and the API server's error.
-func (r *Reconciler) behindAnother(ctx context.Context, key types.NamespacedName, in rollout.Input, d rollout.Decision) (bool, error) {
-	if d.Action != rollout.Roll || d.FirstSight || r.APIReader == nil || !r.memory.Rollouts.Foreign(key, in.LastRollout, in.Now) {
+// behind reports whether d, a rollout of the workload key decided on inputs
+// in, must wait for the cache (see above): d asks for a recheck, or the
+// workload's last rollout is another nudge's within a minute, and the API
+// server holds another resourceVersion than the cache of a ConfigMap or
+// Secret whose change d rolls. It returns false once the workload has
+// waited memo.Lag's limit of times in a row (the cache is then taken as it
+// is), and the API server's error.
+func (r *Reconciler) behind(ctx context.Context, key types.NamespacedName, in rollout.Input, d rollout.Decision) (bool, error) {
+	foreign := d.Action == rollout.Roll && r.memory.Rollouts.Foreign(key, in.LastRollout, in.Now)
+	if d.Action != rollout.Roll || d.FirstSight || r.APIReader == nil || !(foreign || d.Recheck) {
 		r.memory.Handover.Forget(key)
 		return false, nil
 	}
@@ -152,7 +167,7 @@ func (r *Reconciler) behindAnother(ctx context.Context, key types.NamespacedName
 		default:
 			continue
 		}
-		if r.caughtUp.Covers(src, in.LastRollout, in.Now) {
+		if !d.Recheck && r.caughtUp.Covers(src, in.LastRollout, in.Now) {
 			continue
 		}
 		err := r.Client.Get(ctx, types.NamespacedName{Namespace: src.Namespace, Name: src.Name}, cached)
@@ -168,8 +183,9 @@ func (r *Reconciler) behindAnother(ctx context.Context, key types.NamespacedName
 			return false, err
 		}
 		if server != cached.GetResourceVersion() {
-			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see a source another nudge rolled from",
-				"kind", r.Kind.Name(), "source", src.String(), "cached", cached.GetResourceVersion(), "server", server, "lastRollout", in.LastRollout)
+			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see the API server's version of a source",
+				"kind", r.Kind.Name(), "source", src.String(), "cached", cached.GetResourceVersion(), "server", server,
+				"recheck", d.Recheck, "lastRollout", in.LastRollout)
 			return r.memory.Handover.Wait(key), nil
 		}
 		r.caughtUp.Saw(src, asked)

@@ -86,7 +86,7 @@ type Reconciler struct {
 	Behaviour
 
 	memory   memo.Workloads        // what is remembered of each workload between reconciles
-	caughtUp memo.CaughtUp         // when the cache last held the API server's version of a source (see behindAnother)
+	caughtUp memo.CaughtUp         // when the cache last held the API server's version of a source (see behind)
 	index    *sources.Index        // set by SetupWithManager
 	ctrl     controller.Controller // set by SetupWithManager
 	queue    *watch.Queue          // ctrl's, set by SetupWithManager

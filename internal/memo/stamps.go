@@ -51,7 +51,7 @@ func (s *stamps[K]) get(k K, now time.Time) (time.Time, bool) {
 }
 
 // CaughtUp remembers, by source, the last time this nudge found its cache
-// holding the API server's version of the source (behindAnother's check).
+// holding the API server's version of the source (controller's behind).
 type CaughtUp struct{ stamps[refs.Source] }
 
 // Saw records that the cache held the API server's version of src when it

@@ -153,6 +153,15 @@ type Decision struct {
 	// source changed again): the reconciler removes it, with the rollout
 	// when there is one.
 	Unhalt bool
+	// Recheck is true for a Roll the source's own event did not bring: it
+	// trails a burst (its wait ended, see Input.Changes) or catches up a
+	// change nudge did not see happen (none is remembered, as after a
+	// restart). The cache it was decided on may then be behind the API
+	// server by a newer change, whose event would roll the workload again
+	// at once: two rollouts, the first of content already superseded. The
+	// reconciler asks the API server for the changed sources' versions
+	// before it writes (see controller's behind).
+	Recheck bool
 	// Entered lists, sorted, the young sources (Input.Young) a Baseline
 	// records because they enter the references or are read another way:
 	// once written, the applied state holds their change as what the pods
@@ -216,7 +225,21 @@ func (in Input) rollsAt() time.Time {
 	if in.LastRollout.IsZero() || !in.Now.Before(end) {
 		return time.Time{}
 	}
-	var last, prev time.Time
+	last, burst := in.burst()
+	if !burst {
+		return time.Time{} // a lone change, or none remembered
+	}
+	if quiet := last.Add(Quiet(in.Window)); quiet.Before(end) {
+		return quiet
+	}
+	return end
+}
+
+// burst returns the latest of in.Changes, and whether the one before it
+// came less than Quiet(Window) earlier: the pending change is part of a
+// burst.
+func (in Input) burst() (last time.Time, burst bool) {
+	var prev time.Time
 	for _, t := range in.Changes {
 		switch {
 		case t.After(last):
@@ -225,14 +248,7 @@ func (in Input) rollsAt() time.Time {
 			prev = t
 		}
 	}
-	q := Quiet(in.Window)
-	if prev.IsZero() || last.Sub(prev) >= q {
-		return time.Time{} // a lone change, or none remembered
-	}
-	if quiet := last.Add(q); quiet.Before(end) {
-		return quiet
-	}
-	return end
+	return last, !prev.IsZero() && last.Sub(prev) < Quiet(in.Window)
 }
 
 // decide is Decide without waves and holds.
@@ -279,7 +295,9 @@ func decide(in Input) Decision {
 	case len(changed) > 0 && in.rollsAt().After(in.Now):
 		return Decision{Action: Wait, Changed: changed, RequeueAfter: in.rollsAt().Sub(in.Now)}
 	case len(changed) > 0:
-		return Decision{Action: Roll, Write: write, Changed: changed, FirstSight: first}
+		_, burst := in.burst()
+		recheck := !first && (burst || len(in.Changes) == 0)
+		return Decision{Action: Roll, Write: write, Changed: changed, FirstSight: first, Recheck: recheck}
 	case !write.Equal(applied):
 		return Decision{Action: Baseline, Write: write, Entered: entered}
 	default:

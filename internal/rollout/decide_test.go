@@ -579,3 +579,52 @@ func TestQuiet(t *testing.T) {
 		})
 	}
 }
+
+func TestRecheck(t *testing.T) {
+	base := entries{cm: {Digest: "aaaa"}}
+	changed := state("k", entries{cm: {Digest: "cccc"}})
+	roll := func(now time.Duration, changes ...time.Duration) rollout.Input {
+		in := rollout.Input{Applied: applied("k", base), Sealed: true, Namespace: "shop", Desired: changed,
+			LastRollout: t0, Now: t0.Add(now), Window: 5 * time.Second}
+		for _, c := range changes {
+			in.Changes = append(in.Changes, t0.Add(c))
+		}
+		return in
+	}
+	tests := map[string]struct {
+		in   rollout.Input
+		want bool
+	}{
+		"a lone change its own event brings is rolled as cached": {
+			in: roll(2*time.Second, 2*time.Second, -3*time.Second),
+		},
+		"a change nudge did not see happen, as after a restart, is rechecked": {
+			in: roll(2 * time.Second), want: true,
+		},
+		"the trailing rollout of a burst is rechecked": {
+			in: roll(1200*time.Millisecond, 100*time.Millisecond, 200*time.Millisecond), want: true,
+		},
+		"a burst rolled at the window's end is rechecked": {
+			in: roll(5*time.Second, 4900*time.Millisecond, 4950*time.Millisecond), want: true,
+		},
+		"a burst with no rollout before is rechecked": {
+			in: func() rollout.Input {
+				in := roll(200*time.Millisecond, 100*time.Millisecond, 150*time.Millisecond)
+				in.LastRollout = time.Time{}
+				return in
+			}(),
+			want: true,
+		},
+		"first sight of a young source is not": {
+			in: rollout.Input{Namespace: "shop", Desired: state("k", base), Young: []refs.Source{cm}},
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			d := rollout.Decide(tc.in)
+			g.Expect(d.Action).To(Equal(rollout.Roll))
+			g.Expect(d.Recheck).To(Equal(tc.want))
+		})
+	}
+}
