@@ -43,9 +43,24 @@ const (
 	// failed elsewhere (see Input.Halted). Nothing of the rollout is
 	// written; the hold ends when the source changes again.
 	Halted
+	// Deferred: the workload would roll, but its maintenance window is
+	// closed (see Input.Maintenance) and no changed source is urgent.
+	// Nothing of the rollout is written; it rolls once the window opens
+	// (RequeueAfter).
+	Deferred
+	// Braked: the workload would roll, but it had Input.Budget rollouts in
+	// the last StormPeriod (the storm brake). Nothing of the rollout is
+	// written; it rolls once, with the content as it is then, when the
+	// budget frees (RequeueAfter).
+	Braked
+	// Gated: the workload would roll, but a changed Secret's producer is not
+	// ready (see Input.Unready). Nothing of the rollout is written; it
+	// rolls once every producer is ready, or at the latest after
+	// RequeueAfter.
+	Gated
 )
 
-var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored", "Pending", "Halted"}
+var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored", "Pending", "Halted", "Deferred", "Braked", "Gated"}
 
 // String returns the action's name.
 func (a Action) String() string { return actionNames[a] }
@@ -133,6 +148,27 @@ type Input struct {
 	// HaltedNow is HaltedSource's digest now, in Halted's form: when it
 	// differs, the source changed again and the hold has ended.
 	HaltedNow string
+
+	// Maintenance, when not nil, says when the workload may roll: its
+	// maintenance window (nudge.dev/maintenance-window on it or its
+	// Namespace, or --maintenance-window). A rollout outside it is Deferred.
+	Maintenance Schedule
+	// Urgent lists the sources marked nudge.dev/urgent: a change of one of
+	// them rolls outside the maintenance window.
+	Urgent []refs.Source
+	// Budget is the storm brake: the most rollouts the workload may have in
+	// any StormPeriod (--max-rollouts-per-hour, or the workload's
+	// nudge.dev/max-rollouts-per-hour); 0 sets none.
+	Budget int
+	// Rolled holds when nudge rolled the workload, as its
+	// nudge.dev/rollouts annotation records them (the last Budget at most),
+	// in any order.
+	Rolled []time.Time
+	// Unready lists the sources whose producer (an ExternalSecret, a
+	// cert-manager Certificate) is not ready yet, while the wait for it has
+	// not timed out; UnreadyUntil is when it does.
+	Unready      []refs.Source
+	UnreadyUntil time.Time
 }
 
 // Decision is Decide's answer.
@@ -162,6 +198,9 @@ type Decision struct {
 	// reconciler asks the API server for the changed sources' versions
 	// before it writes (see controller's behind).
 	Recheck bool
+	// Rolled is, for a Roll with a storm brake (Input.Budget), the rollout
+	// times to record: the last Budget, this one included.
+	Rolled []time.Time
 	// Entered lists, sorted, the young sources (Input.Young) a Baseline
 	// records because they enter the references or are read another way:
 	// once written, the applied state holds their change as what the pods
@@ -188,8 +227,10 @@ type Decision struct {
 // digest is baselined.
 //
 // A change that would roll is Halted while the workload is held for the
-// current content of one of the changed sources (Input.Halted), and Pending
-// while waves are on and no slot is free. A hold whose source has changed
+// current content of one of the changed sources (Input.Halted); then
+// Deferred outside its maintenance window, Braked past its storm budget,
+// Gated while a producer is not ready (see gate); and Pending while waves
+// are on and no slot is free. A hold whose source has changed
 // again since has ended: Decision.Unhalt asks for its removal.
 func Decide(in Input) Decision {
 	d := decide(in)
@@ -200,7 +241,10 @@ func Decide(in Input) Decision {
 	case in.Halted != "" && !held:
 		d.Unhalt = true
 	}
-	if d.Action == Roll && in.Waves && !in.Slot {
+	if d.Action != Roll {
+		return d
+	}
+	if d = gate(in, d); d.Action == Roll && in.Waves && !in.Slot {
 		return Decision{Action: Pending, Changed: d.Changed, Unhalt: d.Unhalt}
 	}
 	return d

@@ -1,0 +1,67 @@
+package rollout
+
+import (
+	"slices"
+	"time"
+
+	"nudge.dev/nudge/internal/refs"
+)
+
+// StormPeriod is the storm brake's sliding period: a workload may have at
+// most Input.Budget rollouts in any StormPeriod.
+const StormPeriod = time.Hour
+
+// Schedule says when a workload may roll: a maintenance window
+// (maintenance.Window).
+type Schedule interface {
+	// Open reports whether t is inside the window.
+	Open(t time.Time) bool
+	// Next returns t when Open(t), else when the window next opens.
+	Next(t time.Time) time.Time
+}
+
+// gate returns what becomes of d, a Roll, under the gates a rollout must
+// pass beyond the window (rule 14): outside the maintenance window it is
+// Deferred, unless a changed source is urgent; past the storm brake's
+// budget, Braked; while a changed source's producer is not ready, Gated.
+// Each waits with RequeueAfter set to when it may end (the window opens,
+// the budget frees, the producer's wait times out), and writes nothing: the
+// change stays pending in the applied state, so nudge's restart keeps it,
+// and it rolls once, with the sources' content as it is then. A Roll that
+// passes carries the rollout times to record (Decision.Rolled).
+func gate(in Input, d Decision) Decision {
+	hold := func(a Action, until time.Time) Decision {
+		return Decision{Action: a, Changed: d.Changed, Unhalt: d.Unhalt, RequeueAfter: max(until.Sub(in.Now), 0)}
+	}
+	urgent := slices.ContainsFunc(d.Changed, func(s refs.Source) bool { return slices.Contains(in.Urgent, s) })
+	if in.Maintenance != nil && !urgent && !in.Maintenance.Open(in.Now) {
+		return hold(Deferred, in.Maintenance.Next(in.Now))
+	}
+	recent := in.recent()
+	if in.Budget > 0 && len(recent) >= in.Budget {
+		// The budget frees when the oldest of the last Budget rollouts
+		// leaves the period.
+		return hold(Braked, recent[len(recent)-in.Budget].Add(StormPeriod))
+	}
+	if slices.ContainsFunc(d.Changed, func(s refs.Source) bool { return slices.Contains(in.Unready, s) }) {
+		return hold(Gated, in.UnreadyUntil)
+	}
+	if in.Budget > 0 {
+		keep := recent[max(0, len(recent)-in.Budget+1):]
+		d.Rolled = append(slices.Clone(keep), in.Now)
+	}
+	return d
+}
+
+// recent returns, sorted, the rollouts of in.Rolled within StormPeriod
+// before in.Now.
+func (in Input) recent() []time.Time {
+	var out []time.Time
+	for _, t := range in.Rolled {
+		if in.Now.Sub(t) < StormPeriod && !t.After(in.Now) {
+			out = append(out, t)
+		}
+	}
+	slices.SortFunc(out, time.Time.Compare)
+	return out
+}
