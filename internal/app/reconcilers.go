@@ -83,7 +83,7 @@ func newReconcilers(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, opt
 	}
 	return &reconcilers{
 		mgr: mgr, opts: opts, key: key, recorder: recorder, metrics: m, lull: lull, reconciled: reconciled,
-		behaviour: b, waves: waves, watched: watchedNamespaces(opts, mgr.GetClient()), changes: &sources.Changes{},
+		behaviour: b, waves: waves, watched: watchedNamespaces(opts, mgr.GetClient()), changes: &sources.Changes{Clock: opts.Clock},
 		csi:   &csiWatch{ctx: ctx, mgr: mgr, on: &atomic.Bool{}},
 		copts: controller.Options{Workers: opts.Workers, IgnoreSources: b.IgnoreSources, NamespaceLabels: opts.NamespaceSelector != ""},
 	}, nil
@@ -108,6 +108,7 @@ func (rs *reconcilers) newReconciler(k workload.Kind) *controller.Reconciler {
 		Reconciled:    rs.reconciled,
 		Behaviour:     rs.behaviour,
 		Waves:         rs.waves,
+		Clock:         rs.opts.Clock,
 	}
 }
 

@@ -186,6 +186,7 @@ func (r *Reconciler) resolver() resolve.Resolver {
 		Window:    r.Window,
 		Changes:   r.Changes,
 		Behaviour: r.Behaviour.Behaviour,
+		Pace:      r.Pace,
 		Dialect:   r.Dialect,
 	}
 }

@@ -105,6 +105,10 @@ type Behaviour struct {
 	// (Reloader's --reload-on-create, --reload-on-delete,
 	// --resource-label-selector, --resources-to-ignore).
 	resolve.Behaviour
+	// Pace is when the flags let a workload roll: the storm brake's budget
+	// and the maintenance window (--max-rollouts-per-hour,
+	// --maintenance-window).
+	resolve.Pace
 	// NotifyOnly sends Notify instead of rolling (--webhook-url).
 	NotifyOnly bool
 	// Notify, when not nil, is told of every rollout (alerts) or, with
@@ -213,7 +217,8 @@ func (r *Reconciler) remember(o *observed, d rollout.Decision, written bool) {
 
 // act carries out decision d, taken on o's inputs, on o's workload: a
 // baseline or a rollout is written and remembered (see memo.History); a
-// wait asks to be called back. A pause nudge started ends when due,
+// hold for a maintenance window or the storm brake is recorded on the
+// workload (see hold); a wait asks to be called back. A pause nudge started ends when due,
 // whatever the decision.
 func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (ctrl.Result, error) {
 	obj, over := o.obj, o.obj.GetResourceVersion()
@@ -223,13 +228,32 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the rollout window to end", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.RequeueAfter)
 		result.RequeueAfter = d.RequeueAfter
 	case rollout.Baseline:
-		applied := d.Write.Format(o.key.Namespace)
-		if err := r.apply(ctx, obj, r.stateChange(obj, applied)); err != nil {
+		c := r.stateChange(obj, d.Write.Format(o.key.Namespace))
+		if _, held := obj.GetAnnotations()[workload.HeldAnnotation]; held {
+			c.Annotations[workload.HeldAnnotation] = nil // the change held is no change any more
+		}
+		if err := r.apply(ctx, obj, c); err != nil {
 			return r.retry(ctx, err)
 		}
 		r.memory.History.Wrote(o.key, over, r.made(obj), d.FirstSight)
 		r.memory.Taken.Took(o.key, o.in, r.Key.ID())
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
+	case rollout.None:
+		if _, held := obj.GetAnnotations()[workload.HeldAnnotation]; held {
+			// The sources went back to what the pods run with: nothing waits.
+			c := workload.Change{ResourceVersion: over, Annotations: map[string]*string{workload.HeldAnnotation: nil}}
+			if err := r.apply(ctx, obj, c); err != nil {
+				return r.retry(ctx, err)
+			}
+		}
+	case rollout.Deferred, rollout.Braked:
+		if err := r.hold(ctx, o, d); err != nil {
+			return r.retry(ctx, err)
+		}
+		result.RequeueAfter = d.RequeueAfter
+	case rollout.Gated:
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for a producer to be ready", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.RequeueAfter)
+		result.RequeueAfter = d.RequeueAfter
 	case rollout.Roll:
 		applied := d.Write.Format(o.key.Namespace)
 		if err := r.roll(ctx, obj, d, applied, o.in.Now, r.stakater(o.spec)); err != nil {

@@ -23,6 +23,24 @@ const (
 	// NudgeIgnore "true" on a ConfigMap or Secret makes it count for no
 	// workload.
 	NudgeIgnore = "nudge.dev/ignore"
+	// NudgeUrgent "true" on a ConfigMap or Secret makes a change of it roll
+	// its workloads outside their maintenance window.
+	NudgeUrgent = "nudge.dev/urgent"
+)
+
+// Native annotations on the workload's metadata (never its pod template)
+// that pace its rollouts.
+const (
+	// NudgeMaxRolloutsPerHour is a non-negative integer: the storm brake's
+	// budget of rollouts in a sliding hour; 0 sets none. It overrides
+	// --max-rollouts-per-hour.
+	NudgeMaxRolloutsPerHour = "nudge.dev/max-rollouts-per-hour"
+	// NudgeMaintenanceWindow is a maintenance window (maintenance.Parse's
+	// format: a 5-field cron schedule, a duration and an optional IANA time
+	// zone): rollouts wait for it to open. On a Namespace it sets the window
+	// of its workloads; a workload's own wins. It overrides
+	// --maintenance-window.
+	NudgeMaintenanceWindow = "nudge.dev/maintenance-window"
 )
 
 // Stakater Reloader's annotations, with Reloader's default names; see

@@ -27,6 +27,10 @@ var (
 	// ErrBadDuration: a duration annotation is not a Go duration
 	// (time.ParseDuration) or is negative.
 	ErrBadDuration error = &malformed{"invalid duration"}
+	// ErrBadNumber: a count annotation is not a non-negative integer.
+	ErrBadNumber error = &malformed{"invalid number"}
+	// ErrBadSchedule: a maintenance window is not maintenance.Parse's format.
+	ErrBadSchedule error = &malformed{"invalid maintenance window"}
 )
 
 // malformed is the type of the sentinels: each one is also ErrMalformed.

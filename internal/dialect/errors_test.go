@@ -114,6 +114,16 @@ func TestParseMalformed(t *testing.T) {
 			want:     specView{Dialects: []Dialect{Nudge}},
 			wantErrs: []string{`annotation "nudge.dev/rollout-window" in the workload metadata: invalid duration "-1s": negative`},
 		},
+		"a budget of rollouts that is no count is an error and ignored": {
+			meta:     map[string]string{NudgeMaxRolloutsPerHour: "lots"},
+			want:     specView{},
+			wantErrs: []string{`annotation "nudge.dev/max-rollouts-per-hour" in the workload metadata: invalid number "lots": want a whole number of rollouts, 0 or more`},
+		},
+		"a negative budget of rollouts is an error and ignored": {
+			meta:     map[string]string{NudgeMaxRolloutsPerHour: "-3"},
+			want:     specView{},
+			wantErrs: []string{`annotation "nudge.dev/max-rollouts-per-hour" in the workload metadata: invalid number "-3": want a whole number of rollouts, 0 or more`},
+		},
 		"errors come one per annotation in dialect order": {
 			meta: map[string]string{WaveUpdateOnConfigChange: "x", ReloaderSearch: "x", NudgeAuto: "x", PodReloaderConfigMaps: "X"},
 			want: specView{Dialects: []Dialect{Nudge, PodReloader, Reloader, Wave}},

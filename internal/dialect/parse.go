@@ -2,8 +2,10 @@ package dialect
 
 import (
 	"cmp"
+	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -55,7 +57,9 @@ func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
 //     matches "a" and "b" only. Reloader compares exclude entries literally;
 //     here they are expressions like reload entries, which differs only for
 //     entries with regular-expression characters such as ".";
-//   - nudge.dev/rollout-window is a Go duration (time.ParseDuration), >= 0.
+//   - nudge.dev/rollout-window is a Go duration (time.ParseDuration), >= 0;
+//   - nudge.dev/max-rollouts-per-hour, read on the metadata only, is an
+//     integer >= 0.
 //
 // Bad input never panics and is never dropped silently: Parse returns one
 // *AnnotationError per bad annotation, wrapping ErrNotBool, ErrBadPattern,
@@ -114,6 +118,22 @@ func (p *parser) native(meta, template map[string]string) {
 	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeConfigMaps, refs.ConfigMap, Nudge, true)...)
 	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeSecrets, refs.Secret, Nudge, true)...)
 	p.window(src)
+	p.budget(meta)
+}
+
+// budget reads nudge.dev/max-rollouts-per-hour from the workload's
+// metadata.
+func (p *parser) budget(meta map[string]string) {
+	v, found := meta[NudgeMaxRolloutsPerHour]
+	if !found {
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 0 {
+		p.fail(source{values: meta}, NudgeMaxRolloutsPerHour, fmt.Errorf("%w %q: want a whole number of rollouts, 0 or more", ErrBadNumber, v))
+		return
+	}
+	p.spec.Budget = &n
 }
 
 func (p *parser) reloader(meta, template map[string]string) {

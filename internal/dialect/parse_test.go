@@ -6,6 +6,8 @@ import (
 
 	. "github.com/onsi/gomega"
 
+	"k8s.io/utils/ptr"
+
 	"nudge.dev/nudge/internal/refs"
 )
 
@@ -24,11 +26,12 @@ type specView struct {
 	ConfigMaps, Secrets Selection
 	Named, Exclude      []namedView
 	Window              *time.Duration
+	Budget              *int
 	Dialects            []Dialect
 }
 
 func view(s Spec) specView {
-	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Dialects: s.Dialects}
+	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Budget: s.Budget, Dialects: s.Dialects}
 	toView := func(in []Named) []namedView {
 		var out []namedView
 		for _, n := range in {
@@ -114,6 +117,18 @@ func TestParse(t *testing.T) {
 		"nudge.dev/rollout-window is a Go duration": {
 			meta: map[string]string{NudgeRolloutWindow: "1m30s"},
 			want: specView{Window: duration(90 * time.Second), Dialects: []Dialect{Nudge}},
+		},
+		"nudge.dev/max-rollouts-per-hour is a count, read on the metadata": {
+			meta: map[string]string{NudgeMaxRolloutsPerHour: " 12 "},
+			want: specView{Budget: ptr.To(12)},
+		},
+		"a zero budget of rollouts turns the storm brake off": {
+			meta: map[string]string{NudgeMaxRolloutsPerHour: "0"},
+			want: specView{Budget: ptr.To(0)},
+		},
+		"a budget of rollouts on the pod template is not read": {
+			template: map[string]string{NudgeMaxRolloutsPerHour: "3"},
+			want:     specView{},
 		},
 		"a zero rollout window is allowed": {
 			meta: map[string]string{NudgeRolloutWindow: "0s"},

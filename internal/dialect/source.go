@@ -31,6 +31,14 @@ func (p Parser) Matched(sourceAnnotations map[string]string) bool {
 	return isTrue(sourceAnnotations[p.Reloader().Match])
 }
 
+// Urgent reports whether a ConfigMap's or Secret's own annotations mark a
+// change of it urgent: nudge.dev/urgent is "true" (in any case, spaces
+// around it trimmed). Its workloads roll for it outside their maintenance
+// window.
+func Urgent(sourceAnnotations map[string]string) bool {
+	return isTrue(sourceAnnotations[NudgeUrgent])
+}
+
 func isTrue(v string) bool {
 	b, err := parseBool(v)
 	return err == nil && b
@@ -48,9 +56,9 @@ func parseBool(v string) (bool, error) {
 	}
 }
 
-// SourceAnnotations returns the annotations of a source that p.Ignored and
-// p.Matched read; a cache of sources may drop every other.
+// SourceAnnotations returns the annotations of a source that p.Ignored,
+// p.Matched and Urgent read; a cache of sources may drop every other.
 func (p Parser) SourceAnnotations() []string {
 	n := p.Reloader()
-	return []string{NudgeIgnore, n.Ignore, n.Match}
+	return []string{NudgeIgnore, n.Ignore, n.Match, NudgeUrgent}
 }

@@ -97,6 +97,9 @@ type Spec struct {
 	Exclude []Named
 	// Window is nudge.dev/rollout-window, >= 0; nil when unset or malformed.
 	Window *time.Duration
+	// Budget is nudge.dev/max-rollouts-per-hour, >= 0; nil when unset or
+	// malformed.
+	Budget *int
 	// Dialects lists, sorted, the dialects whose annotations were present on
 	// the workload (in the place they were read from), for logs.
 	Dialects []Dialect

@@ -141,6 +141,16 @@ const (
 	// manager keeps nudge's keys in its manifest; its StateRestored Warning
 	// says the same (see ownership.WrittenBackBy).
 	StateRestored = "Restored"
+	// StateDeferred: a source changed outside the workload's maintenance
+	// window; nudge rolls it once the window opens (Until).
+	StateDeferred = "Deferred"
+	// StateBraked: a source changed, but the workload had its budget of
+	// rollouts in the last hour (the storm brake); nudge rolls it once,
+	// with the content as it is then, when the budget frees (Until).
+	StateBraked = "Braked"
+	// StateGated: a changed Secret's producer is not ready; nudge rolls
+	// once it is, or at the latest at Until.
+	StateGated = "Gated"
 	// StateUnknown: content could not be compared (see Comparison).
 	StateUnknown = "Unknown"
 )

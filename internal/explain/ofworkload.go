@@ -198,6 +198,23 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, h
 		s.State = StateHalted
 		s.Message = fmt.Sprintf("halted (for %s content %s, after %s failed): nudge rolls it when %s changes again, or when the annotation %s is removed",
 			sourceName(halt.Source), halt.Digest, halt.After, sourceName(halt.Source), fleet.HaltedAnnotation)
+	case rollout.Deferred, rollout.Braked, rollout.Gated:
+		until := in.Now.Add(d.RequeueAfter).UTC()
+		s.Until = &until
+		switch d.Action {
+		case rollout.Deferred:
+			s.State = StateDeferred
+			s.Message = fmt.Sprintf("changed outside the maintenance window: nudge rolls it once, when the window opens at %s: %s",
+				until.Format(time.RFC3339), strings.Join(changed, ", "))
+		case rollout.Braked:
+			s.State = StateBraked
+			s.Message = fmt.Sprintf("changed, but rolled %d times in the last hour, its budget (the storm brake): nudge rolls it once, with the content as it is then, at %s: %s",
+				in.Budget, until.Format(time.RFC3339), strings.Join(changed, ", "))
+		default:
+			s.State = StateGated
+			s.Message = fmt.Sprintf("changed, but a changed Secret's producer is not ready: nudge rolls it once it is, at %s at the latest: %s",
+				until.Format(time.RFC3339), strings.Join(changed, ", "))
+		}
 	case rollout.Restored:
 		s.State, s.WrittenBackBy = StateRestored, by
 		s.Message = fmt.Sprintf("the applied state was written back by %s to one nudge had replaced (a manifest exported from the live object "+

@@ -41,6 +41,9 @@ type Fleet struct {
 	Failed   []Rollout `json:"failed"`
 	// Halted are the workloads held by nudge.dev/halted.
 	Halted []Held `json:"halted"`
+	// Paced are the workloads whose change waits for their maintenance
+	// window or for the storm brake's budget (nudge.dev/held).
+	Paced []Paced `json:"paced"`
 	// Missing are the workloads waiting for a required source that does
 	// not exist.
 	Missing []Waiting `json:"missing"`
@@ -87,6 +90,17 @@ type Held struct {
 	After   string `json:"after"`
 }
 
+// Paced is a workload whose change waits (nudge.dev/held, see
+// workload.Held): Reason is RolloutStorm (the storm brake) or
+// RolloutDeferred (a maintenance window); it rolls at Until.
+type Paced struct {
+	Workload string    `json:"workload"`
+	Reason   string    `json:"reason"`
+	Since    time.Time `json:"since"`
+	Until    time.Time `json:"until"`
+	Sources  string    `json:"sources"`
+}
+
 // Waiting is a workload waiting for required sources that do not exist.
 type Waiting struct {
 	Workload string   `json:"workload"`
@@ -108,7 +122,7 @@ type Binding struct {
 // errors are returned.
 func (e Explainer) Status(ctx context.Context, namespace string, installs []*settings.Settings) (*Fleet, error) {
 	f := &Fleet{Namespace: namespace, Install: e.Install, Installs: []InstallStatus{}, InFlight: []Rollout{}, Failed: []Rollout{},
-		Halted: []Held{}, Missing: []Waiting{}, Bindings: []Binding{}}
+		Halted: []Held{}, Paced: []Paced{}, Missing: []Waiting{}, Bindings: []Binding{}}
 	for _, s := range installs {
 		f.Installs = append(f.Installs, e.leaders(ctx, s)...)
 	}
@@ -163,6 +177,9 @@ func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver,
 			h = Held{Workload: name, Source: sourceName(parsed.Source), Content: parsed.Digest, After: parsed.After}
 		}
 		f.Halted = append(f.Halted, h)
+	}
+	if h, ok := workload.ParseHeld(obj.GetAnnotations()[workload.HeldAnnotation]); ok {
+		f.Paced = append(f.Paced, Paced{Workload: name, Reason: h.Reason, Since: h.Since, Until: h.Until, Sources: h.Sources})
 	}
 	t := k.Template(obj)
 	if t == nil {
@@ -347,6 +364,11 @@ func PrintFleet(out io.Writer, width int, f *Fleet) error {
 		rows = append(rows, []string{h.Workload, h.Source, h.Content, h.After})
 	}
 	section("Halted", len(f.Halted), []string{"WORKLOAD", "HELD FOR", "CONTENT", "AFTER"}, rows)
+	rows = nil
+	for _, p := range f.Paced {
+		rows = append(rows, []string{p.Workload, p.Reason, p.Since.Format(time.RFC3339), p.Until.Format(time.RFC3339), p.Sources})
+	}
+	section("Waiting for a maintenance window or the storm brake", len(f.Paced), []string{"WORKLOAD", "WHY", "SINCE", "ROLLS AT", "CHANGED"}, rows)
 	rows = nil
 	for _, m := range f.Missing {
 		rows = append(rows, []string{m.Workload, strings.Join(m.Sources, ", ")})

@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/clock"
 
 	"nudge.dev/nudge/internal/alert"
 )
@@ -176,6 +177,12 @@ type Options struct {
 	// Reloaded, and Warning ReloadFail for a rollout write that failed,
 	// with Reloader's messages).
 	EventReasons string
+
+	// Clock, when not nil, tells nudge's reconcilers the time instead of
+	// the system clock. It has no flag: tests set it, to move time past a
+	// maintenance window's opening or the storm brake's hour without
+	// waiting.
+	Clock clock.PassiveClock
 }
 
 // EventReasonSets are the accepted values of --event-reasons.

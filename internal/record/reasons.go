@@ -5,6 +5,17 @@ package record
 const (
 	// ReasonRolled (Normal): nudge rolled a workload.
 	ReasonRolled = "Rolled"
+	// ReasonRolloutStorm: the workload had its budget of rollouts in the
+	// last hour (--max-rollouts-per-hour); its next rollout waits until the
+	// budget frees. Recorded once per hold.
+	ReasonRolloutStorm = "RolloutStorm"
+	// ReasonRolloutDeferred (Normal): a change waits for the workload's
+	// maintenance window to open. Recorded once per wait.
+	ReasonRolloutDeferred = "RolloutDeferred"
+	// ReasonProducerNotReady: a changed Secret's producer (an
+	// ExternalSecret, a cert-manager Certificate) was not ready within
+	// --producer-ready-timeout; nudge rolled anyway.
+	ReasonProducerNotReady = "ProducerNotReady"
 	// ReasonReloaded (Normal) is Reloader's ReasonRolled, recorded instead
 	// with --event-reasons=reloader (Reloader 1.4,
 	// internal/pkg/handler/upgrade.go).

@@ -3,6 +3,7 @@ package resolve
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -87,6 +88,15 @@ type Behaviour struct {
 	IgnoreSources map[refs.Kind]bool
 }
 
+// Pace is what the flags say of when a workload may roll, where its own
+// annotations do not say otherwise.
+type Pace struct {
+	// Budget is --max-rollouts-per-hour, the storm brake
+	// (rollout.Input.Budget); the annotation
+	// nudge.dev/max-rollouts-per-hour overrides it.
+	Budget int
+}
+
 // Resolver gathers rollout.Decide's inputs for one workload: nudge's
 // reference resolution and fingerprint, over the cache in the reconciler and
 // over the API in nudge explain. Sources its Reader returns must be digested
@@ -102,6 +112,8 @@ type Resolver struct {
 	Changes *sources.Changes
 	// Behaviour is what Reloader's flags change in how sources count.
 	Behaviour
+	// Pace is what the flags say of when a workload may roll.
+	Pace
 	// Dialect reads the sources' ignore and match marks, with Reloader's
 	// names as its flags set them; the zero Parser reads the defaults.
 	Dialect dialect.Parser
@@ -132,6 +144,13 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 	}
 	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[workload.LastRolloutAnnotation]); err == nil {
 		in.LastRollout = t
+	}
+	in.Budget = r.Budget
+	if spec.Budget != nil {
+		in.Budget = *spec.Budget
+	}
+	if in.Budget > 0 {
+		in.Rolled = workload.ParseRollouts(obj.GetAnnotations()[workload.RolloutsAnnotation])
 	}
 	candidates, err := r.references(ctx, obj.GetNamespace(), spec, &tmpl.Spec)
 	if err != nil {
@@ -197,6 +216,9 @@ func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, v
 	in.Desired.Entries[c.Source] = fingerprint.Entry{
 		Shape:  fingerprint.Shape(c.Reference),
 		Digest: r.Key.Source(c.Reference, sources.Digests(src)),
+	}
+	if dialect.Urgent(src.GetAnnotations()) && !slices.Contains(in.Urgent, c.Source) {
+		in.Urgent = append(in.Urgent, c.Source)
 	}
 	versions[c.Source] = src.GetResourceVersion()
 	return Counted, nil

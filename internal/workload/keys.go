@@ -1,7 +1,10 @@
 package workload
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -26,7 +29,72 @@ const (
 	// nanoseconds) and the sources that changed ("ConfigMap shop/app, ...").
 	RestartedAtAnnotation  = "nudge.dev/restarted-at"
 	RestartedForAnnotation = "nudge.dev/restarted-for"
+	// RolloutsAnnotation records, for the storm brake, when nudge rolled the
+	// workload: the last rollouts' times (as many as its budget), in Unix
+	// seconds, comma-separated, oldest first (see FormatRollouts).
+	RolloutsAnnotation = "nudge.dev/rollouts"
+	// HeldAnnotation says, while a change waits for a maintenance window or
+	// for the storm brake's budget, why and since when (see Held); the
+	// rollout that ends the wait removes it.
+	HeldAnnotation = "nudge.dev/held"
 )
+
+// FormatRollouts returns ts as RolloutsAnnotation holds them: Unix
+// seconds, comma-separated, in the order given.
+func FormatRollouts(ts []time.Time) string {
+	out := make([]string, len(ts))
+	for i, t := range ts {
+		out[i] = strconv.FormatInt(t.Unix(), 10)
+	}
+	return strings.Join(out, ",")
+}
+
+// ParseRollouts reads RolloutsAnnotation's value; an entry that is not a
+// number of seconds is skipped (the brake then counts one rollout fewer,
+// never more).
+func ParseRollouts(v string) []time.Time {
+	var out []time.Time
+	for f := range strings.SplitSeq(v, ",") {
+		if n, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64); err == nil && n > 0 {
+			out = append(out, time.Unix(n, 0))
+		}
+	}
+	return out
+}
+
+// Held is the value of HeldAnnotation: Reason (RolloutStorm or
+// MaintenanceWindow) since Since until Until, for Sources. Its text form
+// is "<reason> since <RFC 3339> until <RFC 3339>: <sources>".
+type Held struct {
+	Reason       string
+	Since, Until time.Time
+	Sources      string
+}
+
+// String returns h in HeldAnnotation's form.
+func (h Held) String() string {
+	return fmt.Sprintf("%s since %s until %s: %s", h.Reason, h.Since.UTC().Format(time.RFC3339), h.Until.UTC().Format(time.RFC3339), h.Sources)
+}
+
+// ParseHeld reads HeldAnnotation's value; ok is false when v is not in its
+// form.
+func ParseHeld(v string) (h Held, ok bool) {
+	head, sources, ok := strings.Cut(v, ": ")
+	if !ok {
+		return Held{}, false
+	}
+	var since, until string
+	if n, err := fmt.Sscanf(head, "%s since %s until %s", &h.Reason, &since, &until); err != nil || n != 3 {
+		return Held{}, false
+	}
+	s, err1 := time.Parse(time.RFC3339, since)
+	u, err2 := time.Parse(time.RFC3339, until)
+	if err1 != nil || err2 != nil {
+		return Held{}, false
+	}
+	h.Since, h.Until, h.Sources = s, u, sources
+	return h, true
+}
 
 // FieldManager is the field manager of every write nudge makes to a
 // workload: the API server records, in the workload's managedFields, that
