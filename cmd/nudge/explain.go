@@ -150,6 +150,7 @@ func explainOptions(o options.Options) explain.Options {
 		RolloutTimeout:        o.RolloutTimeout,
 		Dialect:               dialect.NewParser(o.Reloader.Annotations),
 		Behaviour:             app.Behaviour(o).Behaviour,
+		Pace:                  app.Behaviour(o).Pace,
 	}
 }
 

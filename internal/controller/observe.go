@@ -172,6 +172,13 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 			versions[c.Source] = c.Version
 		}
 	}
+	in.Maintenance, err = r.resolver().Maintenance(ctx, obj.GetNamespace(), spec)
+	switch {
+	case errors.Is(err, resolve.ErrMalformedWindow):
+		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
+	case err != nil:
+		return in, nil, err
+	}
 	key := client.ObjectKeyFromObject(obj)
 	in.Young = r.memory.Births.Young(key, counted, r.Changes, r.now())
 	in.Settled = r.memory.Births.Settled(key, in.Applied, versions, r.now())

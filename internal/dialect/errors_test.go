@@ -124,6 +124,12 @@ func TestParseMalformed(t *testing.T) {
 			want:     specView{},
 			wantErrs: []string{`annotation "nudge.dev/max-rollouts-per-hour" in the workload metadata: invalid number "-3": want a whole number of rollouts, 0 or more`},
 		},
+		"a malformed maintenance window is an error, and the workload has none": {
+			meta: map[string]string{NudgeMaintenanceWindow: "0 2 * * 2h"},
+			want: specView{Maintenance: "window "},
+			wantErrs: []string{`annotation "nudge.dev/maintenance-window" in the workload metadata: invalid maintenance window "0 2 * * 2h": ` +
+				`got 5 fields, want a schedule of 5 (minute hour day-of-month month day-of-week) or a descriptor (@daily), a duration and an optional time zone; rolling as if there were none`},
+		},
 		"errors come one per annotation in dialect order": {
 			meta: map[string]string{WaveUpdateOnConfigChange: "x", ReloaderSearch: "x", NudgeAuto: "x", PodReloaderConfigMaps: "X"},
 			want: specView{Dialects: []Dialect{Nudge, PodReloader, Reloader, Wave}},

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/validation"
 
+	"nudge.dev/nudge/internal/maintenance"
 	"nudge.dev/nudge/internal/refs"
 )
 
@@ -59,7 +60,10 @@ func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
 //     entries with regular-expression characters such as ".";
 //   - nudge.dev/rollout-window is a Go duration (time.ParseDuration), >= 0;
 //   - nudge.dev/max-rollouts-per-hour, read on the metadata only, is an
-//     integer >= 0.
+//     integer >= 0;
+//   - nudge.dev/maintenance-window, read on the metadata only, is a
+//     maintenance window (maintenance.Parse); a malformed one is an error
+//     and the workload has no window.
 //
 // Bad input never panics and is never dropped silently: Parse returns one
 // *AnnotationError per bad annotation, wrapping ErrNotBool, ErrBadPattern,
@@ -119,6 +123,22 @@ func (p *parser) native(meta, template map[string]string) {
 	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeSecrets, refs.Secret, Nudge, true)...)
 	p.window(src)
 	p.budget(meta)
+	p.maintenance(meta)
+}
+
+// maintenance reads nudge.dev/maintenance-window from the workload's
+// metadata (see maintenance.Parse).
+func (p *parser) maintenance(meta map[string]string) {
+	v, found := meta[NudgeMaintenanceWindow]
+	if !found {
+		return
+	}
+	w, err := maintenance.Parse(v)
+	if err != nil {
+		p.fail(source{values: meta}, NudgeMaintenanceWindow, fmt.Errorf("%w %q: %w; rolling as if there were none", ErrBadSchedule, v, err))
+		w = maintenance.Window{}
+	}
+	p.spec.Maintenance = &w
 }
 
 // budget reads nudge.dev/max-rollouts-per-hour from the workload's

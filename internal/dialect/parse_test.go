@@ -27,11 +27,15 @@ type specView struct {
 	Named, Exclude      []namedView
 	Window              *time.Duration
 	Budget              *int
+	Maintenance         string
 	Dialects            []Dialect
 }
 
 func view(s Spec) specView {
 	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Budget: s.Budget, Dialects: s.Dialects}
+	if s.Maintenance != nil {
+		v.Maintenance = "window " + s.Maintenance.String()
+	}
 	toView := func(in []Named) []namedView {
 		var out []namedView
 		for _, n := range in {
@@ -128,6 +132,14 @@ func TestParse(t *testing.T) {
 		},
 		"a budget of rollouts on the pod template is not read": {
 			template: map[string]string{NudgeMaxRolloutsPerHour: "3"},
+			want:     specView{},
+		},
+		"nudge.dev/maintenance-window is a schedule, a duration and a zone, read on the metadata": {
+			meta: map[string]string{NudgeMaintenanceWindow: "0 2 * * 1-5  2h Europe/Berlin"},
+			want: specView{Maintenance: "window 0 2 * * 1-5 2h Europe/Berlin"},
+		},
+		"a maintenance window on the pod template is not read": {
+			template: map[string]string{NudgeMaintenanceWindow: "0 2 * * * 1h"},
 			want:     specView{},
 		},
 		"a zero rollout window is allowed": {

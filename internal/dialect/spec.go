@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"time"
 
+	"nudge.dev/nudge/internal/maintenance"
+
 	"nudge.dev/nudge/internal/refs"
 )
 
@@ -100,6 +102,11 @@ type Spec struct {
 	// Budget is nudge.dev/max-rollouts-per-hour, >= 0; nil when unset or
 	// malformed.
 	Budget *int
+	// Maintenance is nudge.dev/maintenance-window; nil when unset. When
+	// malformed it is the zero Window, always open: the workload rolls as
+	// if it had no window (a rollout is never lost to a typo), and Parse
+	// returns the error.
+	Maintenance *maintenance.Window
 	// Dialects lists, sorted, the dialects whose annotations were present on
 	// the workload (in the place they were read from), for logs.
 	Dialects []Dialect

@@ -36,9 +36,11 @@ type Options struct {
 	// renaming flags); the zero Parser reads the default names.
 	Dialect dialect.Parser
 	// Behaviour is the install's, as the Resolver reads it (see
-	// app.Behaviour and controller.Behaviour.Resolving); the zero value is
-	// nudge's default.
+	// app.Behaviour); the zero value is nudge's default.
 	Behaviour resolve.Behaviour
+	// Pace is the install's storm brake and maintenance window (see
+	// app.Behaviour); the zero value has neither.
+	Pace resolve.Pace
 	// Install says whose settings these are, for the report.
 	Install Install
 	// Now tells the time; time.Now when nil.
@@ -86,6 +88,7 @@ func (e Explainer) resolver(key fingerprint.Key) resolve.Resolver {
 		Key:       key,
 		Window:    e.RolloutWindow,
 		Behaviour: e.Behaviour,
+		Pace:      e.Pace,
 		Dialect:   e.Dialect,
 	}
 }

@@ -2,6 +2,7 @@ package explain
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
@@ -63,6 +64,13 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 			Outcome: string(r.Outcome),
 			Content: content(r, in.Desired, applied, appliedOK),
 		})
+	}
+	in.Maintenance, err = e.resolver(key).Maintenance(ctx, namespace, spec)
+	switch {
+	case errors.Is(err, resolve.ErrMalformedWindow):
+		w.Malformed = append(w.Malformed, err.Error())
+	case err != nil && !unreadable(err):
+		return nil, err
 	}
 	halt, err := e.halt(ctx, obj, key, cmp, &in)
 	if err != nil {

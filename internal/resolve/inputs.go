@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -14,6 +15,7 @@ import (
 
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/maintenance"
 	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
@@ -95,7 +97,19 @@ type Pace struct {
 	// (rollout.Input.Budget); the annotation
 	// nudge.dev/max-rollouts-per-hour overrides it.
 	Budget int
+	// Maintenance is --maintenance-window, the zero Window for none; a
+	// Namespace's nudge.dev/maintenance-window overrides it, and the
+	// workload's overrides both (see Resolver.Maintenance).
+	Maintenance maintenance.Window
+	// NamespaceWindows says whether Namespaces' windows are read: only a
+	// cluster-wide nudge may read Namespaces (with --namespaces it makes
+	// no cluster-scoped request).
+	NamespaceWindows bool
 }
+
+// ErrMalformedWindow is returned by Resolver.Maintenance when a Namespace's
+// nudge.dev/maintenance-window cannot be read.
+var ErrMalformedWindow = errors.New("malformed maintenance window")
 
 // Resolver gathers rollout.Decide's inputs for one workload: nudge's
 // reference resolution and fingerprint, over the cache in the reconciler and

@@ -35,7 +35,11 @@ func gate(in Input, d Decision) Decision {
 	}
 	urgent := slices.ContainsFunc(d.Changed, func(s refs.Source) bool { return slices.Contains(in.Urgent, s) })
 	if in.Maintenance != nil && !urgent && !in.Maintenance.Open(in.Now) {
-		return hold(Deferred, in.Maintenance.Next(in.Now))
+		// A window that never opens again (a schedule of a day that no
+		// longer comes) holds nothing: nothing is lost.
+		if next := in.Maintenance.Next(in.Now); next.After(in.Now) {
+			return hold(Deferred, next)
+		}
 	}
 	recent := in.recent()
 	if in.Budget > 0 && len(recent) >= in.Budget {
