@@ -22,6 +22,9 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	// The zone database, for maintenance windows in a zone: the image
+	// (`make image`'s, from files) has no /usr/share/zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"

@@ -25,6 +25,7 @@ func FuzzFlagValues(f *testing.F) {
 		"configMaps,secrets", "jobs,CronJobs,pods",
 		"https://hooks.example/x", "ftp://x", "http://", "https://[::1]:99/%zz",
 		"json", "text", "warning", "annotations", "env-vars",
+		"0 2 * * 1-5 2h Europe/Berlin", "@daily 1h", "0 25 * * * 1h",
 		"\x00", "\xff\xfe", "ünïcödé",
 	} {
 		f.Add(v)
@@ -71,8 +72,13 @@ func checkUsable(t *testing.T, name, value string, o *options.Options) {
 		t.Fatalf("--%s=%q: Validate accepted QPS %v, burst %d", name, value, o.QPS, o.Burst)
 	case o.RolloutWindow < 0 || o.DiscoveryInterval <= 0 || o.Workers < 1:
 		t.Fatalf("--%s=%q: Validate accepted window %v, discovery interval %v, %d workers", name, value, o.RolloutWindow, o.DiscoveryInterval, o.Workers)
+	case o.MaxRolloutsPerHour < 0 || o.ProducerReadyTimeout < 0:
+		t.Fatalf("--%s=%q: Validate accepted %d rollouts an hour, a producer timeout of %v", name, value, o.MaxRolloutsPerHour, o.ProducerReadyTimeout)
 	case !slices.Contains(options.LogLevels, o.LogLevel):
 		t.Fatalf("--%s=%q: Validate accepted log level %q", name, value, o.LogLevel)
+	}
+	if _, err := o.Maintenance(); err != nil {
+		t.Fatalf("--%s=%q: Validate accepted the maintenance window %q: %v", name, value, o.MaintenanceWindow, err)
 	}
 	for _, sel := range []string{o.NamespaceSelector, o.ResourceLabelSelector} {
 		if _, err := labels.Parse(sel); err != nil {

@@ -20,6 +20,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"nudge.dev/nudge/internal/alert"
+	"nudge.dev/nudge/internal/maintenance"
 )
 
 // Options configure one nudge process.
@@ -125,6 +126,21 @@ type Options struct {
 	// MaxConcurrentRollouts set, before it counts as failed; 0 leaves only a
 	// Deployment's progressDeadlineSeconds.
 	RolloutTimeout time.Duration
+	// MaxRolloutsPerHour is the storm brake: past this many rollouts of one
+	// workload in a sliding hour, nudge holds its rollouts until the budget
+	// frees. The annotation nudge.dev/max-rollouts-per-hour on the workload
+	// overrides it. 0 is no limit.
+	MaxRolloutsPerHour int
+	// MaintenanceWindow is the maintenance window of every workload whose
+	// annotation nudge.dev/maintenance-window (on it or on its Namespace)
+	// sets none: a cron schedule, a duration and an optional time zone, as
+	// maintenance.Parse reads them ("0 2 * * 1-5 2h Europe/Berlin"). ""
+	// means none: nudge rolls at any time. Maintenance parses it.
+	MaintenanceWindow string
+	// ProducerReadyTimeout is how long nudge waits at most for a Secret's
+	// producer (an ExternalSecret, a cert-manager Certificate) to be Ready
+	// before rolling for its change; 0 turns the gate off.
+	ProducerReadyTimeout time.Duration
 
 	// Alert configures Reloader's alerts on reload; main reads it from the
 	// environment (alert.ConfigFromEnv), there are no flags for it.
@@ -247,6 +263,18 @@ func (o *Options) AdmissionWebhookHostPort() (string, int, error) {
 	return host, port, nil
 }
 
+// Maintenance returns MaintenanceWindow parsed: the zero Window (always
+// open) when it is empty, an error naming the fault ("field 2 (hour) ...",
+// "duration ...", "time zone ...") when it is not a window maintenance.Parse
+// reads.
+func (o *Options) Maintenance() (maintenance.Window, error) {
+	w, err := maintenance.Parse(o.MaintenanceWindow)
+	if err != nil {
+		return maintenance.Window{}, fmt.Errorf("--maintenance-window: %w", err)
+	}
+	return w, nil
+}
+
 // kindName is what a Kubernetes kind looks like: CamelCase, a letter first.
 var kindName = regexp.MustCompile(`^[A-Z][A-Za-z0-9]*$`)
 
@@ -265,6 +293,11 @@ func Default() Options {
 		RolloutWindow:     5 * time.Second,
 		Workers:           16,
 		RolloutTimeout:    10 * time.Minute,
+		// 30 an hour, one every 2 minutes: far more than edits of
+		// configuration ask for, far fewer than a loop (two writers
+		// fighting over a source) makes.
+		MaxRolloutsPerHour:   30,
+		ProducerReadyTimeout: 2 * time.Minute,
 		// The fan-out of one Secret to many bound targets: docs/performance.md.
 		ValueBindingWorkers: 64,
 		// controller-runtime's default port of a webhook server.
@@ -313,6 +346,9 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per workload kind.")
 	fs.IntVar(&o.MaxConcurrentRollouts, "max-concurrent-rollouts", o.MaxConcurrentRollouts, "At most this many workloads rolled by nudge and not complete yet; others wait, and a failed rollout halts the rest of its change. 0: unlimited.")
 	fs.DurationVar(&o.RolloutTimeout, "rollout-timeout", o.RolloutTimeout, "With --max-concurrent-rollouts, a rollout not complete after this long fails and halts the rest of its change; 0: only a Deployment's progress deadline.")
+	fs.IntVar(&o.MaxRolloutsPerHour, "max-rollouts-per-hour", o.MaxRolloutsPerHour, "Storm brake: past this many rollouts of one workload in a sliding hour, hold its rollouts until the budget frees (annotation nudge.dev/max-rollouts-per-hour overrides it). 0: no limit.")
+	fs.StringVar(&o.MaintenanceWindow, "maintenance-window", o.MaintenanceWindow, `Default maintenance window of every workload, "<cron schedule of 5 fields> <duration> [<IANA time zone>]" ("0 2 * * 1-5 2h Europe/Berlin"; UTC when no zone): rollouts wait until it is open (annotation nudge.dev/maintenance-window on a workload or its Namespace overrides it). Empty: none.`)
+	fs.DurationVar(&o.ProducerReadyTimeout, "producer-ready-timeout", o.ProducerReadyTimeout, "Wait at most this long for a Secret's producer (an ExternalSecret, a cert-manager Certificate) to be Ready before rolling for its change; 0 turns the gate off.")
 	fs.BoolVar(&o.ValueBindings, "value-bindings", o.ValueBindings, "Reconcile ValueBindings (nudge.dev/v1alpha1): keep fields of a resource equal to Secret or ConfigMap keys.")
 	fs.StringSliceVar(&o.ValueBindingTargets, "value-binding-targets", o.ValueBindingTargets, `Comma-separated kinds a ValueBinding may write, as "Kind.group" ("Harbor.goharbor.io"; a core kind is plain "Kind"); any other target is refused.`)
 	fs.IntVar(&o.ValueBindingWorkers, "value-binding-workers", o.ValueBindingWorkers, "Concurrent reconciles of ValueBindings (applies to their targets).")
@@ -355,6 +391,15 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConcurrentRollouts < 0 || o.RolloutTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--max-concurrent-rollouts and --rollout-timeout must not be negative, got %d and %s", o.MaxConcurrentRollouts, o.RolloutTimeout))
+	}
+	if o.MaxRolloutsPerHour < 0 {
+		errs = append(errs, fmt.Errorf("--max-rollouts-per-hour must not be negative, got %d", o.MaxRolloutsPerHour))
+	}
+	if _, err := o.Maintenance(); err != nil {
+		errs = append(errs, err)
+	}
+	if o.ProducerReadyTimeout < 0 {
+		errs = append(errs, fmt.Errorf("--producer-ready-timeout must not be negative, got %s", o.ProducerReadyTimeout))
 	}
 	if o.ValueBindingWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--value-binding-workers must be at least 1, got %d", o.ValueBindingWorkers))

@@ -134,6 +134,52 @@ func TestFlags(t *testing.T) {
 			args:    []string{"--admission-webhook", "--admission-webhook-bind-address=:0"},
 			wantErr: "--admission-webhook-bind-address must be host:port",
 		},
+		"the storm brake, the producer gate and no maintenance window by default": {
+			check: func(g Gomega, o options.Options) {
+				g.Expect(o.MaxRolloutsPerHour).To(Equal(30))
+				g.Expect(o.ProducerReadyTimeout).To(Equal(2 * time.Minute))
+				w, err := o.Maintenance()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(w.IsZero()).To(BeTrue(), "no window: always open")
+			},
+		},
+		"--max-rollouts-per-hour=0 takes the storm brake off": {
+			args:  []string{"--max-rollouts-per-hour=0"},
+			check: func(g Gomega, o options.Options) { g.Expect(o.MaxRolloutsPerHour).To(BeZero()) },
+		},
+		"a negative --max-rollouts-per-hour is refused": {
+			args:    []string{"--max-rollouts-per-hour=-1"},
+			wantErr: "--max-rollouts-per-hour must not be negative, got -1",
+		},
+		"--maintenance-window takes a schedule, a duration and a zone": {
+			args: []string{"--maintenance-window=0 2 * * 1-5 2h Europe/Berlin"},
+			check: func(g Gomega, o options.Options) {
+				w, err := o.Maintenance()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(w.String()).To(Equal("0 2 * * 1-5 2h Europe/Berlin"))
+				g.Expect(w.Open(time.Date(2025, 6, 6, 1, 0, 0, 0, time.UTC))).To(BeTrue(), "03:00 on a Friday in Berlin")
+			},
+		},
+		"a maintenance window with a bad field is refused, naming the field": {
+			args:    []string{"--maintenance-window=0 25 * * * 1h"},
+			wantErr: `--maintenance-window: field 2 (hour) "25"`,
+		},
+		"a maintenance window in an unknown zone is refused, naming the zone": {
+			args:    []string{"--maintenance-window=0 2 * * * 1h Mars/Olympus"},
+			wantErr: `--maintenance-window: time zone "Mars/Olympus"`,
+		},
+		"a maintenance window of no duration is refused": {
+			args:    []string{"--maintenance-window=0 2 * * * 0s"},
+			wantErr: `--maintenance-window: duration "0s" is not positive`,
+		},
+		"--producer-ready-timeout=0 turns the producer gate off": {
+			args:  []string{"--producer-ready-timeout=0"},
+			check: func(g Gomega, o options.Options) { g.Expect(o.ProducerReadyTimeout).To(BeZero()) },
+		},
+		"a negative --producer-ready-timeout is refused": {
+			args:    []string{"--producer-ready-timeout=-1s"},
+			wantErr: "--producer-ready-timeout must not be negative, got -1s",
+		},
 		"zero workers are refused": {
 			args:    []string{"--workers=0"},
 			wantErr: "--workers must be at least 1",

@@ -48,6 +48,18 @@ func TestArgsRoundTrip(t *testing.T) {
 				"--system-namespace=nudge-system",
 			},
 		},
+		"the storm brake, the maintenance window (with its blanks) and the producer gate round-trip": {
+			mutate: func(o *options.Options) {
+				o.MaxRolloutsPerHour = 0
+				o.MaintenanceWindow = "0 2 * * 1-5 2h Europe/Berlin"
+				o.ProducerReadyTimeout = 30 * time.Second
+			},
+			wantArgs: []string{
+				"--maintenance-window=0 2 * * 1-5 2h Europe/Berlin",
+				"--max-rollouts-per-hour=0",
+				"--producer-ready-timeout=30s",
+			},
+		},
 		"a webhook URL, a kubeconfig and bind addresses are not published": {
 			mutate: func(o *options.Options) {
 				o.WebhookURL = "https://hooks.example/T000/B000/s3cr3t"

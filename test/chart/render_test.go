@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
@@ -304,6 +305,23 @@ func TestRender(t *testing.T) {
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.opts.MaxConcurrentRollouts).To(Equal(10))
 				g.Expect(r.opts.RolloutTimeout.String()).To(Equal("3m0s"))
+			},
+		},
+		"the storm brake, the producer gate and no maintenance window by default": {
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.MaxRolloutsPerHour).To(Equal(30))
+				g.Expect(r.opts.ProducerReadyTimeout).To(Equal(2 * time.Minute))
+				g.Expect(r.opts.MaintenanceWindow).To(BeEmpty())
+			},
+		},
+		"maxRolloutsPerHour, maintenanceWindow and producerReadyTimeout become their flags": {
+			values: charttest.Values{"maxRolloutsPerHour": 0, "maintenanceWindow": "0 2 * * 1-5 2h Europe/Berlin", "producerReadyTimeout": "0"},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.MaxRolloutsPerHour).To(BeZero())
+				g.Expect(r.opts.ProducerReadyTimeout).To(BeZero())
+				w, err := r.opts.Maintenance()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(w.String()).To(Equal("0 2 * * 1-5 2h Europe/Berlin"))
 			},
 		},
 		"a memory limit also bounds Go's heap (GOMEMLIMIT)": {

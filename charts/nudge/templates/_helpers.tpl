@@ -174,6 +174,11 @@ MutatingWebhookConfiguration (admissionWebhook.enabled). */}}
 {{- $args = append $args (printf "--max-concurrent-rollouts=%v" .Values.maxConcurrentRollouts) }}
 {{- $args = append $args (printf "--rollout-timeout=%s" .Values.rolloutTimeout) }}
 {{- end }}
+{{- $args = append $args (printf "--max-rollouts-per-hour=%d" (int .Values.maxRolloutsPerHour)) }}
+{{- with .Values.maintenanceWindow }}
+{{- $args = append $args (printf "--maintenance-window=%s" .) }}
+{{- end }}
+{{- $args = append $args (printf "--producer-ready-timeout=%s" .Values.producerReadyTimeout) }}
 {{- $args = append $args (printf "--kube-api-qps=%v" .Values.kubeAPI.qps) }}
 {{- $args = append $args (printf "--kube-api-burst=%v" .Values.kubeAPI.burst) }}
 {{- if include "nudge.leaderElect" . }}
