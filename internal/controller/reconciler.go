@@ -260,7 +260,11 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 			return r.retry(ctx, err)
 		}
 		r.memory.History.Wrote(o.key, over, r.made(obj), false)
-		r.memory.Rollouts.Made(o.key, o.in.Now)
+		made := obj.GetResourceVersion() // of the rollout's write: the pods start after it
+		if r.NotifyOnly {
+			made = "" // no pods started
+		}
+		r.memory.Rollouts.Made(o.key, o.in.Now, made)
 	}
 	return r.resume(ctx, obj, result)
 }

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
 
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
@@ -66,12 +67,37 @@ func (c *CaughtUp) Covers(src refs.Source, rolled, now time.Time) bool {
 	return ok && !at.Before(rolled.Add(ClockSkew))
 }
 
-// Rollouts remembers the time of each rollout this nudge made in the last
-// foreignWindow (nudge.dev/last-rollout, as written), by workload.
-type Rollouts struct{ stamps[types.NamespacedName] }
+// Rollouts remembers each rollout this nudge made in the last
+// foreignWindow, by workload: its time (nudge.dev/last-rollout, as written)
+// and the resourceVersion its write made. The zero value is ready to use;
+// it is safe for concurrent use.
+type Rollouts struct {
+	mu sync.Mutex
+	of sources.Recent[types.NamespacedName, rolled]
+}
 
-// Made records that this nudge rolled key, stamping it at.
-func (r *Rollouts) Made(key types.NamespacedName, at time.Time) { r.put(key, at) }
+// rolled is one rollout, an entry of sources.Recent.
+type rolled struct {
+	at      time.Time
+	version string
+}
+
+// Old reports whether the rollout is older than foreignWindow at now.
+func (r rolled) Old(now time.Time) bool { return now.Sub(r.at) > foreignWindow }
+
+// Made records that this nudge rolled key, stamping it at, with a write
+// that made version ("" when not known).
+func (r *Rollouts) Made(key types.NamespacedName, at time.Time, version string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.of.Put(key, rolled{at: at, version: version}, at)
+}
+
+func (r *Rollouts) get(key types.NamespacedName, now time.Time) (rolled, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.of.Get(key, now)
+}
 
 // Foreign reports whether the rollout of key stamped at, seen at now, is
 // another nudge's within foreignWindow: not one this nudge made.
@@ -80,5 +106,29 @@ func (r *Rollouts) Foreign(key types.NamespacedName, at, now time.Time) bool {
 		return false
 	}
 	own, ok := r.get(key, now)
-	return !ok || !own.Equal(at)
+	return !ok || !own.at.Equal(at)
+}
+
+// Before returns the sources of versions (each source's resourceVersion as
+// read) whose version is older than the one this nudge's last rollout of
+// key made, within foreignWindow of now: they were written before that
+// rollout, so its pods, all started after it, read their content. Such a
+// source read from a cache that had not seen it yet when the rollout was
+// decided is no change to roll again for (rollout.Input.Settled): a change
+// committed a moment before the rollout's write would otherwise roll the
+// workload twice, the second time with no change since the first. Resource
+// versions are compared as integers, which holds across resources stored
+// in one etcd (see sources.Changes.After); a malformed one is not before.
+func (r *Rollouts) Before(key types.NamespacedName, versions map[refs.Source]string, now time.Time) []refs.Source {
+	last, ok := r.get(key, now)
+	if !ok || last.version == "" {
+		return nil
+	}
+	var out []refs.Source
+	for src, v := range versions {
+		if n, err := resourceversion.CompareResourceVersion(v, last.version); err == nil && n < 0 {
+			out = append(out, src)
+		}
+	}
+	return out
 }

@@ -34,9 +34,40 @@ func TestRolloutsForeign(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var r Rollouts
 			for k, at := range tt.made {
-				r.Made(k, at)
+				r.Made(k, at, "")
 			}
 			NewWithT(t).Expect(r.Foreign(tt.key, tt.at, tt.now)).To(Equal(tt.want))
+		})
+	}
+}
+
+// The sources written before this nudge's last rollout of a workload are
+// no change to roll it again for: its pods started after them.
+func TestRolloutsBefore(t *testing.T) {
+	web := types.NamespacedName{Namespace: "shop", Name: "web"}
+	cm := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
+	sec := refs.Source{Kind: refs.Secret, Namespace: "shop", Name: "db"}
+	t0 := time.Date(2026, 11, 26, 12, 0, 0, 0, time.UTC)
+	tests := map[string]struct {
+		version string // the rollout's; none when ""
+		now     time.Time
+		read    map[refs.Source]string
+		want    []refs.Source
+	}{
+		"a source written just before the rollout": {version: "517", now: t0, read: map[refs.Source]string{cm: "516", sec: "600"}, want: []refs.Source{cm}},
+		"a source written after it":                {version: "517", now: t0, read: map[refs.Source]string{cm: "518"}},
+		"the rollout's own version is not before":  {version: "517", now: t0, read: map[refs.Source]string{cm: "517"}},
+		"no rollout remembered":                    {now: t0, read: map[refs.Source]string{cm: "1"}},
+		"a rollout older than the window":          {version: "517", now: t0.Add(foreignWindow + time.Second), read: map[refs.Source]string{cm: "516"}},
+		"a malformed version is not before":        {version: "517", now: t0, read: map[refs.Source]string{cm: "x"}},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			var r Rollouts
+			if tt.version != "" {
+				r.Made(web, t0, tt.version)
+			}
+			NewWithT(t).Expect(r.Before(web, tt.read, tt.now)).To(Equal(tt.want))
 		})
 	}
 }

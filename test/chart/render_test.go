@@ -59,7 +59,8 @@ func TestRender(t *testing.T) {
 					g.Expect(r.can(verb, "apiregistration.k8s.io", "apiservices", "")).To(BeTrue(), "%s APIServices: a custom kind may be aggregated", verb)
 				}
 				g.Expect(r.can("get", "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeFalse(), "names alone, from the watch")
-				g.Expect(r.can("list", "", "namespaces", "")).To(BeFalse(), "no namespaces without a selector")
+				g.Expect(r.can("list", "", "namespaces", "")).To(BeTrue(), "namespaces' metadata: their maintenance windows")
+				g.Expect(r.can("get", "", "namespaces", "")).To(BeFalse(), "from the watch alone")
 				g.Expect(r.can("patch", "argoproj.io", "rollouts", "shop")).To(BeTrue())
 				g.Expect(r.can("list", "", "secrets", "shop")).To(BeTrue())
 				g.Expect(r.can("create", "batch", "jobs", "shop")).To(BeFalse(), "Job handling is opt-in")
@@ -352,7 +353,7 @@ func TestRender(t *testing.T) {
 				g.Expect(rule.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/instance", release))
 				groups, _ := rule.Object["spec"].(map[string]any)["groups"].([]any)
 				g.Expect(groups).To(HaveLen(1), "files/alerts.yaml's group")
-				g.Expect(groups[0]).To(HaveKeyWithValue("rules", HaveLen(7)))
+				g.Expect(groups[0]).To(HaveKeyWithValue("rules", HaveLen(8)))
 
 				cm := r.m.Get("ConfigMap", release+"-dashboard")
 				g.Expect(cm).NotTo(BeNil())
