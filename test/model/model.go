@@ -11,6 +11,15 @@
 // annotations), and whether nudge runs. A step changes one thing; when nudge
 // runs, every workload is then reconciled once, as nudge does level-triggered
 // with a rollout window of 0.
+//
+// The window streams (stream.go, rollouts.go, and TestWindowStreams) cover
+// what settling after every step cannot see, the rollout window's timing: a
+// seeded random stream of updates to a few ConfigMaps, many within the
+// quiet gap of the previous one, plays against nudge with a short window,
+// nudge killed and restarted in the middle of it; each Deployment's
+// rollouts, ordered by resourceVersion with the updates, are then held to
+// History.Check's rules (none without a change, at most one per distinct
+// content, none back, nothing lost).
 package model
 
 import (

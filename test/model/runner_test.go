@@ -29,14 +29,16 @@ type runner interface {
 // always a clean one: for the model a kill -9 is the same step, since nudge
 // keeps no state that a clean stop would save.
 type inProcess struct {
-	t        *testing.T
-	ns       string
-	ha       bool
+	t  *testing.T
+	ns string
+	ha bool
+	// window is the rollout window; 0 rolls every change.
+	window   time.Duration
 	replicas []*nudgetest.Nudge
 }
 
 func (r *inProcess) options(o *options.Options) {
-	o.RolloutWindow = 0
+	o.RolloutWindow = r.window
 	if r.ha {
 		o.LeaderElect = true
 		o.Reloader.RetryPeriod = time.Second
@@ -70,9 +72,11 @@ func (r *inProcess) failover(i int, _ bool) {
 // abrupt stop is a real kill -9. With two replicas, the Lease is short, so
 // that a standby takes over within seconds of a killed leader.
 type processes struct {
-	t        *testing.T
-	ns       string
-	ha       bool
+	t  *testing.T
+	ns string
+	ha bool
+	// window is the rollout window; 0 rolls every change.
+	window   time.Duration
 	replicas []*exec.Cmd
 	done     []chan error
 	n        int
@@ -85,7 +89,7 @@ func (r *processes) one() (*exec.Cmd, chan error) {
 		r.t.Fatal(err)
 	}
 	args := []string{"--kubeconfig=" + plane.Kubeconfig(), "--namespaces=" + r.ns, "--system-namespace=" + r.ns,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--rollout-window=0", "--log-format=json"}
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--rollout-window=" + r.window.String(), "--log-format=json"}
 	if r.ha {
 		args = append(args, "--leader-elect", "--leader-election-lease-duration=4s",
 			"--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms")
