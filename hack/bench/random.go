@@ -175,6 +175,9 @@ func (b *bench) randomStream(ctx context.Context, side *RandomSide, rate float64
 	c := checkRandom(updates, rollouts, keys, deadline)
 	side.Updates, side.Close, side.Latency = len(updates), c.close, distribution(c.lats)
 	side.Rollouts, side.Doubled, side.WithoutUpdate, side.Missed = c.rollouts, c.doubled, c.withoutUpdate, c.missed
+	for _, key := range c.odd[:min(len(c.odd), 10)] {
+		logf("Random stream: %s doubled, rolled without update or missed: %s", key, timeline(key, updates, rollouts, begin))
+	}
 	if _, err := b.eventsQuiet(ctx, versusQuiet, b.cfg.WaitTimeout); err != nil {
 		return err
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"cmp"
+	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -44,6 +46,9 @@ type randomCheck struct {
 	close int
 	// rollouts counts the rollouts of the stream's Deployments.
 	rollouts int
+	// odd are the Deployments with a doubled, without-update or missed,
+	// in the order of keys.
+	odd []string
 }
 
 // checkRandom matches the updates of a random stream to the rollouts of
@@ -71,6 +76,7 @@ func checkRandom(updates []update, rollouts []Rollout, keys []string, deadline t
 	for _, key := range keys {
 		us, rs := byKey[key], rolled[key]
 		c.rollouts += len(rs)
+		before := c.doubled + c.withoutUpdate + c.missed
 		slices.SortFunc(us, func(a, b update) int { return cmp.Compare(a.rv, b.rv) })
 		slices.SortFunc(rs, func(a, b Rollout) int { return cmp.Compare(a.RV, b.RV) })
 		first := 0 // the first rollout after the update
@@ -107,6 +113,38 @@ func checkRandom(updates []update, rollouts []Rollout, keys []string, deadline t
 				c.withoutUpdate++
 			}
 		}
+		if c.doubled+c.withoutUpdate+c.missed > before {
+			c.odd = append(c.odd, key)
+		}
 	}
 	return c
+}
+
+// timeline returns the updates and rollouts of key in resourceVersion order,
+// each as u (an update) or r (a rollout), its resourceVersion and the
+// milliseconds from begin when it was sent or seen: "u 1201 +15230 ms,
+// r 1203 +15262 ms".
+func timeline(key string, updates []update, rollouts []Rollout, begin time.Time) string {
+	type event struct {
+		what string
+		rv   uint64
+		at   time.Time
+	}
+	var es []event
+	for _, u := range updates {
+		if u.key == key {
+			es = append(es, event{"u", u.rv, u.at})
+		}
+	}
+	for _, r := range rollouts {
+		if r.Key == key {
+			es = append(es, event{"r", r.RV, r.At})
+		}
+	}
+	slices.SortFunc(es, func(a, b event) int { return cmp.Compare(a.rv, b.rv) })
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = fmt.Sprintf("%s %d %+d ms", e.what, e.rv, e.at.Sub(begin).Milliseconds())
+	}
+	return strings.Join(parts, ", ")
 }

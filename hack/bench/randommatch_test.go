@@ -103,8 +103,26 @@ func TestCheckRandom(t *testing.T) {
 			g := NewWithT(t)
 			got := checkRandom(tt.updates, tt.rollouts, tt.keys, deadline)
 			g.Expect(got.lats).To(ConsistOf(tt.want.lats))
-			got.lats, tt.want.lats = nil, nil
+			if got.doubled+got.withoutUpdate+got.missed > 0 {
+				g.Expect(got.odd).NotTo(BeEmpty(), "the Deployments with a doubled, without update or missed")
+			} else {
+				g.Expect(got.odd).To(BeEmpty(), "the Deployments with a doubled, without update or missed")
+			}
+			got.lats, tt.want.lats, got.odd = nil, nil, nil
 			g.Expect(got).To(Equal(tt.want))
 		})
 	}
+}
+
+// The timeline of a Deployment lists its updates and rollouts in
+// resourceVersion order, with milliseconds from the stream's start.
+func TestTimeline(t *testing.T) {
+	g := NewWithT(t)
+	begin := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
+	ms := func(n int) time.Time { return begin.Add(time.Duration(n) * time.Millisecond) }
+	got := timeline("a",
+		[]update{{key: "a", at: ms(30), rv: 13}, {key: "b", at: ms(1), rv: 11}, {key: "a", at: ms(0), rv: 10}},
+		[]Rollout{{Key: "a", At: ms(40), RV: 12}, {Key: "b", At: ms(2), RV: 14}},
+		begin)
+	g.Expect(got).To(Equal("u 10 +0 ms, r 12 +40 ms, u 13 +30 ms"))
 }
