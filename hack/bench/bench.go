@@ -158,6 +158,14 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 			b.res.Restart, err = b.steady(ctx, true)
 			return err
 		},
+		"random": func(ctx context.Context) (err error) {
+			b.res.Random, err = b.random(ctx, false)
+			return err
+		},
+		"random-restart": func(ctx context.Context) (err error) {
+			b.res.RandomRestart, err = b.random(ctx, true)
+			return err
+		},
 	}
 	for _, name := range allScenarios {
 		if !cfg.Has(name) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -24,6 +25,15 @@ type changer struct {
 // when the patch was sent (the start of a latency) and how long the API
 // server took to answer it.
 func (c *changer) Change(ctx context.Context, s Source) (sent time.Time, rtt time.Duration, err error) {
+	sent, _, err = c.ChangeRV(ctx, s)
+	return sent, time.Since(sent), err
+}
+
+// ChangeRV rewrites dataKey of s as Change does, and returns when the patch
+// was sent and the resourceVersion the API server gave the write: an etcd
+// revision, global to the cluster, so that it orders the write against
+// every other (see parseRV).
+func (c *changer) ChangeRV(ctx context.Context, s Source) (sent time.Time, rv uint64, err error) {
 	v := int(c.seq.Add(1))
 	value := c.data.value(s.Namespace+"/"+s.Name, 0, v)
 	var body []byte
@@ -36,8 +46,12 @@ func (c *changer) Change(ctx context.Context, s Source) (sent time.Time, rtt tim
 		return sent, 0, err
 	}
 	sent = time.Now()
-	err = c.patch(ctx, s, body)
-	return sent, time.Since(sent), err
+	written, err := c.patch(ctx, s, body)
+	if err != nil {
+		return sent, 0, err
+	}
+	rv, err = parseRV(written)
+	return sent, rv, err
 }
 
 // Relabel sets a label of s to value and changes nothing else.
@@ -46,18 +60,36 @@ func (c *changer) Relabel(ctx context.Context, s Source, value string) error {
 	if err != nil {
 		return err
 	}
-	return c.patch(ctx, s, body)
+	_, err = c.patch(ctx, s, body)
+	return err
 }
 
-func (c *changer) patch(ctx context.Context, s Source, body []byte) error {
+// patch merge-patches s with body and returns the resourceVersion of the
+// write.
+func (c *changer) patch(ctx context.Context, s Source, body []byte) (string, error) {
+	var obj metav1.Object
 	var err error
 	if s.Kind == secretKind {
-		_, err = c.cs.CoreV1().Secrets(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		obj, err = c.cs.CoreV1().Secrets(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, body, metav1.PatchOptions{})
 	} else {
-		_, err = c.cs.CoreV1().ConfigMaps(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, body, metav1.PatchOptions{})
+		obj, err = c.cs.CoreV1().ConfigMaps(s.Namespace).Patch(ctx, s.Name, types.MergePatchType, body, metav1.PatchOptions{})
 	}
 	if err != nil {
-		return fmt.Errorf("patching %s: %w", s, err)
+		return "", fmt.Errorf("patching %s: %w", s, err)
 	}
-	return nil
+	return obj.GetResourceVersion(), nil
+}
+
+// parseRV returns resourceVersion as a number. The API calls it opaque, but
+// a kube-apiserver on etcd (the benchmark's) gives the etcd revision of the
+// write, one counter for the whole cluster: so it orders a source's write
+// and a Deployment's rollout, whose wall-clock times seen by the benchmark
+// may not (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions).
+// It returns an error when resourceVersion is not a positive integer.
+func parseRV(resourceVersion string) (uint64, error) {
+	rv, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil || rv == 0 {
+		return 0, fmt.Errorf("resourceVersion %q is not an etcd revision", resourceVersion)
+	}
+	return rv, nil
 }

@@ -34,10 +34,24 @@ type Config struct {
 	SteadyRate    float64       // changes a second in the steady streams ...
 	SteadySources int           // ... spread over this many sources, one Deployment each ...
 	SteadyFor     time.Duration // ... for this long
-	ChurnFor      time.Duration // Deployments created for this long, ...
-	ChurnEvery    time.Duration // ... one every ChurnEvery, ...
-	ChurnLife     time.Duration // ... each deleted this long after its creation; ...
-	ChurnChange   time.Duration // ... their shared ConfigMap changed this often
+	// The random streams: RandomRate updates a second (RandomRestartRate
+	// in random-restart, whose controller is killed and restarted at
+	// RandomRestartAt) for RandomFor, each to the ConfigMap of one of
+	// RandomSources Deployments picked by a random generator seeded with
+	// RandomSeed (plus the run's index), RandomRuns times, each run on the
+	// controller and on the floor (FloorCmd).
+	RandomRate        float64
+	RandomSources     int
+	RandomFor         time.Duration
+	RandomSeed        int64
+	RandomRestartRate float64
+	RandomRestartAt   time.Duration
+	RandomRuns        int
+
+	ChurnFor    time.Duration // Deployments created for this long, ...
+	ChurnEvery  time.Duration // ... one every ChurnEvery, ...
+	ChurnLife   time.Duration // ... each deleted this long after its creation; ...
+	ChurnChange time.Duration // ... their shared ConfigMap changed this often
 
 	LargeSources int      // Secrets, and as many ConfigMaps, of the large scenario ...
 	LargeBytes   int      // ... of this many bytes of data each, in Keys keys, ...
@@ -102,7 +116,7 @@ type Config struct {
 
 // allScenarios lists every scenario in the order they run. "sync" and
 // "idle" always run: every other scenario needs a synced controller.
-var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings", "steady", "churn", "restart", "large", "kinds", "floor"}
+var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "downtime", "bindings", "steady", "churn", "restart", "random", "random-restart", "large", "kinds", "floor"}
 
 // defaultControllerCmd runs bin/nudge as it ships, apart from the addresses
 // of its servers (free ports, so that runs never collide), with value
@@ -136,6 +150,13 @@ func parseConfig(args []string) (Config, error) {
 	fs.Float64Var(&c.SteadyRate, "steady-rate", 20, "changes a second in the steady and restart scenarios")
 	fs.IntVar(&c.SteadySources, "steady-sources", 100, "sources the steady streams spread their changes over, each used by one Deployment")
 	fs.DurationVar(&c.SteadyFor, "steady-for", 20*time.Second, "length of each steady stream")
+	fs.Float64Var(&c.RandomRate, "random-rate", 20, "updates a second in the random scenario")
+	fs.IntVar(&c.RandomSources, "random-sources", 100, "Deployments of each random stream, each update changing the ConfigMap of one picked at random")
+	fs.DurationVar(&c.RandomFor, "random-for", 60*time.Second, "length of each random stream")
+	fs.Int64Var(&c.RandomSeed, "random-seed", 1, "seed of the random streams' picks; run i (from 0) uses this plus i, on both sides")
+	fs.Float64Var(&c.RandomRestartRate, "random-restart-rate", 5, "updates a second in the random-restart scenario")
+	fs.DurationVar(&c.RandomRestartAt, "random-restart-at", 10*time.Second, "when the random-restart scenario kills (SIGKILL) the controller and starts it again, from its stream's start")
+	fs.IntVar(&c.RandomRuns, "random-runs", 1, "runs of each random scenario, one after another; each runs the stream on the controller and on the floor (-floor-cmd)")
 	fs.DurationVar(&c.ChurnFor, "churn-for", 20*time.Second, "how long the churn scenario creates Deployments")
 	fs.DurationVar(&c.ChurnEvery, "churn-every", 250*time.Millisecond, "time between the churn scenario's Deployment creations")
 	fs.DurationVar(&c.ChurnLife, "churn-life", 2500*time.Millisecond, "how long each churned Deployment lives")
@@ -241,6 +262,16 @@ func (c *Config) validate() error {
 	}
 	if c.Has("floor") && c.FloorStreamFor != 0 && !c.streams(c.FloorStreamFor) {
 		errs = append(errs, errors.New("the floor scenario's streams need a positive -steady-rate, -steady-sources of at least 1 and -floor-stream-for of at least two changes (or 0)"))
+	}
+	if random := c.Has("random") || c.Has("random-restart"); random && (c.RandomSources < 1 || c.RandomRuns < 1 ||
+		!strings.Contains(c.FloorCmd, "{kubeconfig}")) {
+		errs = append(errs, errors.New("the random scenarios need -random-sources and -random-runs of at least 1, and {kubeconfig} in -floor-cmd"))
+	}
+	if c.Has("random") && (c.RandomRate <= 0 || c.RandomFor < time.Duration(float64(2*time.Second)/c.RandomRate)) {
+		errs = append(errs, errors.New("the random scenario needs a positive -random-rate and -random-for of at least two updates"))
+	}
+	if c.Has("random-restart") && (c.RandomRestartRate <= 0 || c.RandomRestartAt <= 0 || c.RandomRestartAt >= c.RandomFor) {
+		errs = append(errs, errors.New("the random-restart scenario needs a positive -random-restart-rate, and -random-restart-at above 0 and below -random-for"))
 	}
 	if c.Has("churn") && (c.ChurnEvery <= 0 || c.ChurnChange <= 0 || c.ChurnLife <= 0 || c.ChurnFor < c.ChurnChange) {
 		errs = append(errs, errors.New("the churn scenario needs positive -churn-every, -churn-life and -churn-change, and -churn-for of at least -churn-change"))

@@ -41,7 +41,7 @@ func mainErr(args []string) error {
 			return fmt.Errorf("controller binary: %w (run `make build`, or give -controller-cmd)", err)
 		}
 	}
-	if first := strings.Fields(cfg.FloorCmd + " floor")[0]; cfg.Has("floor") && strings.Contains(first, "/") {
+	if first := strings.Fields(cfg.FloorCmd + " floor")[0]; (cfg.Has("floor") || cfg.Has("random") || cfg.Has("random-restart")) && strings.Contains(first, "/") {
 		if _, err := os.Stat(first); err != nil {
 			return fmt.Errorf("floor binary: %w (run `make bench`, which builds it, or give -floor-cmd)", err)
 		}

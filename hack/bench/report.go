@@ -103,6 +103,8 @@ func figures(res *Results) []figure {
 		add("churn", "controller CPU / API requests per update", &c.Load, "%.2f ms / %.3f", c.CPUPerUpdate, c.RequestsPerUpdate)
 	}
 	steady("restart", res.Restart)
+	randomFigures(add, "random", res.Random)
+	randomFigures(add, "random-restart", res.RandomRestart)
 	if l := res.Large; l != nil {
 		add("large", l.String()+": change → rollout p50 / p99 / max", &l.Load, "%.1f / %.1f / %.1f ms", l.Latency.P50, l.Latency.P99, l.Latency.Max)
 		add("large", "changes: missed / doubled", &l.Load, "%d: %d / %d", l.Changes, l.Missed, l.Doubled)
@@ -123,6 +125,30 @@ func figures(res *Results) []figure {
 		add("end", "RSS / peak RSS / CPU of the first process at its end", nil, "%.1f / %.1f MiB / %.2f s", p.RSSMiB, p.PeakRSSMiB, p.CPUSeconds)
 	}
 	return fs
+}
+
+// randomFigures adds the figures of a random scenario: each run's, the
+// controller's and the floor's.
+func randomFigures(add func(scenario, name string, load *Load, format string, args ...any), scenario string, r *RandomResult) {
+	if r == nil {
+		return
+	}
+	for i, run := range r.Runs {
+		for _, s := range []struct {
+			who  string
+			side RandomSide
+		}{{"", run.Controller}, {", floor", run.Floor}} {
+			what, first := fmt.Sprintf("run %d%s", i+1, s.who), ""
+			if i == 0 && s.who == "" {
+				first = r.String() + ": "
+			}
+			d := s.side
+			add(scenario, fmt.Sprintf("%s%s (seed %d): updates (< 1 s after the previous of their ConfigMap) / rollouts", first, what, run.Seed), &d.Load, "%d (%d) / %d", d.Updates, d.Close, d.Rollouts)
+			add(scenario, what+": doubled / without update / missed", &d.Load, "%d / %d / %d", d.Doubled, d.WithoutUpdate, d.Missed)
+			add(scenario, what+": update → rollout p50 / p99 / max (rolled before the next update)", &d.Load, "%.1f / %.1f / %.1f ms (%d)", d.Latency.P50, d.Latency.P99, d.Latency.Max, d.Latency.N)
+			add(scenario, what+": CPU / API requests per update", &d.Load, "%.2f ms / %.3f", d.CPUPerUpdate, d.RequestsPerUpdate)
+		}
+	}
 }
 
 // markdown renders one run.

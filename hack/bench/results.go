@@ -28,11 +28,14 @@ type Results struct {
 	Steady   *SteadyResult   `json:"steady,omitempty"`
 	Churn    *ChurnResult    `json:"churn,omitempty"`
 	Restart  *SteadyResult   `json:"restart,omitempty"` // the steady stream with a kill -9 and restart halfway
-	Large    *LargeResult    `json:"large,omitempty"`
-	Kinds    *KindsResult    `json:"kinds,omitempty"`
-	Process  *ProcessResult  `json:"process,omitempty"`
-	Shards   *ShardsResult   `json:"shards,omitempty"`
-	Restarts []RestartResult `json:"restarts,omitempty"`
+	Random   *RandomResult   `json:"random,omitempty"`
+	// RandomRestart is the random stream with a kill -9 and restart.
+	RandomRestart *RandomResult   `json:"random_restart,omitempty"`
+	Large         *LargeResult    `json:"large,omitempty"`
+	Kinds         *KindsResult    `json:"kinds,omitempty"`
+	Process       *ProcessResult  `json:"process,omitempty"`
+	Shards        *ShardsResult   `json:"shards,omitempty"`
+	Restarts      []RestartResult `json:"restarts,omitempty"`
 
 	Phases  []Phase  `json:"phases"`
 	Targets []Target `json:"targets"`

@@ -93,6 +93,18 @@ func targets(res *Results) []Target {
 			add(s.name+": missed / doubled", "0 / 0", fmt.Sprintf("%d / %d", s.res.Missed, s.res.Doubled), true, s.res.Missed == 0 && s.res.Doubled == 0)
 		}
 	}
+	for _, r := range []*RandomResult{res.Random, res.RandomRestart} {
+		if r == nil {
+			continue
+		}
+		c, f := r.totals()
+		runs := fmt.Sprintf("%d runs", len(r.Runs))
+		if len(r.Runs) == 1 {
+			runs = "1 run"
+		}
+		add(fmt.Sprintf("random stream, %s, %s: doubled / without update / missed", r, runs), "0 / 0 / 0",
+			fmt.Sprintf("%d / %d / %d (floor %d / %d / %d)", c[0], c[1], c[2], f[0], f[1], f[2]), true, c == [3]int{})
+	}
 	if v := res.Versus; v != nil && len(v.Controller.RestartGapSeconds) > 0 {
 		c := v.Controller
 		add("steady streams of the floor scenario, every round: missed / doubled", "0 / 0",

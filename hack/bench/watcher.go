@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -24,6 +25,10 @@ import (
 type Rollout struct {
 	Key string // namespace/name
 	At  time.Time
+	// RV is the object's resourceVersion in the event that showed the
+	// change, the revision of the write that made it (see parseRV); 0 when
+	// it is not a number.
+	RV uint64
 }
 
 // Watcher watches every Deployment through an informer of the admin client
@@ -33,8 +38,8 @@ type Watcher struct {
 	baselineAnnotation string
 
 	mu        sync.Mutex
-	rollouts  []Rollout              // in the order seen
-	byKey     map[string][]time.Time // rollout times of each Deployment
+	rollouts  []Rollout            // in the order seen
+	byKey     map[string][]Rollout // rollouts of each Deployment
 	baselined map[string]time.Time
 	changed   chan struct{} // closed and replaced on every record
 }
@@ -43,7 +48,7 @@ type Watcher struct {
 func startWatcher(ctx context.Context, cs kubernetes.Interface, baselineAnnotation string) (*Watcher, error) {
 	w := &Watcher{
 		baselineAnnotation: baselineAnnotation,
-		byKey:              map[string][]time.Time{},
+		byKey:              map[string][]Rollout{},
 		baselined:          map[string]time.Time{},
 		changed:            make(chan struct{}),
 	}
@@ -77,7 +82,7 @@ func (w *Watcher) observe(oldObj, newObj any) {
 	}
 	o, _ := oldObj.(*appsv1.Deployment)
 	rolled := o != nil && !equality.Semantic.DeepEqual(o.Spec.Template, n.Spec.Template)
-	w.record(n.Namespace+"/"+n.Name, rolled, n.Annotations)
+	w.record(n.Namespace+"/"+n.Name, n.ResourceVersion, rolled, n.Annotations)
 }
 
 // WatchKind also watches the objects of gvr in namespace, through an
@@ -98,15 +103,16 @@ func (w *Watcher) WatchKind(ctx context.Context, dyn dynamic.Interface, gvr sche
 			nt, _, _ := unstructured.NestedFieldNoCopy(n.Object, template...)
 			rolled = !equality.Semantic.DeepEqual(ot, nt)
 		}
-		w.record(n.GetNamespace()+"/"+n.GetName(), rolled, n.GetAnnotations())
+		w.record(n.GetNamespace()+"/"+n.GetName(), n.GetResourceVersion(), rolled, n.GetAnnotations())
 	}
 	return watchNamespace(ctx, dyn, gvr, namespace, observe)
 }
 
-// record notes, now, a rollout of key when rolled, and its first sight with
-// the baseline annotation among annotations.
-func (w *Watcher) record(key string, rolled bool, annotations map[string]string) {
+// record notes, now, a rollout of key at resourceVersion when rolled, and
+// its first sight with the baseline annotation among annotations.
+func (w *Watcher) record(key, resourceVersion string, rolled bool, annotations map[string]string) {
 	now := time.Now()
+	rv, _ := parseRV(resourceVersion) // 0 when not a number
 	_, hasBaseline := annotations[w.baselineAnnotation]
 	hasBaseline = hasBaseline && w.baselineAnnotation != ""
 	w.mu.Lock()
@@ -115,8 +121,9 @@ func (w *Watcher) record(key string, rolled bool, annotations map[string]string)
 		w.baselined[key] = now
 	}
 	if rolled {
-		w.rollouts = append(w.rollouts, Rollout{Key: key, At: now})
-		w.byKey[key] = append(w.byKey[key], now)
+		r := Rollout{Key: key, At: now, RV: rv}
+		w.rollouts = append(w.rollouts, r)
+		w.byKey[key] = append(w.byKey[key], r)
 	}
 	close(w.changed)
 	w.changed = make(chan struct{})
@@ -124,12 +131,31 @@ func (w *Watcher) record(key string, rolled bool, annotations map[string]string)
 
 // firstAfter returns the first rollout of key after t; the caller holds mu.
 func (w *Watcher) firstAfter(key string, t time.Time) (time.Time, bool) {
-	for _, at := range w.byKey[key] {
-		if at.After(t) {
-			return at, true
+	for _, r := range w.byKey[key] {
+		if r.At.After(t) {
+			return r.At, true
 		}
 	}
 	return time.Time{}, false
+}
+
+// WaitRolledAfter waits until every key of after has rolled at a
+// resourceVersion above its value, or timeout; it returns the keys that did
+// not, sorted.
+func (w *Watcher) WaitRolledAfter(ctx context.Context, after map[string]uint64, timeout time.Duration) []string {
+	var missing []string
+	w.wait(ctx, timeout, func() bool {
+		missing = missing[:0]
+		for key, rv := range after {
+			rs := w.byKey[key]
+			if len(rs) == 0 || rs[len(rs)-1].RV <= rv {
+				missing = append(missing, key)
+			}
+		}
+		return len(missing) == 0
+	})
+	slices.Sort(missing)
+	return missing
 }
 
 // RolloutsBetween returns every rollout seen after from and not after to.

@@ -1,0 +1,210 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// The random scenarios measure what a user's load test would: updates at a
+// fixed rate, each to the ConfigMap of one of the stream's Deployments
+// picked at random (with a seeded generator, so that a run repeats), so
+// that some come soon after the previous update of the same ConfigMap (at
+// 20 a second over 100, about 18 % within a second) and meet the
+// controller's rollout window, which the steady streams' round-robin never
+// does. Each run streams on the controller under test and then on the
+// floor, in the order ABBA over the runs, as the floor scenario's turns
+// (turnTo); the checks compare each Deployment's rollouts and its
+// ConfigMap's updates by resourceVersion (checkRandom).
+
+// RandomResult is one random scenario: Runs runs of a stream of Rate
+// updates a second for Seconds over Sources Deployments, each using the
+// ConfigMap it updates, on the controller and on the floor.
+type RandomResult struct {
+	Rate    float64 `json:"rate"`
+	Sources int     `json:"sources"`
+	Seconds float64 `json:"seconds"`
+	Seed    int64   `json:"seed"` // run i's is Seed + i
+	// RestartAtSeconds is when the controller was killed (SIGKILL) and
+	// started again at once, from the stream's start; 0: never.
+	RestartAtSeconds float64     `json:"restart_at_seconds,omitempty"`
+	FloorCmd         string      `json:"floor_cmd"`
+	Runs             []RandomRun `json:"runs"`
+}
+
+// RandomRun is one run of a random scenario: the same picks (Seed) on each
+// side, over Deployments of its own.
+type RandomRun struct {
+	Seed       int64      `json:"seed"`
+	Controller RandomSide `json:"controller"`
+	Floor      RandomSide `json:"floor"`
+}
+
+// RandomSide is one side's stream of one run, as checkRandom found it.
+type RandomSide struct {
+	Load    Load `json:"load"`
+	Updates int  `json:"updates"`
+	// Close counts the updates less than 1 s after the previous update of
+	// their ConfigMap.
+	Close    int `json:"close"`
+	Rollouts int `json:"rollouts"` // of the stream's Deployments
+	// Latency is from each update sent to its Deployment's first rollout
+	// after it, of the updates rolled before the next update of their
+	// ConfigMap.
+	Latency Distribution `json:"latency"`
+	// Doubled counts the rollouts beyond the first between an update and
+	// the next of its ConfigMap; WithoutUpdate the rollouts with no update
+	// of their ConfigMap since the Deployment's previous rollout; Missed
+	// the updates no rollout followed within the rollout window plus
+	// -change-timeout.
+	Doubled       int `json:"doubled"`
+	WithoutUpdate int `json:"without_update"`
+	Missed        int `json:"missed"`
+	// CPUPerUpdate and RequestsPerUpdate are the side's CPU milliseconds
+	// and API requests from the stream's start until its Events went
+	// quiet, per update.
+	CPUPerUpdate      float64 `json:"cpu_ms_per_update"`
+	RequestsPerUpdate float64 `json:"requests_per_update"`
+}
+
+// random runs the random scenario, or with restart the random-restart
+// one, cfg.RandomRuns times on each side, and leaves the controller under
+// test running.
+func (b *bench) random(ctx context.Context, restart bool) (*RandomResult, error) {
+	name, rate, restartAt := "random", b.cfg.RandomRate, time.Duration(0)
+	if restart {
+		name, rate, restartAt = "random-restart", b.cfg.RandomRestartRate, b.cfg.RandomRestartAt
+	}
+	res := &RandomResult{Rate: rate, Sources: b.cfg.RandomSources, Seconds: b.cfg.RandomFor.Seconds(),
+		Seed: b.cfg.RandomSeed, RestartAtSeconds: restartAt.Seconds(), FloorCmd: b.cfg.FloorCmd}
+	if b.res.Process == nil { // the end figures are the controller's, not the floor's
+		s, err := b.ctrl.Stats()
+		if err != nil {
+			return nil, err
+		}
+		b.res.Process = processResult(s)
+	}
+	for run := range b.cfg.RandomRuns {
+		r := RandomRun{Seed: b.cfg.RandomSeed + int64(run)}
+		sides := []bool{false, true} // floor?
+		if run%2 == 1 {
+			sides = []bool{true, false}
+		}
+		for _, floor := range sides {
+			side, who := &r.Controller, b.cfg.ControllerName
+			if floor {
+				side, who = &r.Floor, "floor"
+			}
+			if err := b.turnTo(ctx, floor); err != nil {
+				return nil, err
+			}
+			if _, err := b.eventsQuiet(ctx, versusQuiet, b.cfg.WaitTimeout); err != nil {
+				return nil, err
+			}
+			if err := b.phase(fmt.Sprintf("%s-%d-%s", name, run+1, who)); err != nil {
+				return nil, err
+			}
+			if err := b.randomStream(ctx, side, rate, r.Seed, restartAt); err != nil {
+				return nil, fmt.Errorf("run %d, %s: %w", run+1, who, err)
+			}
+			logf("Random stream (%s, run %d, %s): %d updates (%d < 1 s after the previous of their ConfigMap), %d rollouts; %d doubled, %d without update, %d missed; p50 %.1f ms, p99 %.1f ms",
+				name, run+1, who, side.Updates, side.Close, side.Rollouts, side.Doubled, side.WithoutUpdate, side.Missed, side.Latency.P50, side.Latency.P99)
+		}
+		res.Runs = append(res.Runs, r)
+	}
+	return res, b.turnTo(ctx, false)
+}
+
+// randomStream streams updates at rate a second for cfg.RandomFor, each to
+// the first ConfigMap of one of cfg.RandomSources fresh Deployments picked
+// by a generator seeded with seed, killing (SIGKILL) and restarting the
+// running controller at restartAt unless 0; then waits until each
+// Deployment rolled after its last update (or the rollout window plus
+// cfg.ChangeTimeout), and the window and cfg.Settle more for a rollout too
+// many, and checks the rollouts. It ends the current phase, whose CPU and
+// requests it counts per update.
+func (b *bench) randomStream(ctx context.Context, side *RandomSide, rate float64, seed int64, restartAt time.Duration) error {
+	side.Load = loadAvg()
+	ids := b.alloc.take(b.cfg.RandomSources)
+	keys := make([]string, len(ids))
+	for i, g := range ids {
+		keys[i] = b.layout.Deployment(g).String()
+	}
+	pick := rand.New(rand.NewPCG(uint64(seed), 0))
+	period := time.Duration(float64(time.Second) / rate)
+	n, kill := int(b.cfg.RandomFor/period), -1
+	if restartAt > 0 {
+		kill = int(restartAt / period)
+	}
+	var updates []update
+	last := map[string]uint64{}
+	begin := time.Now()
+	for i := range n {
+		if i == kill {
+			if err := b.killController(); err != nil {
+				return err
+			}
+			if err := b.startController(); err != nil {
+				return err
+			}
+		}
+		time.Sleep(time.Until(begin.Add(time.Duration(i) * period)))
+		j := pick.IntN(len(ids))
+		at, rv, err := b.changer.ChangeRV(ctx, b.layout.Uses(ids[j])[1].Source)
+		if err != nil {
+			return err
+		}
+		updates = append(updates, update{key: keys[j], at: at, rv: rv})
+		last[keys[j]] = rv
+	}
+	deadline := b.cfg.Window + b.cfg.ChangeTimeout
+	if missing := b.watcher.WaitRolledAfter(ctx, last, deadline); len(missing) > 0 {
+		logf("Random stream: %d Deployments not rolled after their last update within %v, e.g. %s", len(missing), deadline, missing[0])
+	}
+	if err := b.settle(ctx, b.cfg.Window+b.cfg.Settle); err != nil {
+		return err
+	}
+	var rollouts []Rollout
+	for _, r := range b.rollouts(begin, time.Now()) {
+		if r.RV == 0 {
+			return fmt.Errorf("the rollout of %s seen at %s has no numeric resourceVersion", r.Key, clock(r.At))
+		}
+		rollouts = append(rollouts, r)
+	}
+	c := checkRandom(updates, rollouts, keys, deadline)
+	side.Updates, side.Close, side.Latency = len(updates), c.close, distribution(c.lats)
+	side.Rollouts, side.Doubled, side.WithoutUpdate, side.Missed = c.rollouts, c.doubled, c.withoutUpdate, c.missed
+	for _, key := range c.odd[:min(len(c.odd), 10)] {
+		logf("Random stream: %s doubled, rolled without update or missed: %s", key, timeline(key, updates, rollouts, begin))
+	}
+	if _, err := b.eventsQuiet(ctx, versusQuiet, b.cfg.WaitTimeout); err != nil {
+		return err
+	}
+	return b.perUpdate(len(updates), &side.CPUPerUpdate, &side.RequestsPerUpdate)
+}
+
+// String says what the stream was.
+func (r *RandomResult) String() string {
+	s := fmt.Sprintf("%.0f updates/s over %d ConfigMaps for %.0f s", r.Rate, r.Sources, r.Seconds)
+	if r.RestartAtSeconds > 0 {
+		s += fmt.Sprintf(", kill -9 and restart at %.0f s", r.RestartAtSeconds)
+	}
+	return s
+}
+
+// totals returns the controller's doubled, without-update and missed of
+// every run, and the floor's.
+func (r *RandomResult) totals() (controller, floor [3]int) {
+	for _, run := range r.Runs {
+		for _, s := range []struct {
+			side *RandomSide
+			sum  *[3]int
+		}{{&run.Controller, &controller}, {&run.Floor, &floor}} {
+			s.sum[0] += s.side.Doubled
+			s.sum[1] += s.side.WithoutUpdate
+			s.sum[2] += s.side.Missed
+		}
+	}
+	return controller, floor
+}
