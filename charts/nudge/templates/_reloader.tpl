@@ -155,7 +155,7 @@ a line. */}}
 - reloader.legacy.rbac: nudge's roles use rbac.authorization.k8s.io/v1 only.
 {{- end }}
 {{- if $r.enableRestartWindows }}
-- reloader.enableRestartWindows: nudge does not defer rollouts to windows; it rolls when a source changes.
+- reloader.enableRestartWindows: no effect; nudge's maintenance windows are the value maintenanceWindow and the annotation nudge.dev/maintenance-window.
 {{- end }}
 {{- if and ($r.verticalPodAutoscaler | default dict).enabled (not (.Capabilities.APIVersions.Has "autoscaling.k8s.io/v1")) }}
 - reloader.verticalPodAutoscaler: the cluster does not serve autoscaling.k8s.io/v1, so no VerticalPodAutoscaler was created (as in Reloader's chart).
