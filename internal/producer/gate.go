@@ -31,7 +31,7 @@ import (
 // Why a cache of full objects trimmed, rather than a metadata-only watch:
 // the status is what the gate reads, and a metadata-only informer carries
 // none, so each answer would need a request of its own; the informer still
-// receives whole objects, but keeps about 400 bytes of each (Trim). Why a
+// receives whole objects, but keeps under 1 KB of each (Trim). Why a
 // cache of its own: nudge's cache drops the status of every unstructured
 // object (its default transform), cannot be given a transform for a kind
 // not served when it is made, and waits for every informer it holds
@@ -44,12 +44,16 @@ type Gate struct {
 
 	mu       sync.RWMutex
 	watching map[schema.GroupKind]watched
+	refused  map[schema.GroupKind]bool // listing them was forbidden
 }
 
 // watched is the watch of one producer kind.
 type watched struct {
 	version  string
 	informer cache.Informer
+	// next is the preferred version g is moving the watch to, "" for none
+	// (see watch).
+	next string
 }
 
 // New returns a Gate reading through a cache of its own added to mgr (a
@@ -76,7 +80,8 @@ func New(mgr ctrl.Manager, opts cache.Options, changed func(refs.Source)) (*Gate
 	if err := mgr.Add(c); err != nil {
 		return nil, fmt.Errorf("adding the producer cache: %w", err)
 	}
-	g := &Gate{cache: c, reader: mgr.GetAPIReader(), changed: changed, watching: map[schema.GroupKind]watched{}}
+	g := &Gate{cache: c, reader: mgr.GetAPIReader(), changed: changed,
+		watching: map[schema.GroupKind]watched{}, refused: map[schema.GroupKind]bool{}}
 	for ns := range opts.DefaultNamespaces {
 		if ns != cache.AllNamespaces {
 			g.namespaces = append(g.namespaces, ns)
@@ -108,31 +113,42 @@ func (g *Gate) Watch(ctx context.Context, s *served.Kinds) error {
 	return nil
 }
 
-// watched says whether g watches kind gk, in any version.
+// watched says whether g watches kind gk, in any version, or was refused
+// its list.
 func (g *Gate) watched(gk schema.GroupKind) bool {
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	_, ok := g.watching[gk]
-	return ok
+	return ok || g.refused[gk]
 }
 
-// better says whether gvk is a version of its kind preferred to the one g
-// watches, or g watches none; g.mu is held.
+// better says whether g is to watch gvk: it was not refused the list of its
+// kind, and watches none of it or a version less preferred than gvk (and
+// is not moving to gvk already); g.mu is held.
 func (g *Gate) better(gvk schema.GroupVersionKind) bool {
+	if g.refused[gvk.GroupKind()] {
+		return false
+	}
 	w, ok := g.watching[gvk.GroupKind()]
 	if !ok {
 		return true
 	}
 	k, _ := kindOf(gvk.GroupKind())
-	return slices.Index(k.versions, gvk.Version) < slices.Index(k.versions, w.version)
+	rank := func(v string) int {
+		if v == "" {
+			return len(k.versions)
+		}
+		return slices.Index(k.versions, v)
+	}
+	return rank(gvk.Version) < min(rank(w.version), rank(w.next))
 }
 
 // watch starts watching the producers of gvk, now served, unless g watches
-// them in a preferred version already; from a less preferred one, it moves
-// to gvk (Of knows nothing of them until the new watch has listed them).
-// It first lists one of them in each namespace g watches: refused
-// (Forbidden), it logs why and watches nothing. It returns the error of
-// that list or of the watch.
+// them in a preferred version already. It first lists one of them in each
+// namespace g watches: refused (Forbidden; RBAC is by resource, so every
+// version of the kind is), it logs why and never watches the kind. From a
+// less preferred version, it moves to gvk in the background (move). It
+// returns the error of that list or of the watch.
 func (g *Gate) watch(ctx context.Context, gvk schema.GroupVersionKind) error {
 	g.mu.RLock()
 	better := g.better(gvk)
@@ -141,18 +157,19 @@ func (g *Gate) watch(ctx context.Context, gvk schema.GroupVersionKind) error {
 		return nil
 	}
 	log := ctrl.LoggerFrom(ctx).WithValues("kind", gvk.String())
-	if err := g.probe(ctx, gvk); apierrors.IsForbidden(err) {
+	err := g.probe(ctx, gvk)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if apierrors.IsForbidden(err) {
+		g.refused[gvk.GroupKind()] = true
 		log.Info("Cannot list a producer kind; its Secrets roll without waiting for their producer", "reason", err.Error())
 		return nil
 	} else if err != nil {
 		return fmt.Errorf("listing %s: %w", gvk, err)
 	}
-	g.mu.Lock()
-	defer g.mu.Unlock()
 	if !g.better(gvk) {
 		return nil
 	}
-	old, had := g.watching[gvk.GroupKind()]
 	inf, err := g.cache.GetInformer(ctx, object(gvk), cache.BlockUntilSynced(false))
 	if err != nil {
 		return fmt.Errorf("watching %s: %w", gvk, err)
@@ -169,14 +186,34 @@ func (g *Gate) watch(ctx context.Context, gvk schema.GroupVersionKind) error {
 		_ = g.cache.RemoveInformer(ctx, object(gvk))
 		return fmt.Errorf("watching %s: %w", gvk, err)
 	}
-	g.watching[gvk.GroupKind()] = watched{version: gvk.Version, informer: inf}
-	log.Info("Started watching producers")
-	if had {
-		if err := g.cache.RemoveInformer(ctx, object(gvk.GroupKind().WithVersion(old.version))); err != nil {
-			log.Error(err, "Failed to stop watching producers in an older version", "version", old.version)
-		}
+	old, had := g.watching[gvk.GroupKind()]
+	if !had {
+		g.watching[gvk.GroupKind()] = watched{version: gvk.Version, informer: inf}
+		log.Info("Started watching producers")
+		return nil
 	}
+	old.next = gvk.Version
+	g.watching[gvk.GroupKind()] = old
+	go g.move(ctx, gvk, old.version, inf)
 	return nil
+}
+
+// move makes inf, the new watch of gvk, the one Of reads once it has listed
+// them, then stops the watch of the same kind in version old. Until then Of
+// reads, and the hook hears, the old watch: a change meanwhile, which the
+// new watch lists as it is, is not missed.
+func (g *Gate) move(ctx context.Context, gvk schema.GroupVersionKind, old string, inf cache.Informer) {
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return
+	}
+	g.mu.Lock()
+	g.watching[gvk.GroupKind()] = watched{version: gvk.Version, informer: inf}
+	g.mu.Unlock()
+	log := ctrl.LoggerFrom(ctx).WithValues("kind", gvk.String())
+	if err := g.cache.RemoveInformer(ctx, object(gvk.GroupKind().WithVersion(old))); err != nil {
+		log.Error(err, "Failed to stop watching producers in an older version", "version", old)
+	}
+	log.Info("Started watching producers", "replaced", old)
 }
 
 // probe lists one producer of gvk in each namespace g watches, or in all.

@@ -1,11 +1,15 @@
 package producer_test
 
 import (
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/producer"
@@ -16,9 +20,10 @@ import (
 // Not Ready (no condition, then a failed sync) it is known and not ready;
 // Ready and synced at its generation, ready, and the hook is called with
 // the Secret at each change of its status; a new generation not synced yet
-// is not ready; a deleted ExternalSecret is no longer known. The owner
-// reference's API version (v1beta1 here, the watch's is v1) does not
-// matter.
+// is not ready; one that writes another Secret is known for that one
+// alone, and the hook is called with both; a deleted ExternalSecret is no
+// longer known. The owner reference's API version (v1beta1 here, the
+// watch's is v1) does not matter.
 func TestExternalSecret(t *testing.T) {
 	t.Parallel()
 	nt.InstallCRD(t, k8s, nt.ExternalSecretCRD(t))
@@ -56,9 +61,17 @@ func TestExternalSecret(t *testing.T) {
 	e.becomes(secret, producer.Status{Known: true, Producer: producerName, Ready: true}, "synced at the new generation")
 
 	e.forget()
+	e.setSpec(es, "db-new", "target", "name")
+	e.becomes(secret, producer.Status{}, "an ExternalSecret that writes another Secret now")
+	e.g.Eventually(e.hookedWith("db")).WithTimeout(10*time.Second).Should(BeTrue(), "the hook called with the Secret it wrote")
+	e.g.Eventually(e.hookedWith("db-new")).WithTimeout(10*time.Second).Should(BeTrue(), "the hook called with the Secret it writes")
+	e.g.Expect(e.of(e.secret("db-new", nil, es))()).To(Equal(producer.Status{Known: true, Producer: producerName,
+		Reason: "last synced generation 2, not 3 yet"}), "the Secret it writes now waits for its sync")
+
+	e.forget()
 	e.g.Expect(k8s.Delete(e.ctx, es)).To(Succeed())
-	e.becomes(secret, producer.Status{}, "a deleted ExternalSecret")
-	e.g.Eventually(e.hookedWith("db")).WithTimeout(10*time.Second).Should(BeTrue(), "the hook called with the Secret on a delete")
+	e.becomes(e.secret("db-new", nil, es), producer.Status{}, "a deleted ExternalSecret")
+	e.g.Eventually(e.hookedWith("db-new")).WithTimeout(10*time.Second).Should(BeTrue(), "the hook called with the Secret on a delete")
 	e.g.Expect(e.log()).NotTo(ContainSubstring(`"error"`), "nothing logged as an error")
 }
 
@@ -112,7 +125,7 @@ func TestNoProducer(t *testing.T) {
 	early.create(es)
 	early.setStatus(es, readyCondition("True", "SecretSynced", "secret synced", 0))
 
-	e := setupIn(t, plane, k8s, ns)
+	e := setupIn(t, plane.Config(), k8s, ns)
 	owned := e.secret("listed", nil, es)
 	e.becomes(owned, producer.Status{Known: true, Producer: "ExternalSecret " + ns + "/listed", Ready: true},
 		"an ExternalSecret of the first list, writing the Secret of its own name")
@@ -137,9 +150,10 @@ func TestNoProducer(t *testing.T) {
 // TestInstalledAfterStart: on a plane where no producer CRD is installed,
 // the gate knows no producer, with no error and nothing logged as an
 // error; once the CRDs are installed it watches them without a restart
-// (served discovery), and the hook is called for a producer created
-// then. The ExternalSecret CRD serves v1 and v1beta1 at once: the gate ends
-// watching one of them, whichever discovery sets up first.
+// (served discovery), and the hook is called for a producer created then.
+// An ExternalSecret CRD that serves v1beta1 alone (an older External
+// Secrets Operator) is watched in v1beta1, then in v1 once the CRD serves
+// it too.
 func TestInstalledAfterStart(t *testing.T) {
 	t.Parallel()
 	p := testbed.ForTest(t, testbed.Options{Mode: testbed.APIServer})
@@ -157,8 +171,7 @@ func TestInstalledAfterStart(t *testing.T) {
 	e.g.Eventually(e.log).WithTimeout(10 * time.Second).Should(ContainSubstring("Waiting for the API server to serve a kind"))
 
 	nt.InstallCRD(t, c, nt.CertificateCRD(t))
-	nt.InstallCRD(t, c, nt.ExternalSecretCRD(t))
-	e.g.Eventually(e.log).WithTimeout(30*time.Second).Should(ContainSubstring(`"kind"="cert-manager.io/v1, Kind=Certificate"`),
+	e.g.Eventually(e.log).WithTimeout(30*time.Second).Should(ContainSubstring(`"msg"="Started watching producers" "kind"="cert-manager.io/v1, Kind=Certificate"`),
 		"the gate to start watching Certificates")
 	cert := e.certificate("web", "web-tls")
 	e.create(cert)
@@ -167,10 +180,58 @@ func TestInstalledAfterStart(t *testing.T) {
 		"a Certificate created once its CRD is installed")
 	e.g.Eventually(e.hookedWith("web-tls")).WithTimeout(10*time.Second).Should(BeTrue(), "the hook called for a Certificate created")
 
-	es := e.externalSecret("v1", "db", "")
+	crd := nt.ExternalSecretCRD(t)
+	for i := range crd.Spec.Versions {
+		v := &crd.Spec.Versions[i]
+		v.Served, v.Storage = v.Name == "v1beta1", v.Name == "v1beta1"
+	}
+	// v1beta1 first: InstallCRD waits for the first version to be mapped.
+	slices.SortFunc(crd.Spec.Versions, func(a, b apiextensionsv1.CustomResourceDefinitionVersion) int {
+		return strings.Compare(b.Name, a.Name)
+	})
+	nt.InstallCRD(t, c, crd)
+	es := e.externalSecret("v1beta1", "db", "")
 	e.create(es)
-	e.becomes(owned, producer.Status{Known: true, Producer: "ExternalSecret " + e.ns + "/db", Reason: "no Ready condition yet"},
-		"an ExternalSecret created once its CRD is installed")
+	producerName := "ExternalSecret " + e.ns + "/db"
+	e.becomes(owned, producer.Status{Known: true, Producer: producerName, Reason: "no Ready condition yet"},
+		"an ExternalSecret of a CRD that serves v1beta1 alone")
 	e.g.Eventually(e.hookedWith("db")).WithTimeout(10*time.Second).Should(BeTrue(), "the hook called for an ExternalSecret created")
+	e.g.Expect(e.log()).To(ContainSubstring(`"kind"="external-secrets.io/v1beta1, Kind=ExternalSecret"`))
+
+	e.g.Eventually(func() error {
+		if err := c.Get(e.ctx, client.ObjectKeyFromObject(crd), crd); err != nil {
+			return err
+		}
+		for i := range crd.Spec.Versions {
+			crd.Spec.Versions[i].Served = true
+		}
+		return c.Update(e.ctx, crd)
+	}).WithTimeout(10*time.Second).Should(Succeed(), "serving v1 too")
+	e.g.Eventually(e.log).WithTimeout(30*time.Second).Should(ContainSubstring(`"msg"="Started watching producers" "kind"="external-secrets.io/v1, Kind=ExternalSecret"`),
+		"the gate to move to v1")
+	e.forget()
+	e.setStatus(es, readyCondition("True", "SecretSynced", "secret synced", 0))
+	e.becomes(owned, producer.Status{Known: true, Producer: producerName, Ready: true}, "read in v1")
+	e.g.Eventually(e.hookedWith("db")).WithTimeout(10*time.Second).Should(BeTrue(), "the hook called from the watch of v1")
 	e.g.Expect(e.log()).NotTo(ContainSubstring(`"error"`), "nothing logged as an error")
+}
+
+// TestForbidden: a user that may not list the producers (nudge's RBAC
+// without them) gets one log line per kind and no watch: every Secret's
+// producer is unknown, so none holds a rollout.
+func TestForbidden(t *testing.T) {
+	t.Parallel()
+	nt.InstallCRD(t, k8s, nt.ExternalSecretCRD(t))
+	nt.InstallCRD(t, k8s, nt.CertificateCRD(t))
+	ns, err := plane.GenerateNamespace(t.Context(), "producer-")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	nobody, err := plane.UserConfig("nobody")
+	NewWithT(t).Expect(err).NotTo(HaveOccurred())
+	e := setupIn(t, nobody, k8s, ns)
+	cert := e.certificate("web", "web-tls")
+	e.create(cert)
+	e.setStatus(cert, readyCondition("False", "DoesNotExist", "Issuing certificate as Secret does not exist", 1))
+	e.g.Expect(strings.Count(e.log(), "Cannot list a producer kind")).To(Equal(2), "one line per kind: ExternalSecret (v1, then v1beta1 is not asked) and Certificate")
+	e.g.Consistently(e.of(e.secret("web-tls", map[string]string{producer.CertificateNameAnnotation: "web"}, nil))).
+		WithTimeout(time.Second).Should(Equal(producer.Status{}), "a producer nudge may not read holds nothing")
 }

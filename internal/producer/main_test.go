@@ -38,7 +38,13 @@ var (
 	k8s   client.WithWatch
 )
 
-func TestMain(m *testing.M) { os.Exit(nt.Main(m, &plane, &k8s)) }
+func TestMain(m *testing.M) {
+	// What logs through controller-runtime's root logger rather than a
+	// context's (served.Kinds' runnable, client-go's reflectors) is
+	// dropped, as nudgetest.Start drops it.
+	ctrl.SetLogger(logr.Discard())
+	os.Exit(nt.Main(m, &plane, &k8s))
+}
 
 // env is one test's namespace and its gate, run by a manager of its own
 // that caches that namespace alone, with the Secrets its hook was called
@@ -62,13 +68,13 @@ func setup(t *testing.T, p *testbed.Plane, k client.WithWatch) *env {
 	t.Helper()
 	ns, err := p.GenerateNamespace(t.Context(), "producer-")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	return setupIn(t, p, k, ns)
+	return setupIn(t, p.Config(), k, ns)
 }
 
-// setupIn starts a gate of namespace ns of p (k its client), with served
-// kinds watched as nudge does (discovery polled every 0.5 s where it cannot
-// watch CRDs).
-func setupIn(t *testing.T, p *testbed.Plane, k client.WithWatch, ns string) *env {
+// setupIn starts a gate of namespace ns as cfg's user (k the test's
+// client), with served kinds watched as nudge does (discovery polled every
+// 0.5 s where it cannot watch CRDs).
+func setupIn(t *testing.T, cfg *rest.Config, k client.WithWatch, ns string) *env {
 	t.Helper()
 	e := &env{t: t, g: NewWithT(t), k8s: k, ns: ns}
 	log := funcr.New(func(prefix, args string) {
@@ -78,7 +84,7 @@ func setupIn(t *testing.T, p *testbed.Plane, k client.WithWatch, ns string) *env
 	}, funcr.Options{Verbosity: 1})
 	ctx, cancel := context.WithCancel(logr.NewContext(t.Context(), log))
 	e.ctx = ctx
-	e.gate = startGate(e, p.Config(), log, ctx)
+	e.gate = startGate(e, cfg, log, ctx)
 	t.Cleanup(cancel) // runs before startGate's wait for the manager
 
 	return e

@@ -5,7 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-	"unique"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
@@ -56,14 +55,24 @@ type condition struct {
 	observedGeneration int64
 }
 
-// read returns what nudge reads of u, a producer of kind k, whole or
-// trimmed.
+// read returns what nudge reads of u, a producer of kind k, whole or as
+// Trim packs it.
 func read(u *unstructured.Unstructured, k kind) state {
-	s := state{generation: u.GetGeneration()}
-	s.target, _, _ = unstructured.NestedString(u.Object, k.target...)
+	s, ok := unpack(u)
+	if !ok {
+		s = readWhole(u, k)
+	}
 	if s.target == "" && k.GroupKind == ExternalSecret {
 		s.target = u.GetName()
 	}
+	return s
+}
+
+// readWhole returns what nudge reads of u, a producer of kind k as the API
+// serves it, its target as its spec has it ("" for a default).
+func readWhole(u *unstructured.Unstructured, k kind) state {
+	s := state{generation: u.GetGeneration()}
+	s.target, _, _ = unstructured.NestedString(u.Object, k.target...)
 	s.observed, _, _ = unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 	s.synced, _, _ = unstructured.NestedString(u.Object, "status", "syncedResourceVersion")
 	conditions, _, _ := unstructured.NestedFieldNoCopy(u.Object, "status", "conditions")
@@ -167,60 +176,6 @@ func StatusOf(ref Ref, secret string, u *unstructured.Unstructured) Status {
 	}
 	ready, reason := s.readiness()
 	return Status{Known: true, Producer: ref.String(), Ready: ready, Reason: reason}
-}
-
-// Trim is the cache transform of the producers: of an object of a producer
-// kind it keeps its API version, kind, name, namespace (a copy shared by
-// every object in it), resourceVersion and generation, the name of the
-// Secret it writes (an ExternalSecret's spec.target.name, a Certificate's
-// spec.secretName) and of its status what StatusOf reads
-// (observedGeneration, syncedResourceVersion, the Ready condition's status,
-// reason, message cut to maxMessage bytes, and observedGeneration): no
-// labels, annotations, owners or managed fields, nothing else of its spec
-// (an ExternalSecret's data mapping, a Certificate's DNS names). Other
-// objects pass through unchanged. It is idempotent.
-func Trim(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok {
-		return obj, nil
-	}
-	k, ok := kindOf(u.GroupVersionKind().GroupKind())
-	if !ok {
-		return obj, nil
-	}
-	s := read(u, k)
-	meta := map[string]any{"name": u.GetName(), "namespace": unique.Make(u.GetNamespace()).Value(), "resourceVersion": u.GetResourceVersion()}
-	if s.generation != 0 {
-		meta["generation"] = s.generation
-	}
-	out := map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta}
-	if t, _, _ := unstructured.NestedString(u.Object, k.target...); t != "" {
-		_ = unstructured.SetNestedField(out, t, k.target...)
-	}
-	status := map[string]any{}
-	if s.observed != 0 {
-		status["observedGeneration"] = s.observed
-	}
-	if s.synced != "" {
-		status["syncedResourceVersion"] = s.synced
-	}
-	if r := s.ready; r != nil {
-		c := map[string]any{"type": "Ready", "status": r.status}
-		for key, v := range map[string]string{"reason": r.reason, "message": r.message} {
-			if v != "" {
-				c[key] = v
-			}
-		}
-		if r.observedGeneration != 0 {
-			c["observedGeneration"] = r.observedGeneration
-		}
-		status["conditions"] = []any{c}
-	}
-	if len(status) > 0 {
-		out["status"] = status
-	}
-	u.Object = out
-	return u, nil
 }
 
 // equal says whether s and o read the same.

@@ -175,37 +175,69 @@ func TestTrim(t *testing.T) {
 	u.Object["status"].(map[string]any)["refreshTime"] = "2026-11-27T10:00:00Z"
 	_, err := Trim(u)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(u.Object).To(Equal(map[string]any{
-		"apiVersion": "external-secrets.io/v1", "kind": "ExternalSecret",
-		"metadata": map[string]any{"name": "db", "namespace": "shop", "resourceVersion": "41", "generation": int64(2)},
-		"spec":     map[string]any{"target": map[string]any{"name": "db-creds"}},
-		"status": map[string]any{"syncedResourceVersion": "1-9f86d0", "conditions": []any{map[string]any{
-			"type": "Ready", "status": "False", "reason": "SecretSyncedError", "message": strings.Repeat("x", maxMessage-len("…")) + "…"}}},
-	}), "of the spec the target's name only, of the status what StatusOf reads")
+	g.Expect(u.Object).To(HaveLen(3), "apiVersion, kind, metadata")
+	g.Expect(u.GetAPIVersion()).To(Equal("external-secrets.io/v1"))
+	g.Expect(u.GetKind()).To(Equal("ExternalSecret"))
+	meta := u.Object["metadata"].(map[string]any)
+	g.Expect(meta).To(HaveLen(5))
+	g.Expect(meta).To(HaveKeyWithValue("name", "db"))
+	g.Expect(meta).To(HaveKeyWithValue("namespace", "shop"))
+	g.Expect(meta).To(HaveKeyWithValue("resourceVersion", "41"))
+	g.Expect(meta).To(HaveKeyWithValue("generation", int64(2)))
+	g.Expect(meta["selfLink"]).To(HavePrefix(packedMark))
+	g.Expect(read(u, kinds[0])).To(Equal(state{target: "db-creds", generation: 2, synced: "1-9f86d0",
+		ready: &condition{status: "False", reason: "SecretSyncedError", message: strings.Repeat("x", maxMessage-len("…")) + "…"}}),
+		"of the spec the target's name only, of the status what StatusOf reads")
 	again := u.DeepCopy()
 	_, _ = Trim(again)
 	g.Expect(again).To(Equal(u), "idempotent")
 
-	c := certificate(conditions(ready("True", "Ready", "up to date", 3)))
-	_, _ = Trim(c)
-	g.Expect(c.Object).To(Equal(map[string]any{
-		"apiVersion": "cert-manager.io/v1", "kind": "Certificate",
-		"metadata": map[string]any{"name": "web", "namespace": "shop", "resourceVersion": "77", "generation": int64(3)},
-		"spec":     map[string]any{"secretName": "tls"},
-		"status": map[string]any{"conditions": []any{map[string]any{
-			"type": "Ready", "status": "True", "reason": "Ready", "message": "up to date", "observedGeneration": int64(3)}}},
-	}))
-
 	noTarget := externalSecret("", nil)
 	_, _ = Trim(noTarget)
-	g.Expect(noTarget.Object).NotTo(HaveKey("spec"), "an ExternalSecret writing the Secret of its own name keeps no spec")
-	g.Expect(noTarget.Object).NotTo(HaveKey("status"))
+	g.Expect(read(noTarget, kinds[0])).To(Equal(state{target: "db", generation: 2}),
+		"an ExternalSecret with no target writes the Secret of its own name, and packs no copy of it")
+	g.Expect(noTarget.Object["metadata"].(map[string]any)["selfLink"]).To(Equal(packedMark + "\x00\x00\x00\x00\x00\x00\x00\x00"))
 
 	other := &unstructured.Unstructured{Object: map[string]any{"apiVersion": "example.com/v1", "kind": "Widget",
 		"metadata": map[string]any{"name": "w"}, "spec": map[string]any{"size": int64(3)}}}
 	before := other.DeepCopy()
 	_, _ = Trim(other)
 	g.Expect(other).To(Equal(before), "another kind passes unchanged")
+}
+
+func TestPack(t *testing.T) {
+	tests := map[string]state{
+		"nothing":                           {},
+		"a target alone":                    {target: "db"},
+		"a Ready condition of empty fields": {ready: &condition{}},
+		"every field, with bytes that look like lengths": {target: "tls\x05", generation: 9, observed: 8, synced: "8-\x00\xff",
+			ready: &condition{status: "True", reason: "Ready", message: strings.Repeat("é", 40) + "\x01", observedGeneration: 1 << 40}},
+		"negative generations still round-trip": {observed: -1, ready: &condition{observedGeneration: -7}},
+	}
+	for desc, s := range tests {
+		t.Run(desc, func(t *testing.T) {
+			g := NewWithT(t)
+			u := object(Certificate.WithVersion("v1"))
+			u.SetGeneration(s.generation)
+			_ = unstructured.SetNestedField(u.Object, s.pack(), "metadata", "selfLink")
+			got, ok := unpack(u)
+			g.Expect(ok).To(BeTrue())
+			g.Expect(got).To(Equal(s))
+		})
+	}
+	for desc, link := range map[string]string{
+		"no mark":               "/apis/cert-manager.io/v1/namespaces/shop/certificates/web",
+		"the mark alone":        packedMark,
+		"a length past the end": packedMark + "\x01\x7fdb",
+		"no generations":        packedMark + "\x00\x00\x00\x00\x00\x00",
+	} {
+		t.Run(desc+" is not packed", func(t *testing.T) {
+			u := object(Certificate.WithVersion("v1"))
+			_ = unstructured.SetNestedField(u.Object, link, "metadata", "selfLink")
+			_, ok := unpack(u)
+			NewWithT(t).Expect(ok).To(BeFalse())
+		})
+	}
 }
 
 func TestRefOf(t *testing.T) {
