@@ -23,6 +23,11 @@ const (
 	// PrometheusOperator is the Prometheus Operator (Prometheus: no pod
 	// template; spec.podMetadata.annotations reach its pods).
 	PrometheusOperator = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
+	// ExternalSecrets is the External Secrets Operator (ExternalSecret, a
+	// producer of Secrets: its CRD serves v1 and v1beta1).
+	ExternalSecrets = "github.com/external-secrets/external-secrets@v0.16.2"
+	// CertManager is cert-manager (Certificate, a producer of Secrets).
+	CertManager = "github.com/cert-manager/cert-manager@v1.21.2"
 )
 
 // KnativeServiceCRD returns Knative Serving's Service CRD.
@@ -38,6 +43,19 @@ func KEDAScaledJobCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 // PrometheusCRD returns the Prometheus Operator's Prometheus CRD.
 func PrometheusCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 	return ModuleCRD(t, PrometheusOperator, "example/prometheus-operator-crd/monitoring.coreos.com_prometheuses.yaml")
+}
+
+// ExternalSecretCRD returns the External Secrets Operator's ExternalSecret
+// CRD, as controller-gen writes it (the module's deploy/crds/bundle.yaml
+// holds every CRD of the project in one file).
+func ExternalSecretCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	return ModuleCRD(t, ExternalSecrets, "config/crds/bases/external-secrets.io_externalsecrets.yaml")
+}
+
+// CertificateCRD returns cert-manager's Certificate CRD, as controller-gen
+// writes it (plain YAML; the Helm chart templates its own copy).
+func CertificateCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
+	return ModuleCRD(t, CertManager, "deploy/crds/cert-manager.io_certificates.yaml")
 }
 
 // ModuleCRD returns the CustomResourceDefinition in the file at path of
