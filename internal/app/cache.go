@@ -16,6 +16,7 @@ import (
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/retained"
 	"nudge.dev/nudge/internal/sources"
@@ -47,7 +48,12 @@ func startSourceInformers(ctx context.Context, mgr ctrl.Manager, ignore map[refs
 // limits the cache to opts.Namespaces when set.
 func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Options {
 	marks := dialect.NewParser(opts.Reloader.Annotations).SourceAnnotations()
-	digested := cache.ByObject{Transform: sources.DigestSource(opts.ResourceLabelSelector != "", marks), UnsafeDisableDeepCopy: ptr.To(true)}
+	var owners func([]metav1.OwnerReference) []metav1.OwnerReference
+	if opts.ProducerReadyTimeout > 0 {
+		// What names a Secret's producer (see producer.RefOf).
+		marks, owners = append(marks, producer.CertificateNameAnnotation), producer.Owners
+	}
+	digested := cache.ByObject{Transform: sources.DigestSource(opts.ResourceLabelSelector != "", marks, owners), UnsafeDisableDeepCopy: ptr.To(true)}
 	unstructuredKinds := []workload.Kind{workload.Rollout}
 	for _, c := range custom {
 		unstructuredKinds = append(unstructuredKinds, c.Adapter(""))

@@ -52,6 +52,7 @@ type reconcilers struct {
 	watched          func(context.Context, string) bool
 	changes          *sources.Changes
 	csi              *csiWatch
+	producers        *producerGate // nil with --producer-ready-timeout=0
 	copts            controller.Options
 }
 
@@ -81,8 +82,13 @@ func newReconcilers(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, opt
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
+	producers, err := newProducerGate(mgr, opts)
+	if err != nil {
+		return nil, err
+	}
 	return &reconcilers{
-		mgr: mgr, opts: opts, key: key, recorder: recorder, metrics: m, lull: lull, reconciled: reconciled,
+		producers: producers,
+		mgr:       mgr, opts: opts, key: key, recorder: recorder, metrics: m, lull: lull, reconciled: reconciled,
 		behaviour: b, waves: waves, watched: watchedNamespaces(opts, mgr.GetClient()), changes: &sources.Changes{Clock: opts.Clock},
 		csi:   &csiWatch{ctx: ctx, mgr: mgr, on: &atomic.Bool{}},
 		copts: controller.Options{Workers: opts.Workers, IgnoreSources: b.IgnoreSources, NamespaceLabels: opts.NamespaceSelector != ""},
@@ -91,7 +97,7 @@ func newReconcilers(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, opt
 
 // newReconciler returns the reconciler of kind k.
 func (rs *reconcilers) newReconciler(k workload.Kind) *controller.Reconciler {
-	return &controller.Reconciler{
+	r := &controller.Reconciler{
 		CSI:           rs.csi.on,
 		Client:        rs.mgr.GetClient(),
 		APIReader:     rs.mgr.GetAPIReader(),
@@ -110,11 +116,20 @@ func (rs *reconcilers) newReconciler(k workload.Kind) *controller.Reconciler {
 		Waves:         rs.waves,
 		Clock:         rs.opts.Clock,
 	}
+	if rs.producers != nil {
+		r.Producers, r.ProducerTimeout = rs.producers.gate, rs.opts.ProducerReadyTimeout
+	}
+	return r
 }
 
 // setup sets the reconciler of k up with the manager.
 func (rs *reconcilers) setup(ctx context.Context, k workload.Kind) error {
-	return rs.csi.setup(ctx, rs.newReconciler(k), rs.copts)
+	r := rs.newReconciler(k)
+	if err := rs.csi.setup(ctx, r, rs.copts); err != nil {
+		return err
+	}
+	rs.producers.add(r)
+	return nil
 }
 
 // setupBuiltin sets up the reconciler of each built-in kind opts do not
@@ -159,6 +174,9 @@ func setupServed(ctx context.Context, rs *reconcilers, custom []workload.CustomK
 		}
 	}
 	if err := setupCSI(ctx, opts, rs.csi, kinds); err != nil {
+		return err
+	}
+	if err := rs.producers.watch(ctx, kinds); err != nil {
 		return err
 	}
 	if opts.ValueBindings {

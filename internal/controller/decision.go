@@ -3,6 +3,8 @@ package controller
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -15,6 +17,7 @@ import (
 	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
@@ -59,6 +62,9 @@ func (r *Reconciler) decide(ctx context.Context, o *observed) (verdict, error) {
 	if c, ok := decisionCause(v.Decision, ownership.WrittenBackBy(o.obj.GetManagedFields())); ok {
 		v.causes = append(v.causes, c)
 	}
+	if c, ok := producerCause(v.Decision, o.lateProducers, r.ProducerTimeout); ok {
+		v.causes = append(v.causes, c)
+	}
 	if wait, c := r.memory.Taken.Contested(o.key, o.in, v.Decision, r.Key.ID()); wait > 0 {
 		v.contested, v.causes = wait, append(v.causes, c)
 		return v, nil
@@ -82,6 +88,27 @@ func decisionCause(d rollout.Decision, by string) (record.Cause, bool) {
 				"Remove nudge.dev/ keys from the manifest", workload.AppliedAnnotation, workload.SealLabel, by)}, true
 	}
 	return record.Cause{}, false
+}
+
+// producerCause returns the Warning a rollout deserves that goes ahead
+// though a changed Secret's producer is still not ready after timeout
+// (late, see Reconciler.producers): ProducerNotReady, naming the Secret,
+// its producer and why it is not ready.
+func producerCause(d rollout.Decision, late []resolve.Resolved, timeout time.Duration) (record.Cause, bool) {
+	if d.Action != rollout.Roll {
+		return record.Cause{}, false
+	}
+	var named []string
+	for _, c := range late {
+		if slices.Contains(d.Changed, c.Source) {
+			named = append(named, fmt.Sprintf("%s (%s: %s)", refs.Names([]refs.Source{c.Source}), c.Producer.Producer, c.Producer.Reason))
+		}
+	}
+	if len(named) == 0 {
+		return record.Cause{}, false
+	}
+	return record.Cause{Reason: record.ReasonProducerNotReady, Note: fmt.Sprintf(
+		"Rolled for %s though its producer was not ready after %s (--producer-ready-timeout)", strings.Join(named, ", "), timeout)}, true
 }
 
 // waveKey is the fleet's key of the workload n of r's kind.

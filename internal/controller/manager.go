@@ -111,6 +111,19 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	return err
 }
 
+// Requeue reconciles again the workloads of r's kind that use the Secret
+// src: its producer changed, and may have turned ready (the producer-ready
+// gate). It does not block; before SetupWithManager it does nothing.
+func (r *Reconciler) Requeue(src refs.Source) {
+	if r.index == nil || r.queue == nil {
+		return
+	}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: src.Namespace, Name: src.Name}}
+	for _, req := range r.index.Workloads(context.Background(), secret) {
+		r.queue.Add(req)
+	}
+}
+
 // watchNow adds src's handler now, its events going to queue (see
 // watch.KindSource.AddHandler), and returns src. When the cache cannot give the
 // informer yet, it logs why and leaves the handler to src's start, as

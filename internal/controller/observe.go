@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -32,6 +33,10 @@ type observed struct {
 	// causes are the Warnings found on the way: malformed annotations,
 	// missing sources, unwatched namespaces.
 	causes []record.Cause
+	// lateProducers are the counted Secrets whose producer was still not
+	// ready at the gate's timeout: a rollout for one says so (see
+	// producerCause).
+	lateProducers []resolve.Resolved
 }
 
 // A source created just before its workload may reach nudge's cache after
@@ -93,7 +98,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		}
 		return nil, ctrl.Result{RequeueAfter: staleWait}, nil
 	}
-	in, more, err := r.inputs(ctx, obj, o.spec, tmpl)
+	in, more, late, err := r.inputs(ctx, obj, o.spec, tmpl)
 	if errors.Is(err, errCacheBehind) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see a source the API server has", "kind", r.Kind.Name())
 		return nil, ctrl.Result{RequeueAfter: behindWait}, nil
@@ -101,7 +106,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	o.in, o.causes = in, append(o.causes, more...)
+	o.in, o.causes, o.lateProducers = in, append(o.causes, more...), late
 	return o, ctrl.Result{}, nil
 }
 
@@ -138,14 +143,16 @@ func (r *Reconciler) optedOut(ctx context.Context, obj client.Object, causes []r
 }
 
 // inputs gathers what rollout.Decide needs from the cache (see
-// resolve.Resolver.Inputs) and the young sources of a workload nudge saw created
-// (see memo.Births), with the Warning causes found on the way (missing
-// sources, unwatched namespaces). It returns errCacheBehind when a source
-// the cache misses exists (see cacheBehind).
-func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, error) {
+// resolve.Resolver.Inputs), the young sources of a workload nudge saw
+// created (see memo.Births), its maintenance window and the producers it
+// waits for (see producers), with the Warning causes found on the way
+// (missing sources, unwatched namespaces, a malformed window) and the
+// Secrets whose producer the gate waited for in vain. It returns
+// errCacheBehind when a source the cache misses exists (see cacheBehind).
+func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, []resolve.Resolved, error) {
 	in, resolved, err := r.resolver().Inputs(ctx, obj, spec, tmpl, r.now())
 	if err != nil {
-		return in, nil, fmt.Errorf("reading from the cache: %w", err)
+		return in, nil, nil, fmt.Errorf("reading from the cache: %w", err)
 	}
 	var causes []record.Cause
 	for _, c := range resolved {
@@ -159,10 +166,10 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	}
 	behind, err := r.cacheBehind(ctx, client.ObjectKeyFromObject(obj), resolved, causes)
 	if err != nil {
-		return in, nil, err
+		return in, nil, nil, err
 	}
 	if behind {
-		return in, nil, errCacheBehind
+		return in, nil, nil, errCacheBehind
 	}
 	var counted []refs.Reference
 	versions := map[refs.Source]string{}
@@ -177,19 +184,45 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	case errors.Is(err, resolve.ErrMalformedWindow):
 		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	case err != nil:
-		return in, nil, err
+		return in, nil, nil, err
 	}
 	key := client.ObjectKeyFromObject(obj)
 	in.Young = r.memory.Births.Young(key, counted, r.Changes, r.now())
 	in.Settled = r.memory.Births.Settled(key, in.Applied, versions, r.now())
 	// Written before nudge's last rollout, which its pods started after.
 	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...)
-	return in, causes, nil
+	late := r.producers(key, resolved, &in)
+	return in, causes, late, nil
+}
+
+// producers sets in in the Secrets whose producer is not ready, while the
+// workload key's wait for them has not timed out (rollout.Input.Unready,
+// see memo.Producers), and returns those it waited for in vain.
+func (r *Reconciler) producers(key types.NamespacedName, resolved []resolve.Resolved, in *rollout.Input) []resolve.Resolved {
+	var unready []refs.Source
+	for _, c := range resolved {
+		if c.Producer.Known && !c.Producer.Ready {
+			unready = append(unready, c.Source)
+		}
+	}
+	if r.Producers == nil || (len(unready) == 0 && !r.memory.Producers.Waiting(key)) {
+		return nil
+	}
+	var timedOut []refs.Source
+	in.Unready, in.UnreadyUntil, timedOut = r.memory.Producers.Wait(key, unready, in.Now, r.ProducerTimeout)
+	var late []resolve.Resolved
+	for _, c := range resolved {
+		if slices.Contains(timedOut, c.Source) {
+			late = append(late, c)
+		}
+	}
+	return late
 }
 
 // resolver returns the reconciler's Resolver, over its cache.
 func (r *Reconciler) resolver() resolve.Resolver {
 	return resolve.Resolver{
+		Producers: r.Producers,
 		Selector:  resolve.Selector{Reader: r.Client, AutoReloadAll: r.AutoReloadAll, Watched: r.Watched, CSI: r.CSI},
 		Key:       r.Key,
 		Window:    r.Window,

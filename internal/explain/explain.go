@@ -12,6 +12,7 @@ import (
 
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/sources"
 )
@@ -106,7 +107,7 @@ func (d digested) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 	if err := d.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	_, err := sources.DigestSource(true, d.dialect.SourceAnnotations())(obj)
+	_, err := sources.DigestSource(true, append(d.dialect.SourceAnnotations(), producer.CertificateNameAnnotation), producer.Owners)(obj)
 	return err
 }
 

@@ -21,8 +21,11 @@ type Workloads struct {
 	// API server.
 	Lag Lag
 	// Handover counts the reconciles in a row that found the cache behind
-	// another nudge's rollout.
+	// the API server where a rollout may not trust it.
 	Handover Lag
+	// Producers are when each workload began to wait for a Secret's
+	// producer to be ready (the producer-ready gate).
+	Producers Producers
 	// Warnings are the causes last warned about.
 	Warnings Warnings
 	// Taken are the states taken over from another key.
@@ -44,4 +47,5 @@ func (w *Workloads) Forget(key types.NamespacedName) {
 	w.Lag.Forget(key)
 	w.Handover.Forget(key)
 	w.Births.Forget(key)
+	w.Producers.Forget(key)
 }

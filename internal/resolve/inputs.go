@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/maintenance"
 	"nudge.dev/nudge/internal/ownership"
+	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
@@ -74,6 +76,15 @@ type Resolved struct {
 	// Version is the source's resourceVersion as read, for Counted; "" for
 	// the other outcomes.
 	Version string
+	// Producer is what Resolver.Producers says of a counted Secret's
+	// producer; the zero Status (not Known) otherwise.
+	Producer producer.Status
+}
+
+// Producers tells what is known of a Secret's producer (see
+// producer.Gate.Of).
+type Producers interface {
+	Of(ctx context.Context, secret metav1.Object) (producer.Status, error)
 }
 
 // Behaviour is what Reloader's flags and nudge's options change in which
@@ -131,6 +142,9 @@ type Resolver struct {
 	// Dialect reads the sources' ignore and match marks, with Reloader's
 	// names as its flags set them; the zero Parser reads the defaults.
 	Dialect dialect.Parser
+	// Producers, when not nil, is asked of every counted Secret's producer
+	// (Resolved.Producer): the producer-ready gate.
+	Producers Producers
 }
 
 // Inputs returns rollout.Decide's input for workload obj, whose dialect spec
@@ -172,14 +186,15 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 	}
 	out := make([]Resolved, 0, len(candidates))
 	versions := map[refs.Source]string{} // of every source read that counts
+	producers := map[refs.Source]producer.Status{}
 	for _, c := range candidates {
-		outcome, err := r.resolve(ctx, c, &in, versions)
+		outcome, err := r.resolve(ctx, c, &in, versions, producers)
 		if err != nil {
 			return in, nil, err
 		}
 		res := Resolved{Reference: c.Reference, NeedsMatch: c.needsMatch, NamedOnly: c.namedOnly, Outcome: outcome}
 		if outcome == Counted {
-			res.Version = versions[c.Source]
+			res.Version, res.Producer = versions[c.Source], producers[c.Source]
 		}
 		out = append(out, res)
 	}
@@ -190,8 +205,9 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 }
 
 // resolve reads the source of c and records it in in, and its
-// resourceVersion in versions when it counts.
-func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, versions map[refs.Source]string) (Outcome, error) {
+// resourceVersion in versions when it counts; and, for a Secret, what
+// r.Producers says of its producer in producers.
+func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, versions map[refs.Source]string, producers map[refs.Source]producer.Status) (Outcome, error) {
 	if !r.watched(ctx, c.Namespace) {
 		return Unwatched, nil
 	}
@@ -235,6 +251,13 @@ func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, v
 		in.Urgent = append(in.Urgent, c.Source)
 	}
 	versions[c.Source] = src.GetResourceVersion()
+	if r.Producers != nil && c.Kind == refs.Secret {
+		st, err := r.Producers.Of(ctx, src)
+		if err != nil {
+			return "", fmt.Errorf("reading the producer of %s: %w", c.Source, err)
+		}
+		producers[c.Source] = st
+	}
 	return Counted, nil
 }
 

@@ -34,7 +34,7 @@ func BenchmarkRetained(b *testing.B) {
 		return metav1.ObjectMeta{Namespace: "bench-001", Name: fmt.Sprintf("s-%06d", i), UID: "6f1c2f0e-7a55-4a8e-9d0b-6f5a3c1d2e4f",
 			ResourceVersion: fmt.Sprint(100000 + i), Labels: map[string]string{"app.kubernetes.io/part-of": "bench"}}
 	}
-	digest := sources.DigestSource(false, dialect.Parser{}.SourceAnnotations())
+	digest := sources.DigestSource(false, dialect.Parser{}.SourceAnnotations(), nil)
 	cases := map[string]struct {
 		wire      func(i int) wire
 		empty     func() wire

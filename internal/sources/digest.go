@@ -34,11 +34,13 @@ const digestedMark = "nudge:digested:"
 // the metadata only what nudge reads: name, namespace, resourceVersion, the
 // annotations named in keep (the ignore and match marks,
 // dialect.Parser.SourceAnnotations), and the labels only when keepLabels
-// (for --resource-label-selector). The digests are packed into the
+// (for --resource-label-selector), and of a Secret the owner references
+// owners returns (the producer's, see producer.Owners; none when nil).
+// The digests are packed into the
 // selfLink, after digestedMark, and data and binaryData are left empty: read
 // them with Digests, compare them with ContentChanged. Other objects pass
 // through unchanged. It is idempotent.
-func DigestSource(keepLabels bool, keep []string) func(any) (any, error) {
+func DigestSource(keepLabels bool, keep []string, owners func([]metav1.OwnerReference) []metav1.OwnerReference) func(any) (any, error) {
 	return func(obj any) (any, error) {
 		switch o := obj.(type) {
 		case *corev1.ConfigMap:
@@ -54,6 +56,9 @@ func DigestSource(keepLabels bool, keep []string) func(any) (any, error) {
 				return o, nil
 			}
 			meta := sourceMeta(o.ObjectMeta, keepLabels, keep)
+			if owners != nil {
+				meta.OwnerReferences = owners(o.OwnerReferences)
+			}
 			//lint:ignore SA1019 see digestedMark
 			meta.SelfLink = digestedMark + packDigests(secretDigests(o))
 			*o = corev1.Secret{ObjectMeta: meta}

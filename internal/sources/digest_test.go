@@ -23,7 +23,7 @@ func TestDigestSourceKeepsNoValue(t *testing.T) {
 			Annotations: map[string]string{"reloader.stakater.com/match": "true", "note": "n"}}
 		s := &corev1.Secret{ObjectMeta: *meta.DeepCopy(), Data: map[string][]byte{"password": []byte("hunter2")}}
 		cm := &corev1.ConfigMap{ObjectMeta: *meta.DeepCopy(), Data: map[string]string{"a": "1"}, BinaryData: map[string][]byte{"b": {2}}}
-		transform := DigestSource(keepLabels, dialect.Parser{}.SourceAnnotations())
+		transform := DigestSource(keepLabels, dialect.Parser{}.SourceAnnotations(), nil)
 		for _, obj := range []any{s, cm} {
 			_, err := transform(obj)
 			g.Expect(err).NotTo(HaveOccurred())
@@ -58,7 +58,7 @@ func TestDigestsPacked(t *testing.T) {
 		"long key": {long: "x", "b": ""},
 		"many":     {"a": "1", "b": "2", "c": strings.Repeat("v", 8192), "d.e_f-g": "4"},
 	}
-	transform := DigestSource(false, nil)
+	transform := DigestSource(false, nil, nil)
 	for name, data := range cases {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)

@@ -97,6 +97,10 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 				g.Expect(rule.Verbs).To(ConsistOf("get", "list", "watch", "patch"), "%s: a target or custom kind, exactly", gr.holder)
 			}
 		}
+		if slices.Contains(rule.APIGroups, "external-secrets.io") || slices.Contains(rule.APIGroups, "cert-manager.io") {
+			g.Expect(rule.Resources).To(ConsistOf(BeElementOf("externalsecrets", "certificates")), "%s: the producers of Secrets alone", gr.holder)
+			g.Expect(rule.Verbs).To(ConsistOf("list", "watch"), "%s: the producers' status, read from a watch", gr.holder)
+		}
 		if slices.Contains(rule.APIGroups, "nudge.dev") {
 			g.Expect(valueBindings).To(BeTrue(), "%s: no permission on ValueBindings unless enabled", gr.holder)
 			g.Expect(rule.Verbs).NotTo(ContainElement(BeElementOf("create", "delete")), "%s: nudge never creates or deletes a ValueBinding", gr.holder)
@@ -239,10 +243,11 @@ func monitoringKey(o *unstructured.Unstructured) string {
 var admissionKinds = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"}
 
 // builtInGroups are the API groups nudge's own rules name (Secrets Store
-// CSI's with reloader.enableCSIIntegration); a rule on any other group is a
-// value binding target's.
+// CSI's with reloader.enableCSIIntegration, the producers of Secrets with
+// producerReadyTimeout); a rule on any other group is a value binding
+// target's.
 var builtInGroups = []string{"", "apps", "batch", "argoproj.io", "events.k8s.io", "coordination.k8s.io", "nudge.dev", "secrets-store.csi.x-k8s.io",
-	"apiextensions.k8s.io", "apiregistration.k8s.io"}
+	"apiextensions.k8s.io", "apiregistration.k8s.io", "external-secrets.io", "cert-manager.io"}
 
 // coreResources are the core-group resources nudge's own rules name.
 var coreResources = []string{"configmaps", "secrets", "events", "namespaces"}

@@ -54,6 +54,16 @@ bound Secret or ConfigMap when it applies a value binding.
   resources: ["rollouts"]
   verbs: ["list", "watch", "patch"]
 {{- end }}
+{{- if and (not $r.ignoreSecrets) (ne (toString .Values.producerReadyTimeout) "0") (ne (toString .Values.producerReadyTimeout) "0s") }}
+# The producer-ready gate (producerReadyTimeout): the producers of Secrets,
+# their status read from a watch, granted whether or not they are installed.
+- apiGroups: ["external-secrets.io"]
+  resources: ["externalsecrets"]
+  verbs: ["list", "watch"]
+- apiGroups: ["cert-manager.io"]
+  resources: ["certificates"]
+  verbs: ["list", "watch"]
+{{- end }}
 {{- if .Values.valueBindings.enabled }}
 # Value bindings: read the bindings, patch their finalizer (deletionPolicy
 # Delete) and their status; get a Secret or ConfigMap a binding reads, once
