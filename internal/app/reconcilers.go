@@ -149,6 +149,7 @@ func (rs *reconcilers) setupBuiltin(ctx context.Context) error {
 		if err := rs.csi.setup(ctx, r, rs.copts); err != nil {
 			return err
 		}
+		rs.producers.add(r)
 	}
 	return nil
 }
