@@ -49,7 +49,11 @@ func populate(ctx context.Context, cs kubernetes.Interface, cfg Config, l Layout
 	pop.Secrets, pop.ConfigMaps = cfg.Namespaces*cfg.Secrets, cfg.Namespaces*cfg.ConfigMaps
 	probe := l.ProbeUse()
 	sources = append(sources, data.object(probe.Source))
-	deployments = append(deployments, deployment(probeNamespace, probeName, []Use{probe}))
+	// The probe rolls at every start of a controller, many times an hour
+	// over a run: nudge's storm brake must not hold it.
+	probeDeployment := deployment(probeNamespace, probeName, []Use{probe})
+	probeDeployment.Annotations["nudge.dev/max-rollouts-per-hour"] = "0"
+	deployments = append(deployments, probeDeployment)
 	if cfg.FanOut > 0 {
 		sources = append(sources, data.object(l.FanOutUse(0).Source))
 		for i := range cfg.FanOut {
