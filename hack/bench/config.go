@@ -120,10 +120,12 @@ var allScenarios = []string{"latency", "fanout", "burst", "noop", "coalesce", "d
 
 // defaultControllerCmd runs bin/nudge as it ships, apart from the addresses
 // of its servers (free ports, so that runs never collide), with value
-// bindings on for the bindings scenario's Harbors.
+// bindings on for the bindings scenario's Harbors, and without the storm
+// brake: the streams roll their Deployments more than 30 times an hour on
+// purpose, to measure every rollout against a floor that has no brake.
 const defaultControllerCmd = "bin/nudge --kubeconfig {kubeconfig} --system-namespace nudge-system " +
 	"--metrics-bind-address {metrics-addr} --health-probe-bind-address {probe-addr} " +
-	"--value-bindings --value-binding-targets=" + bindingTargets
+	"--max-rollouts-per-hour=0 --value-bindings --value-binding-targets=" + bindingTargets
 
 // defaultFloorCmd runs the floor controller as make bench builds it.
 const defaultFloorCmd = "bin/bench-floor --kubeconfig {kubeconfig}"
