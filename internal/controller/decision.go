@@ -90,10 +90,8 @@ func decisionCause(d rollout.Decision, by string) (record.Cause, bool) {
 	return record.Cause{}, false
 }
 
-// producerCause returns the Warning a rollout deserves that goes ahead
-// though a changed Secret's producer is still not ready after timeout
-// (late, see Reconciler.producers): ProducerNotReady, naming the Secret,
-// its producer and why it is not ready.
+// producerCause returns the Warning ProducerNotReady of a rollout d for a
+// Secret whose producer was still not ready after timeout (late).
 func producerCause(d rollout.Decision, late []resolve.Resolved, timeout time.Duration) (record.Cause, bool) {
 	if d.Action != rollout.Roll {
 		return record.Cause{}, false
@@ -132,44 +130,17 @@ func (r *Reconciler) contentDigest(ctx context.Context, src refs.Source) (string
 	return sources.ContentDigest(r.Key, src, obj), nil
 }
 
-// A rollout is decided on the cache, which may be behind the API server.
-// Two cases call for asking the API server before the write:
-//
-//   - The rollout does not follow the changed source's own event
-//     (rollout.Decision.Recheck): it trails a burst, or catches up a change
-//     nudge did not see happen, as after a restart. Another change may then
-//     have been written and not have reached the cache yet: the rollout
-//     would write content already superseded, and that change's event roll
-//     the workload again at once, two rollouts where one was due (issue 32:
-//     a random stream of 20 updates a second rolled twice for 2 of 1,200
-//     updates, and a restart once with no update since the rollout before).
-//     A lone change's own event brings the source into the cache before the
-//     reconcile it causes, so a leading rollout never asks.
-//   - Another nudge rolled the workload within a minute (its
-//     nudge.dev/last-rollout annotation): a shard and its successor while
-//     a set of shards changes, a leader and the process it replaced, two
-//     releases over one namespace. With one key they compute the same
-//     state, but only if their caches agree: when this nudge's cache of a
-//     source is behind the other's, the other rolls the workload for the
-//     source's change first, and this one, reading that rollout's write
-//     before the change, would write its older state back: a rollout back,
-//     and the other, seeing it, rolls forward again. Its own rollouts of the
-//     last minute this nudge remembers (memo.Rollouts), so that one nudge
-//     alone never asks for them.
-//
-// The reconcile then asks for the resourceVersion of each ConfigMap or
-// Secret whose change it would roll, and waits (behindWait, at most
-// memo.Lag's limit of times in a row) while its cache holds another.
-//
-// For another nudge's rollout it does not ask again of a source for each
-// workload: once its cache held the API server's version of a source at a
-// time T, the other nudge's rollouts stamped before T (less
-// memo.ClockSkew) were decided on a version of the source no newer than
-// the one cached then, so the cache, which only moves forward, is not
-// behind them (memo.CaughtUp). After a restart, the rollouts of the
-// process before are another nudge's for a minute: without this, a fan-out
-// of 500 in that minute asked 500 times and took twice as long (make
-// bench, 26 Nov 2026: 3.2 s against 1.4–2.1 s).
+// A rollout is decided on the cache, which may be behind the API server by
+// a change already written. Two rollouts ask the API server first (see
+// docs/design.md, rules 1 and 13): one the changed source's own event did
+// not bring (rollout.Decision.Recheck: it trails a burst or catches up a
+// change nudge did not see happen), which would write content already
+// superseded and then roll again for the newer; and one of a workload
+// another nudge rolled within a minute (a shard's successor, a new leader),
+// which would write its older state over the other's. For the latter, a
+// source once found caught up at T covers every rollout another nudge
+// stamped before T less memo.ClockSkew (memo.CaughtUp), so that a fan-out
+// after a restart asks once per source, not once per workload.
 
 // behind reports whether d, a rollout of the workload key decided on inputs
 // in, must wait for the cache (see above): d asks for a recheck, or the

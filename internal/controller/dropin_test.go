@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/dialect"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/workload"
@@ -103,7 +103,7 @@ func TestArgoRollouts(t *testing.T) {
 	e.BaselinedObj(atStart)
 
 	byTemplate := nt.Rollout(e.NS, "canary", auto, nt.EnvFrom("ConfigMap", "app"))
-	byRestart := nt.Rollout(e.NS, "restart", map[string]string{"nudge.dev/auto": "true", controller.RolloutStrategyAnnotation: "restart"},
+	byRestart := nt.Rollout(e.NS, "restart", map[string]string{"nudge.dev/auto": "true", dialect.ReloaderRolloutStrategy: "restart"},
 		nt.EnvFrom("ConfigMap", "app"))
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), byTemplate, byRestart)
 	e.BaselinedObj(byTemplate)

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/controller"
+	"nudge.dev/nudge/internal/dialect"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
@@ -181,16 +181,16 @@ func TestEnvVarsStrategy(t *testing.T) {
 func TestPausePeriod(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
-		nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true", controller.PausePeriodAnnotation: "3s"},
+		nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true", dialect.ReloaderPausePeriod: "3s"},
 			nt.EnvFrom("ConfigMap", "app")))
 	e.Baselined("web")
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.G.Eventually(func() bool { return e.Deployment("web").Spec.Paused }).WithTimeout(10*time.Second).Should(BeTrue(), "paused with the trigger")
-	e.G.Expect(e.Deployment("web").Annotations).To(HaveKey(controller.PausedAtAnnotation))
+	e.G.Expect(e.Deployment("web").Annotations).To(HaveKey(dialect.ReloaderPausedAt))
 	e.Nudge.Stop(t)
 	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
 	e.G.Eventually(func() bool { return e.Deployment("web").Spec.Paused }).WithTimeout(15*time.Second).Should(BeFalse(), "resumed after the period")
-	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey(controller.PausedAtAnnotation))
+	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey(dialect.ReloaderPausedAt))
 	e.G.Expect(e.Rollouts("web")()).To(Equal(int64(1)))
 }
 
@@ -252,7 +252,7 @@ func TestNamespaceSelectorFollowsLabels(t *testing.T) {
 // A Deployment its owner paused stays paused: nudge ends only its own pause.
 func TestPausePeriodLeavesAnOwnersPause(t *testing.T) {
 	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-	d := nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true", controller.PausePeriodAnnotation: "1s"},
+	d := nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true", dialect.ReloaderPausePeriod: "1s"},
 		nt.EnvFrom("ConfigMap", "app"))
 	d.Spec.Paused = true
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), d)
@@ -260,5 +260,5 @@ func TestPausePeriodLeavesAnOwnersPause(t *testing.T) {
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.RolledTo("web", 1)
 	e.G.Consistently(func() bool { return e.Deployment("web").Spec.Paused }).WithTimeout(2*time.Second).Should(BeTrue(), "still paused")
-	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey(controller.PausedAtAnnotation))
+	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey(dialect.ReloaderPausedAt))
 }

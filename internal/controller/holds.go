@@ -15,15 +15,12 @@ import (
 	"nudge.dev/nudge/internal/workload"
 )
 
-// hold records on o's workload that decision d, Deferred (its maintenance
-// window is closed) or Braked (the storm brake), keeps a change waiting:
-// the annotation workload.HeldAnnotation says why, since when and until
-// when, for `kubectl nudge status` and `nudge explain`, and one Event says
-// it (a Warning RolloutStorm naming the sources and the rollouts of the
-// last hour, or a Normal RolloutDeferred). A hold already recorded for the
-// same reason is not written again, after a restart of nudge or a new
-// leader too: the Event is recorded once per hold. The rollout that ends
-// the hold removes the annotation (see roll). It returns the write's error.
+// hold records on o's workload that decision d, Deferred (its window is
+// closed) or Braked (the storm brake), keeps a change waiting: why, since
+// and until when (workload.HeldAnnotation), and one Event, a Warning
+// RolloutStorm or a Normal RolloutDeferred, only when the hold begins, so
+// once per hold across restarts. The rollout that ends it removes the
+// annotation (see unhold). It returns the write's error.
 func (r *Reconciler) hold(ctx context.Context, o *observed, d rollout.Decision) error {
 	reason, until := record.ReasonRolloutDeferred, o.in.Now.Add(d.RequeueAfter)
 	if d.Action == rollout.Braked {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -199,24 +198,12 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 // workload key's wait for them has not timed out (rollout.Input.Unready,
 // see memo.Producers), and returns those it waited for in vain.
 func (r *Reconciler) producers(key types.NamespacedName, resolved []resolve.Resolved, in *rollout.Input) []resolve.Resolved {
-	var unready []refs.Source
-	for _, c := range resolved {
-		if c.Producer.Known && !c.Producer.Ready {
-			unready = append(unready, c.Source)
-		}
-	}
-	if r.Producers == nil || (len(unready) == 0 && !r.memory.Producers.Waiting(key)) {
+	if r.Producers == nil {
 		return nil
 	}
-	var timedOut []refs.Source
-	in.Unready, in.UnreadyUntil, timedOut = r.memory.Producers.Wait(key, unready, in.Now, r.ProducerTimeout)
-	var late []resolve.Resolved
-	for _, c := range resolved {
-		if slices.Contains(timedOut, c.Source) {
-			late = append(late, c)
-		}
-	}
-	return late
+	var late []refs.Source
+	in.Unready, in.UnreadyUntil, late = r.memory.Producers.Wait(key, resolve.Unready(resolved), in.Now, r.ProducerTimeout)
+	return resolve.Only(resolved, late)
 }
 
 // resolver returns the reconciler's Resolver, over its cache.

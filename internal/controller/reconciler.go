@@ -81,10 +81,8 @@ type Reconciler struct {
 	// Jobs, for the Job kind with --recreate-jobs, re-creates the Jobs whose
 	// sources changed; it must be set for that kind.
 	Jobs *jobs.Recreator
-	// Producers, when not nil, is the producer-ready gate
-	// (--producer-ready-timeout, ProducerTimeout): a changed Secret whose
-	// producer is not ready holds the rollout (rollout.Gated) for at most
-	// ProducerTimeout from when the workload began to wait.
+	// Producers, when not nil, is the producer-ready gate: a rollout waits
+	// for a changed Secret's producer at most ProducerTimeout.
 	Producers       resolve.Producers
 	ProducerTimeout time.Duration
 

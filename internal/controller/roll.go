@@ -25,24 +25,6 @@ import (
 	"nudge.dev/nudge/internal/workload"
 )
 
-// Reloader's annotations that change how a workload is rolled.
-const (
-	// RolloutStrategyAnnotation "restart" on an Argo Rollout makes nudge set
-	// spec.restartAt instead of changing the pod template
-	// (https://github.com/stakater/Reloader#argo-rollouts).
-	RolloutStrategyAnnotation = "reloader.stakater.com/rollout-strategy"
-	// PausePeriodAnnotation on a Deployment pauses it with each rollout
-	// trigger and resumes it when the period (a Go duration) has passed, so
-	// changes within the period reach the pods in one rollout
-	// (https://github.com/stakater/Reloader#pause-deployments). Reloader's
-	// --pause-deployment-annotation renames it (Reconciler.Dialect).
-	PausePeriodAnnotation = dialect.ReloaderPausePeriod
-	// PausedAtAnnotation records, in RFC 3339, when nudge paused a
-	// Deployment; its presence tells nudge's pause from a user's. Reloader's
-	// --pause-deployment-time-annotation renames it.
-	PausedAtAnnotation = dialect.ReloaderPausedAt
-)
-
 // stateChange is the write of an applied state (formatted, see
 // fingerprint.State.Format) and its seal, nothing else.
 func (r *Reconciler) stateChange(obj client.Object, value string) workload.Change {
@@ -215,7 +197,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 func (r *Reconciler) trigger(ctx context.Context, obj client.Object, c *workload.Change, d rollout.Decision, now time.Time, stakater bool) error {
 	stamp := now.UTC().Format(time.RFC3339Nano)
 	switch {
-	case r.Kind == workload.Rollout && obj.GetAnnotations()[RolloutStrategyAnnotation] == "restart":
+	case r.Kind == workload.Rollout && obj.GetAnnotations()[dialect.ReloaderRolloutStrategy] == "restart":
 		c.Spec = map[string]any{"restartAt": now.UTC().Format(time.RFC3339)}
 	case r.EnvVars && len(r.Kind.TemplatePath()) > 0:
 		// The cache holds trimmed containers: the whole list comes from the

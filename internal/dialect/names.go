@@ -60,6 +60,10 @@ const (
 	// ReloaderPausedAt records, in RFC 3339, when a Deployment was paused
 	// for its pause period.
 	ReloaderPausedAt = "deployment.reloader.stakater.com/paused-at"
+	// ReloaderRolloutStrategy "restart" on an Argo Rollout makes nudge set
+	// spec.restartAt instead of changing the pod template
+	// (https://github.com/stakater/Reloader#argo-rollouts).
+	ReloaderRolloutStrategy = "reloader.stakater.com/rollout-strategy"
 )
 
 // DefaultReloaderNames returns Reloader's default annotation names.

@@ -46,14 +46,6 @@ func (p *Producers) Wait(key types.NamespacedName, unready []refs.Source, now ti
 	return nil, time.Time{}, unready
 }
 
-// Waiting reports whether key waits for a producer.
-func (p *Producers) Waiting(key types.NamespacedName) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	_, ok := p.since[key]
-	return ok
-}
-
 // Forget drops the wait of key.
 func (p *Producers) Forget(key types.NamespacedName) {
 	p.mu.Lock()

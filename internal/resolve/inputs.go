@@ -81,6 +81,29 @@ type Resolved struct {
 	Producer producer.Status
 }
 
+// Unready returns the sources of resolved whose producer is known and not
+// ready (see Resolved.Producer).
+func Unready(resolved []Resolved) []refs.Source {
+	var out []refs.Source
+	for _, c := range resolved {
+		if c.Producer.Known && !c.Producer.Ready {
+			out = append(out, c.Source)
+		}
+	}
+	return out
+}
+
+// Only returns the entries of resolved whose source is in srcs.
+func Only(resolved []Resolved, srcs []refs.Source) []Resolved {
+	var out []Resolved
+	for _, c := range resolved {
+		if slices.Contains(srcs, c.Source) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
 // Producers tells what is known of a Secret's producer (see
 // producer.Gate.Of).
 type Producers interface {
