@@ -122,29 +122,33 @@ func checkRandom(updates []update, rollouts []Rollout, keys []string, deadline t
 
 // timeline returns the updates and rollouts of key in resourceVersion order,
 // each as u (an update) or r (a rollout), its resourceVersion and the
-// milliseconds from begin when it was sent or seen: "u 1201 +15230 ms,
-// r 1203 +15262 ms".
+// milliseconds from begin when it was sent or seen, and a rollout's trigger
+// hash if any: "u 1201 +15230 ms, r 1203 +15262 ms #Xw3vQk9a".
 func timeline(key string, updates []update, rollouts []Rollout, begin time.Time) string {
 	type event struct {
 		what string
 		rv   uint64
 		at   time.Time
+		hash string
 	}
 	var es []event
 	for _, u := range updates {
 		if u.key == key {
-			es = append(es, event{"u", u.rv, u.at})
+			es = append(es, event{"u", u.rv, u.at, ""})
 		}
 	}
 	for _, r := range rollouts {
 		if r.Key == key {
-			es = append(es, event{"r", r.RV, r.At})
+			es = append(es, event{"r", r.RV, r.At, r.Hash})
 		}
 	}
 	slices.SortFunc(es, func(a, b event) int { return cmp.Compare(a.rv, b.rv) })
 	parts := make([]string, len(es))
 	for i, e := range es {
 		parts[i] = fmt.Sprintf("%s %d %+d ms", e.what, e.rv, e.at.Sub(begin).Milliseconds())
+		if e.hash != "" {
+			parts[i] += " #" + e.hash
+		}
 	}
 	return strings.Join(parts, ", ")
 }

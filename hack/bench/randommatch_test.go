@@ -115,14 +115,15 @@ func TestCheckRandom(t *testing.T) {
 }
 
 // The timeline of a Deployment lists its updates and rollouts in
-// resourceVersion order, with milliseconds from the stream's start.
+// resourceVersion order, with milliseconds from the stream's start and each
+// rollout's trigger hash if it has one.
 func TestTimeline(t *testing.T) {
 	g := NewWithT(t)
 	begin := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Time { return begin.Add(time.Duration(n) * time.Millisecond) }
 	got := timeline("a",
 		[]update{{key: "a", at: ms(30), rv: 13}, {key: "b", at: ms(1), rv: 11}, {key: "a", at: ms(0), rv: 10}},
-		[]Rollout{{Key: "a", At: ms(40), RV: 12}, {Key: "b", At: ms(2), RV: 14}},
+		[]Rollout{{Key: "a", At: ms(40), RV: 12, Hash: "Xw3vQk9a"}, {Key: "b", At: ms(2), RV: 14}, {Key: "a", At: ms(50), RV: 15}},
 		begin)
-	g.Expect(got).To(Equal("u 10 +0 ms, r 12 +40 ms, u 13 +30 ms"))
+	g.Expect(got).To(Equal("u 10 +0 ms, r 12 +40 ms #Xw3vQk9a, u 13 +30 ms, r 15 +50 ms"))
 }
