@@ -85,6 +85,13 @@ func TestCheckRandom(t *testing.T) {
 			rollouts: []Rollout{r("a", 5, 11), r("a", 3500, 31)},
 			want:     randomCheck{rollouts: 2, lats: lats(5, 1000), close: 1},
 		},
+		"a rollout of the same trigger hash as the one before rolled the same content twice": {
+			keys:    []string{"a"},
+			updates: []update{u("a", 0, 10), u("a", 2000, 20), u("a", 4000, 30)},
+			rollouts: []Rollout{{Key: "a", At: at(5), RV: 11, Hash: "h1"}, {Key: "a", At: at(2010), RV: 21, Hash: "h2"},
+				{Key: "a", At: at(2020), RV: 22, Hash: "h2"}, {Key: "a", At: at(4010), RV: 31}},
+			want: randomCheck{rollouts: 4, hashed: 3, sameContent: 1, lats: lats(5, 10, 10), doubled: 1, withoutUpdate: 1},
+		},
 		"rollouts of Deployments outside the stream are left out": {
 			keys:     []string{"a"},
 			updates:  []update{u("a", 0, 10)},
