@@ -61,6 +61,13 @@ type RandomSide struct {
 	Doubled       int `json:"doubled"`
 	WithoutUpdate int `json:"without_update"`
 	Missed        int `json:"missed"`
+	// Hashed counts the rollouts with a trigger hash (Rollout.Hash: nudge's
+	// for the population's Reloader annotations, none of the floor's), and
+	// SameContent those of the same hash as the Deployment's rollout
+	// before: the same content rolled twice. A doubled rollout of another
+	// hash rolled content already stale when it was written.
+	Hashed      int `json:"hashed"`
+	SameContent int `json:"same_content"`
 	// CPUPerUpdate and RequestsPerUpdate are the side's CPU milliseconds
 	// and API requests from the stream's start until its Events went
 	// quiet, per update.
@@ -108,8 +115,8 @@ func (b *bench) random(ctx context.Context, restart bool) (*RandomResult, error)
 			if err := b.randomStream(ctx, side, rate, r.Seed, restartAt); err != nil {
 				return nil, fmt.Errorf("run %d, %s: %w", run+1, who, err)
 			}
-			logf("Random stream (%s, run %d, %s): %d updates (%d < 1 s after the previous of their ConfigMap), %d rollouts; %d doubled, %d without update, %d missed; p50 %.1f ms, p99 %.1f ms",
-				name, run+1, who, side.Updates, side.Close, side.Rollouts, side.Doubled, side.WithoutUpdate, side.Missed, side.Latency.P50, side.Latency.P99)
+			logf("Random stream (%s, run %d, %s): %d updates (%d < 1 s after the previous of their ConfigMap), %d rollouts; %d doubled, %d without update, %d missed; %d of %d hashed rollouts of the same content as the one before; p50 %.1f ms, p99 %.1f ms",
+				name, run+1, who, side.Updates, side.Close, side.Rollouts, side.Doubled, side.WithoutUpdate, side.Missed, side.SameContent, side.Hashed, side.Latency.P50, side.Latency.P99)
 		}
 		res.Runs = append(res.Runs, r)
 	}
@@ -175,6 +182,7 @@ func (b *bench) randomStream(ctx context.Context, side *RandomSide, rate float64
 	c := checkRandom(updates, rollouts, keys, deadline)
 	side.Updates, side.Close, side.Latency = len(updates), c.close, distribution(c.lats)
 	side.Rollouts, side.Doubled, side.WithoutUpdate, side.Missed = c.rollouts, c.doubled, c.withoutUpdate, c.missed
+	side.Hashed, side.SameContent = c.hashed, c.sameContent
 	for _, key := range c.odd[:min(len(c.odd), 10)] {
 		logf("Random stream: %s doubled, rolled without update or missed: %s", key, timeline(key, updates, rollouts, begin))
 	}

@@ -44,8 +44,11 @@ type randomCheck struct {
 	// close counts the updates less than closeGap after the previous update
 	// of their source.
 	close int
-	// rollouts counts the rollouts of the stream's Deployments.
-	rollouts int
+	// rollouts counts the rollouts of the stream's Deployments, hashed
+	// those with a trigger hash (Rollout.Hash), and sameContent those whose
+	// hash is the same as the Deployment's rollout before's: the same
+	// content of the source rolled twice.
+	rollouts, hashed, sameContent int
 	// odd are the Deployments with a doubled, without-update or missed,
 	// in the order of keys.
 	odd []string
@@ -61,6 +64,10 @@ type randomCheck struct {
 // it was sent, or never. Every resourceVersion must be set. doubled and
 // withoutUpdate count the same extra rollouts of a Deployment whose source
 // changed, the latter also those of a Deployment whose source never did.
+// Neither tells a rollout of stale content (a controller that decided
+// before its cache saw the next update, and wrote after it) from a second
+// rollout of the same content: the rollouts' trigger hashes do, where the
+// controller writes one (sameContent).
 func checkRandom(updates []update, rollouts []Rollout, keys []string, deadline time.Duration) randomCheck {
 	var c randomCheck
 	byKey := map[string][]update{}
@@ -104,7 +111,13 @@ func checkRandom(updates []update, rollouts []Rollout, keys []string, deadline t
 			}
 		}
 		next := 0 // the first update not before the rollout
-		for _, r := range rs {
+		for i, r := range rs {
+			if r.Hash != "" {
+				c.hashed++
+				if i > 0 && rs[i-1].Hash == r.Hash {
+					c.sameContent++
+				}
+			}
 			from := next
 			for next < len(us) && us[next].rv < r.RV {
 				next++
@@ -122,29 +135,33 @@ func checkRandom(updates []update, rollouts []Rollout, keys []string, deadline t
 
 // timeline returns the updates and rollouts of key in resourceVersion order,
 // each as u (an update) or r (a rollout), its resourceVersion and the
-// milliseconds from begin when it was sent or seen: "u 1201 +15230 ms,
-// r 1203 +15262 ms".
+// milliseconds from begin when it was sent or seen, and a rollout's trigger
+// hash if any: "u 1201 +15230 ms, r 1203 +15262 ms #Xw3vQk9a".
 func timeline(key string, updates []update, rollouts []Rollout, begin time.Time) string {
 	type event struct {
 		what string
 		rv   uint64
 		at   time.Time
+		hash string
 	}
 	var es []event
 	for _, u := range updates {
 		if u.key == key {
-			es = append(es, event{"u", u.rv, u.at})
+			es = append(es, event{"u", u.rv, u.at, ""})
 		}
 	}
 	for _, r := range rollouts {
 		if r.Key == key {
-			es = append(es, event{"r", r.RV, r.At})
+			es = append(es, event{"r", r.RV, r.At, r.Hash})
 		}
 	}
 	slices.SortFunc(es, func(a, b event) int { return cmp.Compare(a.rv, b.rv) })
 	parts := make([]string, len(es))
 	for i, e := range es {
 		parts[i] = fmt.Sprintf("%s %d %+d ms", e.what, e.rv, e.at.Sub(begin).Milliseconds())
+		if e.hash != "" {
+			parts[i] += " #" + e.hash
+		}
 	}
 	return strings.Join(parts, ", ")
 }

@@ -85,6 +85,13 @@ func TestCheckRandom(t *testing.T) {
 			rollouts: []Rollout{r("a", 5, 11), r("a", 3500, 31)},
 			want:     randomCheck{rollouts: 2, lats: lats(5, 1000), close: 1},
 		},
+		"a rollout of the same trigger hash as the one before rolled the same content twice": {
+			keys:    []string{"a"},
+			updates: []update{u("a", 0, 10), u("a", 2000, 20), u("a", 4000, 30)},
+			rollouts: []Rollout{{Key: "a", At: at(5), RV: 11, Hash: "h1"}, {Key: "a", At: at(2010), RV: 21, Hash: "h2"},
+				{Key: "a", At: at(2020), RV: 22, Hash: "h2"}, {Key: "a", At: at(4010), RV: 31}},
+			want: randomCheck{rollouts: 4, hashed: 3, sameContent: 1, lats: lats(5, 10, 10), doubled: 1, withoutUpdate: 1},
+		},
 		"rollouts of Deployments outside the stream are left out": {
 			keys:     []string{"a"},
 			updates:  []update{u("a", 0, 10)},
@@ -115,14 +122,15 @@ func TestCheckRandom(t *testing.T) {
 }
 
 // The timeline of a Deployment lists its updates and rollouts in
-// resourceVersion order, with milliseconds from the stream's start.
+// resourceVersion order, with milliseconds from the stream's start and each
+// rollout's trigger hash if it has one.
 func TestTimeline(t *testing.T) {
 	g := NewWithT(t)
 	begin := time.Date(2026, 11, 28, 9, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Time { return begin.Add(time.Duration(n) * time.Millisecond) }
 	got := timeline("a",
 		[]update{{key: "a", at: ms(30), rv: 13}, {key: "b", at: ms(1), rv: 11}, {key: "a", at: ms(0), rv: 10}},
-		[]Rollout{{Key: "a", At: ms(40), RV: 12}, {Key: "b", At: ms(2), RV: 14}},
+		[]Rollout{{Key: "a", At: ms(40), RV: 12, Hash: "Xw3vQk9a"}, {Key: "b", At: ms(2), RV: 14}, {Key: "a", At: ms(50), RV: 15}},
 		begin)
-	g.Expect(got).To(Equal("u 10 +0 ms, r 12 +40 ms, u 13 +30 ms"))
+	g.Expect(got).To(Equal("u 10 +0 ms, r 12 +40 ms #Xw3vQk9a, u 13 +30 ms, r 15 +50 ms"))
 }

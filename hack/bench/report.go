@@ -145,6 +145,7 @@ func randomFigures(add func(scenario, name string, load *Load, format string, ar
 			d := s.side
 			add(scenario, fmt.Sprintf("%s%s (seed %d): updates (< 1 s after the previous of their ConfigMap) / rollouts", first, what, run.Seed), &d.Load, "%d (%d) / %d", d.Updates, d.Close, d.Rollouts)
 			add(scenario, what+": doubled / without update / missed", &d.Load, "%d / %d / %d", d.Doubled, d.WithoutUpdate, d.Missed)
+			add(scenario, what+": rollouts of the same content as the one before (of those with a trigger hash)", &d.Load, "%d (%d)", d.SameContent, d.Hashed)
 			add(scenario, what+": update → rollout p50 / p99 / max (rolled before the next update)", &d.Load, "%.1f / %.1f / %.1f ms (%d)", d.Latency.P50, d.Latency.P99, d.Latency.Max, d.Latency.N)
 			add(scenario, what+": CPU / API requests per update", &d.Load, "%.2f ms / %.3f", d.CPUPerUpdate, d.RequestsPerUpdate)
 		}

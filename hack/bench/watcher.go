@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"slices"
 	"sync"
@@ -29,6 +30,29 @@ type Rollout struct {
 	// change, the revision of the write that made it (see parseRV); 0 when
 	// it is not a number.
 	RV uint64
+	// Hash is the source digest a Reloader-style trigger names (the "hash"
+	// of the pod template's reloader.stakater.com/last-reloaded-from,
+	// which nudge writes for a workload Reloader's annotations select),
+	// its first 8 characters; "" without one. Two rollouts of the same
+	// hash rolled the same content of that source.
+	Hash string
+}
+
+// lastReloadedFrom is Reloader's pod-template annotation naming the source
+// of the last rollout, in Reloader's JSON shape
+// (https://github.com/stakater/Reloader#reload-strategies).
+const lastReloadedFrom = "reloader.stakater.com/last-reloaded-from"
+
+// triggerHash returns the first 8 characters of the hash in the
+// lastReloadedFrom annotation of annotations, or "".
+func triggerHash(annotations map[string]string) string {
+	var from struct {
+		Hash string `json:"hash"`
+	}
+	if err := json.Unmarshal([]byte(annotations[lastReloadedFrom]), &from); err != nil {
+		return ""
+	}
+	return from.Hash[:min(len(from.Hash), 8)]
 }
 
 // Watcher watches every Deployment through an informer of the admin client
@@ -82,7 +106,11 @@ func (w *Watcher) observe(oldObj, newObj any) {
 	}
 	o, _ := oldObj.(*appsv1.Deployment)
 	rolled := o != nil && !equality.Semantic.DeepEqual(o.Spec.Template, n.Spec.Template)
-	w.record(n.Namespace+"/"+n.Name, n.ResourceVersion, rolled, n.Annotations)
+	hash := ""
+	if rolled {
+		hash = triggerHash(n.Spec.Template.Annotations)
+	}
+	w.record(n.Namespace+"/"+n.Name, n.ResourceVersion, hash, rolled, n.Annotations)
 }
 
 // WatchKind also watches the objects of gvr in namespace, through an
@@ -103,14 +131,15 @@ func (w *Watcher) WatchKind(ctx context.Context, dyn dynamic.Interface, gvr sche
 			nt, _, _ := unstructured.NestedFieldNoCopy(n.Object, template...)
 			rolled = !equality.Semantic.DeepEqual(ot, nt)
 		}
-		w.record(n.GetNamespace()+"/"+n.GetName(), n.GetResourceVersion(), rolled, n.GetAnnotations())
+		w.record(n.GetNamespace()+"/"+n.GetName(), n.GetResourceVersion(), "", rolled, n.GetAnnotations())
 	}
 	return watchNamespace(ctx, dyn, gvr, namespace, observe)
 }
 
-// record notes, now, a rollout of key at resourceVersion when rolled, and
-// its first sight with the baseline annotation among annotations.
-func (w *Watcher) record(key, resourceVersion string, rolled bool, annotations map[string]string) {
+// record notes, now, a rollout of key at resourceVersion, of the trigger
+// hash, when rolled, and its first sight with the baseline annotation among
+// annotations.
+func (w *Watcher) record(key, resourceVersion, hash string, rolled bool, annotations map[string]string) {
 	now := time.Now()
 	rv, _ := parseRV(resourceVersion) // 0 when not a number
 	_, hasBaseline := annotations[w.baselineAnnotation]
@@ -121,7 +150,7 @@ func (w *Watcher) record(key, resourceVersion string, rolled bool, annotations m
 		w.baselined[key] = now
 	}
 	if rolled {
-		r := Rollout{Key: key, At: now, RV: rv}
+		r := Rollout{Key: key, At: now, RV: rv, Hash: hash}
 		w.rollouts = append(w.rollouts, r)
 		w.byKey[key] = append(w.byKey[key], r)
 	}
