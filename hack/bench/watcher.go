@@ -33,23 +33,34 @@ type Rollout struct {
 	// Hash is the source digest a Reloader-style trigger names (the "hash"
 	// of the pod template's reloader.stakater.com/last-reloaded-from,
 	// which nudge writes for a workload Reloader's annotations select),
-	// its first 8 characters; "" without one. Two rollouts of the same
-	// hash rolled the same content of that source.
+	// its first 8 characters, when the change rewrote a trigger; "" when
+	// it did not (the floor's changes leave the annotation of an earlier
+	// rollout in place) or there is none. Two rollouts of the same hash
+	// rolled the same content of that source.
 	Hash string
 }
 
 // lastReloadedFrom is Reloader's pod-template annotation naming the source
 // of the last rollout, in Reloader's JSON shape
-// (https://github.com/stakater/Reloader#reload-strategies).
+// (https://github.com/stakater/Reloader#reload-strategies); triggers are the
+// pod-template annotations a rollout of Reloader's or nudge's rewrites.
 const lastReloadedFrom = "reloader.stakater.com/last-reloaded-from"
 
+var triggers = []string{lastReloadedFrom, "nudge.dev/restarted-at"}
+
 // triggerHash returns the first 8 characters of the hash in the
-// lastReloadedFrom annotation of annotations, or "".
-func triggerHash(annotations map[string]string) string {
+// lastReloadedFrom annotation of now, the pod template's annotations after
+// a change, when the change from before rewrote one of the triggers; ""
+// otherwise.
+func triggerHash(before, now map[string]string) string {
+	rewrote := false
+	for _, t := range triggers {
+		rewrote = rewrote || now[t] != before[t]
+	}
 	var from struct {
 		Hash string `json:"hash"`
 	}
-	if err := json.Unmarshal([]byte(annotations[lastReloadedFrom]), &from); err != nil {
+	if !rewrote || json.Unmarshal([]byte(now[lastReloadedFrom]), &from) != nil {
 		return ""
 	}
 	return from.Hash[:min(len(from.Hash), 8)]
@@ -108,7 +119,7 @@ func (w *Watcher) observe(oldObj, newObj any) {
 	rolled := o != nil && !equality.Semantic.DeepEqual(o.Spec.Template, n.Spec.Template)
 	hash := ""
 	if rolled {
-		hash = triggerHash(n.Spec.Template.Annotations)
+		hash = triggerHash(o.Spec.Template.Annotations, n.Spec.Template.Annotations)
 	}
 	w.record(n.Namespace+"/"+n.Name, n.ResourceVersion, hash, rolled, n.Annotations)
 }
