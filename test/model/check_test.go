@@ -11,6 +11,7 @@ import (
 
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
+	"nudge.dev/nudge/internal/workload"
 	"nudge.dev/nudge/test/model"
 )
 
@@ -56,6 +57,14 @@ func (w *world) diff(m *model.Model, seen digests) string {
 			fmt.Fprintf(&b, "  %s: %v\n", name, err)
 			continue
 		}
+		if got := paceOf(d.Annotations); got != mw.Pace {
+			fmt.Fprintf(&b, "  %s: %s, want %s\n", name, got, mw.Pace)
+		}
+		if diff := heldDiff(d.Annotations[heldAnnotation], mw.Held); diff != "" && (mw.Opt.OptedIn() || *paceKnownFlag) {
+			// Known: nudge leaves nudge.dev/held on a workload that opts
+			// out (compared with -pace-known).
+			fmt.Fprintf(&b, "  %s: %s\n", name, diff)
+		}
 		applied, ok := d.Annotations[appliedAnnotation]
 		switch {
 		case mw.Applied == nil && ok:
@@ -69,6 +78,37 @@ func (w *world) diff(m *model.Model, seen digests) string {
 		}
 	}
 	return b.String()
+}
+
+// paceOf returns the pace annotations of a workload's annotations a.
+func paceOf(a map[string]string) model.Pace {
+	_, window := a[windowAnnotation]
+	return model.Pace{Budget: a[budgetAnnotation], Window: window}
+}
+
+// heldDiff compares a workload's nudge.dev/held annotation, "" when absent,
+// with the model's hold: none, or its reason and when it ends. Of a change
+// held by a missing source the rules say nothing in that annotation.
+func heldDiff(annotation string, want model.Hold) string {
+	if want.Reason == model.HeldMissing {
+		return ""
+	}
+	if annotation == "" {
+		if want.Reason == "" {
+			return ""
+		}
+		return fmt.Sprintf("nothing held, want %s", want)
+	}
+	got, ok := workload.ParseHeld(annotation)
+	switch {
+	case !ok:
+		return fmt.Sprintf("held %q, not in its form", annotation)
+	case want.Reason == "":
+		return fmt.Sprintf("held %q, want nothing held", annotation)
+	case got.Reason != want.Reason || !got.Until.Equal(want.Until):
+		return fmt.Sprintf("held %q, want %s", annotation, want)
+	}
+	return ""
 }
 
 // entries compares one applied state with the model's.

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"time"
 )
 
 // Sources returns the sources of every sequence: two ConfigMaps and a
@@ -27,6 +28,10 @@ type Generator struct {
 	// Steady: no step stops, restarts or fails nudge over (a soak measures
 	// one process).
 	Steady bool
+	// Pace: steps of the rules that pace rollouts too (rules 14, 15):
+	// workloads created with pace annotations, the annotations rewritten,
+	// sources marked urgent, the clock moved.
+	Pace bool
 }
 
 // NewGenerator returns a generator seeded with seed.
@@ -56,15 +61,33 @@ func (g *Generator) Next(m *Model) Step {
 			add(6, func() Step { return Step{Op: ChangeData, Source: id, Data: g.data(src.Data)} })
 			add(1, func() Step { return Step{Op: ChangeLabels, Source: id} })
 			add(2, func() Step { return Step{Op: DeleteSource, Source: id} })
+			if g.Pace {
+				add(1, func() Step { return Step{Op: MarkUrgent, Source: id, Urgent: !src.Urgent} })
+			}
 		}
+	}
+	if g.Pace {
+		add(8, func() Step { return Step{Op: Advance, By: g.advance(m)} })
 	}
 	for _, name := range Workloads() {
 		w := m.Workloads[name]
 		if w == nil {
 			add(4, func() Step {
-				return Step{Op: CreateWorkload, Workload: name, Uses: g.uses(), Opt: g.opt(false), Image: g.image()}
+				return Step{Op: CreateWorkload, Workload: name, Uses: g.uses(), Opt: g.opt(false), Image: g.image(), Pace: g.pace()}
 			})
 			continue
+		}
+		if g.Pace {
+			add(1, func() Step {
+				p := w.Pace
+				for p.Budget == w.Pace.Budget {
+					p.Budget = g.budget()
+				}
+				return Step{Op: SetBudget, Workload: name, Pace: p}
+			})
+			add(1, func() Step {
+				return Step{Op: SetWindow, Workload: name, Pace: Pace{Budget: w.Pace.Budget, Window: !w.Pace.Window}}
+			})
 		}
 		add(2, func() Step { return Step{Op: SetOpt, Workload: name, Opt: g.opt(w.Opt.OptedIn())} })
 		if len(w.Revisions) >= 2 {
@@ -170,4 +193,50 @@ func compare(a, b SourceID) int {
 		return 1
 	}
 	return 0
+}
+
+// Start returns the clock's start for a sequence played on day: a time of
+// that day, in whole seconds, drawn from the seed (the window is daily).
+func (g *Generator) Start(day time.Time) time.Time {
+	d := day.UTC()
+	return time.Date(d.Year(), d.Month(), d.Day(), 0, 0, 0, 0, time.UTC).Add(time.Duration(g.r.IntN(24*3600)) * time.Second)
+}
+
+// pace returns a new workload's pace annotations: without a pace step, none.
+func (g *Generator) pace() Pace {
+	if !g.Pace {
+		return Pace{}
+	}
+	return Pace{Budget: g.budget(), Window: g.r.IntN(3) == 0}
+}
+
+// budget returns a nudge.dev/max-rollouts-per-hour: none (the flag's),
+// none at all, or a small one.
+func (g *Generator) budget() string {
+	return []string{"", "", "0", "1", "2", "2"}[g.r.IntN(6)]
+}
+
+// advance returns how far to move the clock: seconds to a day, and the
+// instants where a rule's answer turns, and the second before each: a
+// hold's end, the window's opening and closing.
+func (g *Generator) advance(m *Model) time.Duration {
+	ds := []time.Duration{time.Second, 20 * time.Second, 4 * time.Minute, 17 * time.Minute, 45 * time.Minute,
+		StormPeriod, StormPeriod + time.Second, 3 * time.Hour, 26 * time.Hour}
+	edge := func(t time.Time) {
+		if d := t.Sub(m.Now); d > 0 {
+			ds = append(ds, d, d, d-time.Second)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(m.Workloads)) {
+		if h := m.Workloads[name].Held; h.Reason == HeldStorm || h.Reason == HeldWindow {
+			edge(h.Until)
+		}
+	}
+	edge(WindowOpens(m.Now))
+	edge(WindowCloses(m.Now))
+	for {
+		if d := ds[g.r.IntN(len(ds))]; d > 0 {
+			return d
+		}
+	}
 }

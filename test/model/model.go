@@ -12,6 +12,13 @@
 // runs, every workload is then reconciled once, as nudge does level-triggered
 // with a rollout window of 0.
 //
+// With a clock (NewPaced), the model knows the rules that pace rollouts
+// too (pace.go): each workload's storm brake budget and the times nudge
+// rolled it, its maintenance window, the sources marked urgent, and what
+// holds each change, kept across restarts of nudge; steps move the clock
+// and rewrite those annotations (TestPaceAcrossSequences, in-process,
+// since only there can nudge be given a clock).
+//
 // The window streams (stream.go, rollouts.go, and TestWindowStreams) cover
 // what settling after every step cannot see, the rollout window's timing: a
 // seeded random stream of updates to a few ConfigMaps, many within the
@@ -27,6 +34,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Kind is a source's kind: "ConfigMap" or "Secret".
@@ -105,6 +113,9 @@ type Source struct {
 	// Data is the content, also kept while the source is deleted (for a
 	// re-creation with the same content).
 	Data map[string]string
+	// Urgent is its nudge.dev/urgent mark: its change rolls outside the
+	// maintenance window (rule 15). A re-created source has none.
+	Urgent bool
 }
 
 // Entry is what a workload's pods run with of one source: the whole object
@@ -135,6 +146,8 @@ type Revision struct {
 	Template Template
 	Opt      Opt
 	Applied  State
+	Pace     Pace
+	Rolled   []time.Time
 }
 
 // Workload is one Deployment.
@@ -155,6 +168,15 @@ type Workload struct {
 	Revisions []Revision
 	// Rollouts counts pod-template changes since the Deployment was created.
 	Rollouts int
+	// Pace is its pace annotations (rules 14, 15).
+	Pace Pace
+	// Rolled holds when nudge rolled it, as its nudge.dev/rollouts
+	// annotation keeps them for the storm brake: a GitOps replace drops
+	// them with nudge's other annotations, a rollout undo brings back the
+	// previous revision's.
+	Rolled []time.Time
+	// Held is what holds its pending change, as nudge.dev/held says.
+	Held Hold
 }
 
 // Model is the world of one sequence.
@@ -162,13 +184,37 @@ type Model struct {
 	Sources   map[SourceID]*Source
 	Workloads map[string]*Workload
 	// Up is true while nudge runs.
-	Up       bool
+	Up bool
+	// Now is nudge's clock: it moves by Advance steps alone, and a restart
+	// of nudge does not change it.
+	Now time.Time
+	// Budget is --max-rollouts-per-hour, the storm brake of the workloads
+	// without their own; 0 sets none.
+	Budget int
+	// UnbrakedForgets is what nudge does and the rule does not say: a
+	// rollout of a workload without a storm brake (budget 0) drops the
+	// rollout times kept, so that the brake, set again within the hour,
+	// counts none of the rollouts before. By the rule (at most B rollouts
+	// in any sliding hour) they count.
+	UnbrakedForgets bool
+	// Holds counts the holds of rules 14 and 15 that began, by reason.
+	Holds    map[string]int
 	restarts int
 }
 
-// New returns a world with no object and nudge running.
+// New returns a world with no object, nudge running, and no storm brake:
+// its clock stands still.
 func New() *Model {
-	return &Model{Sources: map[SourceID]*Source{}, Workloads: map[string]*Workload{}, Up: true}
+	return &Model{Sources: map[SourceID]*Source{}, Workloads: map[string]*Workload{}, Up: true, Holds: map[string]int{}}
+}
+
+// NewPaced returns a world with no object and nudge running, its clock at
+// now (whole seconds: nudge.dev/rollouts keeps Unix seconds) and the storm
+// brake's budget of --max-rollouts-per-hour (0: none).
+func NewPaced(now time.Time, budget int) *Model {
+	m := New()
+	m.Now, m.Budget = now.UTC().Truncate(time.Second), budget
+	return m
 }
 
 // rolled returns w's template with a new trigger of nudge's.
@@ -200,7 +246,7 @@ const RevisionHistoryLimit = 11
 // Deployment controller copies them to the newest ReplicaSet.
 func (w *Workload) remember() {
 	r := &w.Revisions[len(w.Revisions)-1]
-	r.Opt, r.Applied = w.Opt, maps.Clone(w.Applied)
+	r.Opt, r.Applied, r.Pace, r.Rolled = w.Opt, maps.Clone(w.Applied), w.Pace, slices.Clone(w.Rolled)
 }
 
 // settle reconciles every workload once when nudge runs, then records each
@@ -253,7 +299,7 @@ func read(data map[string]string, whole bool) string {
 
 // reconcile applies the rules to one workload:
 //   - not opted in: nudge's state is removed (rule 3: opting in again is
-//     first sight);
+//     first sight), and nothing is held;
 //   - no usable state (none, or not the one the seal vouches for): the
 //     desired state is recorded, no rollout (rules 3, 7);
 //   - a source in both states, read the same way, with other content is a
@@ -261,15 +307,60 @@ func read(data map[string]string, whole bool) string {
 //     too (rule 5);
 //   - a change while a required source is missing rolls nothing and stays
 //     pending (rule 5); a missing required or kept source keeps its entry;
+//   - a change outside the maintenance window, none of its changed sources
+//     urgent, or past the storm brake's budget is held: nothing is written,
+//     and it rolls once the hold ends (rules 14, 15: see hold);
 //   - otherwise one rollout for every change together; sources entering or
 //     leaving are recorded without one (rule 3).
 func (m *Model) reconcile(w *Workload) {
 	if !w.Opt.OptedIn() {
-		w.Applied, w.Seal = nil, nil
+		w.Applied, w.Seal, w.Held = nil, nil, Hold{}
 		return
 	}
-	desired, missing := State{}, false
-	var keep []SourceID
+	desired, keep, missing := m.desired(w)
+	if w.Applied == nil || w.Seal == nil || !maps.Equal(w.Applied, w.Seal) {
+		w.Applied, w.Seal, w.Held = desired, desired, Hold{}
+		return
+	}
+	var changed []SourceID
+	for s, d := range desired {
+		if a, ok := w.Applied[s]; ok && a.Whole == d.Whole && a.Content != d.Content {
+			changed = append(changed, s)
+		}
+	}
+	if len(changed) > 0 && missing {
+		w.Held = Hold{Reason: HeldMissing}
+		return
+	}
+	if len(changed) > 0 {
+		if h := m.hold(w, changed); h.Reason != "" {
+			if h.Reason != w.Held.Reason {
+				m.Holds[h.Reason]++
+			}
+			w.Held = h
+			return
+		}
+	}
+	for _, s := range keep {
+		if a, ok := w.Applied[s]; ok {
+			desired[s] = a
+		}
+	}
+	if len(changed) > 0 {
+		w.setTemplate(m.rolled(w))
+		if w.Rolled = append(w.Rolled, m.Now); m.UnbrakedForgets && m.budget(w) == 0 {
+			w.Rolled = nil
+		}
+	}
+	w.Applied, w.Seal, w.Held = desired, desired, Hold{}
+}
+
+// desired returns what w's pods would run with of the sources selected now:
+// an entry per existing source, Absent for an optional one that does not
+// exist; keep lists the missing required and kept sources (whose applied
+// entries stay), and missing is true when a required source is missing.
+func (m *Model) desired(w *Workload) (desired State, keep []SourceID, missing bool) {
+	desired = State{}
 	for s, sel := range w.selection() {
 		src := m.Sources[s]
 		switch {
@@ -284,26 +375,30 @@ func (m *Model) reconcile(w *Workload) {
 			keep = append(keep, s)
 		}
 	}
-	if w.Applied == nil || w.Seal == nil || !maps.Equal(w.Applied, w.Seal) {
-		w.Applied, w.Seal = desired, desired
-		return
-	}
-	changed := false
-	for s, d := range desired {
-		if a, ok := w.Applied[s]; ok && a.Whole == d.Whole && a.Content != d.Content {
-			changed = true
+	return desired, keep, missing
+}
+
+// Lost returns, for each workload that nudge manages (opted in, with a
+// usable state) and that no missing required source holds, the sources
+// whose content differs from what its applied state says its pods run
+// with: changes not rolled. After the last hold has ended, nothing may be
+// lost.
+func (m *Model) Lost() []string {
+	var out []string
+	for _, name := range slices.Sorted(maps.Keys(m.Workloads)) {
+		w := m.Workloads[name]
+		if !w.Exists || !w.Opt.OptedIn() || w.Applied == nil {
+			continue
+		}
+		desired, _, missing := m.desired(w)
+		if missing {
+			continue
+		}
+		for _, s := range slices.SortedFunc(maps.Keys(desired), compare) {
+			if a, ok := w.Applied[s]; !ok || a != desired[s] {
+				out = append(out, fmt.Sprintf("%s: %s is %+v, its applied state says %+v", name, s, desired[s], a))
+			}
 		}
 	}
-	if changed && missing {
-		return
-	}
-	for _, s := range keep {
-		if a, ok := w.Applied[s]; ok {
-			desired[s] = a
-		}
-	}
-	if changed {
-		w.setTemplate(m.rolled(w))
-	}
-	w.Applied, w.Seal = desired, desired
+	return out
 }

@@ -1,7 +1,9 @@
 package model_test
 
 import (
+	"fmt"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 
@@ -102,6 +104,113 @@ func TestModel(t *testing.T) {
 				m.Apply(s)
 			}
 			g.Expect(m.Workloads["w0"].Rollouts).To(Equal(tc.want))
+		})
+	}
+}
+
+// The model of the rules that pace rollouts (14, 15), on their own
+// examples: each case plays steps on a fresh model whose clock starts at
+// 12:00 UTC, with --max-rollouts-per-hour 3 and ConfigMap cm-a, then
+// states the rollouts Deployment w0 (reading cm-a whole) must have had and
+// what holds its change.
+func TestPaceModel(t *testing.T) {
+	cm := model.SourceID{Kind: model.ConfigMap, Name: "cm-a"}
+	start := time.Date(2030, 1, 7, 12, 0, 0, 0, time.UTC)
+	create := func(p model.Pace) model.Step {
+		return model.Step{Op: model.CreateWorkload, Workload: "w0", Uses: map[model.SourceID]model.Use{cm: model.Whole},
+			Opt: model.Opt{AutoDialect: "nudge"}, Image: 1, Pace: p}
+	}
+	n := 0
+	change := func() model.Step {
+		n++
+		return model.Step{Op: model.ChangeData, Source: cm, Data: map[string]string{"k": fmt.Sprint(n)}}
+	}
+	back := model.Step{Op: model.ChangeData, Source: cm, Data: map[string]string{"k": "0"}}
+	advance := func(d time.Duration) model.Step { return model.Step{Op: model.Advance, By: d} }
+	urgent := model.Step{Op: model.MarkUrgent, Source: cm, Urgent: true}
+	window := model.Pace{Window: true}
+	twoAnHour := model.Pace{Budget: "2"}
+
+	for name, tc := range map[string]struct {
+		steps    []model.Step
+		rollouts int
+		held     string
+		until    time.Time
+	}{
+		"within the budget every change rolls at once": {
+			steps: []model.Step{create(twoAnHour), change(), change()}, rollouts: 2,
+		},
+		"past the budget a change is held until the oldest rollout of the hour leaves it": {
+			steps:    []model.Step{create(twoAnHour), change(), advance(time.Minute), change(), change(), advance(59*time.Minute - time.Second)},
+			rollouts: 2, held: model.HeldStorm, until: start.Add(time.Hour),
+		},
+		"a held change rolls once, with the content as it is then, when the budget frees": {
+			steps:    []model.Step{create(twoAnHour), change(), change(), change(), change(), advance(time.Hour), change(), change()},
+			rollouts: 4, held: model.HeldStorm, until: start.Add(2 * time.Hour),
+		},
+		"the flag's budget brakes a workload without its own": {
+			steps: []model.Step{create(model.Pace{}), change(), change(), change(), change()}, rollouts: 3, held: model.HeldStorm,
+			until: start.Add(time.Hour),
+		},
+		"a budget of 0 never brakes": {
+			steps: []model.Step{create(model.Pace{Budget: "0"}), change(), change(), change(), change(), change()}, rollouts: 5,
+		},
+		"a budget raised rolls the held change": {
+			steps:    []model.Step{create(model.Pace{Budget: "1"}), change(), change(), {Op: model.SetBudget, Workload: "w0", Pace: twoAnHour}},
+			rollouts: 2,
+		},
+		"the hold is kept across a restart of nudge": {
+			steps:    []model.Step{create(model.Pace{Budget: "1"}), change(), change(), {Op: model.RestartNudge}, change()},
+			rollouts: 1, held: model.HeldStorm, until: start.Add(time.Hour),
+		},
+		"a GitOps replace drops the rollout times with nudge's annotations": {
+			steps:    []model.Step{create(model.Pace{Budget: "1"}), change(), {Op: model.GitOps, Workload: "w0"}, change(), change()},
+			rollouts: 3, held: model.HeldStorm, until: start.Add(time.Hour),
+		},
+		"a change outside the window is held until it opens": {
+			steps: []model.Step{create(window), change(), advance(14*time.Hour - time.Second)}, held: model.HeldWindow,
+			until: start.Add(14 * time.Hour),
+		},
+		"a held change rolls once when the window opens": {
+			steps: []model.Step{create(window), change(), change(), advance(14 * time.Hour)}, rollouts: 1,
+		},
+		"a change while the window is open rolls at once": {
+			steps: []model.Step{advance(14*time.Hour + 59*time.Minute), create(window), change()}, rollouts: 1,
+		},
+		"the window's closing instant is closed": {
+			steps: []model.Step{advance(15 * time.Hour), create(window), change()}, held: model.HeldWindow,
+			until: start.Add(38 * time.Hour),
+		},
+		"an urgent source's change rolls outside the window": {
+			steps: []model.Step{create(window), urgent, change()}, rollouts: 1,
+		},
+		"a held change rolls once its source is marked urgent": {
+			steps: []model.Step{create(window), change(), urgent}, rollouts: 1,
+		},
+		"an urgent change still counts against the budget": {
+			steps: []model.Step{create(model.Pace{Budget: "1", Window: true}), urgent, change(), change()}, rollouts: 1,
+			held: model.HeldStorm, until: start.Add(time.Hour),
+		},
+		"a change back to what the pods run with ends the hold without a rollout": {
+			steps: []model.Step{create(window), change(), back},
+		},
+		"opting out ends the hold": {
+			steps: []model.Step{create(window), change(), {Op: model.SetOpt, Workload: "w0"}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			m := model.NewPaced(start, 3)
+			m.Apply(model.Step{Op: model.CreateSource, Source: cm, Data: map[string]string{"k": "0"}})
+			for _, s := range tc.steps {
+				m.Apply(s)
+			}
+			w := m.Workloads["w0"]
+			g.Expect(w.Rollouts).To(Equal(tc.rollouts), "rollouts")
+			g.Expect(w.Held).To(Equal(model.Hold{Reason: tc.held, Until: tc.until}), "what holds the change")
+			if tc.held == "" {
+				g.Expect(m.Lost()).To(BeEmpty(), "nothing pending")
+			}
 		})
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	clocktesting "k8s.io/utils/clock/testing"
+
 	"nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 )
@@ -33,14 +35,21 @@ type inProcess struct {
 	ns string
 	ha bool
 	// window is the rollout window; 0 rolls every change.
-	window   time.Duration
+	window time.Duration
+	// budget is --max-rollouts-per-hour, 0 (no storm brake) unless the
+	// sequence's model knows the brake.
+	budget int
+	// clock, when not nil, is every replica's clock; only an in-process
+	// nudge can be given one.
+	clock    *clocktesting.FakePassiveClock
 	replicas []*nudgetest.Nudge
 }
 
 func (r *inProcess) options(o *options.Options) {
-	// The model of rules 1–8 knows no storm brake: a sequence may roll one
-	// Deployment more than its default budget.
-	o.RolloutWindow, o.MaxRolloutsPerHour = r.window, 0
+	o.RolloutWindow, o.MaxRolloutsPerHour = r.window, r.budget
+	if r.clock != nil {
+		o.Clock = r.clock
+	}
 	if r.ha {
 		o.LeaderElect = true
 		o.Reloader.RetryPeriod = time.Second
@@ -91,7 +100,8 @@ func (r *processes) one() (*exec.Cmd, chan error) {
 		r.t.Fatal(err)
 	}
 	args := []string{"--kubeconfig=" + plane.Kubeconfig(), "--namespaces=" + r.ns, "--system-namespace=" + r.ns,
-		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--rollout-window=" + r.window.String(), "--max-rollouts-per-hour=0", "--log-format=json"}
+		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--rollout-window=" + r.window.String(), "--log-format=json",
+		"--max-rollouts-per-hour=0"} // the storm brake, which the models of these runs do not know
 	if r.ha {
 		args = append(args, "--leader-elect", "--leader-election-lease-duration=4s",
 			"--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms")

@@ -73,20 +73,30 @@ func TestRulesAcrossSequences(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			t.Logf("seed %d: %d steps, %d rollouts", seed, len(s.done), s.rollouts())
-			if *seedFlag != 0 {
-				t.Logf("steps:\n  %s", strings.Join(s.done, "\n  "))
-			}
-			// A rollout nudge should not have made may come late: look
-			// for one after the last step settled.
-			deadline := time.Now().Add(3 * time.Second)
-			for time.Now().Before(deadline) {
-				if diff := s.w.diff(s.m, s.seen); diff != "" {
-					t.Fatal(s.report("after the last step: " + diff))
-				}
-				time.Sleep(100 * time.Millisecond) // the polling interval of a "nothing more happens" check
-			}
+			s.end(t, *seedFlag != 0)
 		})
+	}
+}
+
+// end logs what sequence s played (every step when verbose) and, since a
+// rollout nudge should not have made may come late, looks for one for 3 s
+// after the last step settled.
+func (s *sequence) end(t *testing.T, verbose bool) {
+	t.Helper()
+	holds := ""
+	if s.w.clock != nil {
+		holds = fmt.Sprintf(", holds begun: %d of the storm brake, %d of the window", s.m.Holds[model.HeldStorm], s.m.Holds[model.HeldWindow])
+	}
+	t.Logf("seed %d: %d steps, %d rollouts%s", s.seed, len(s.done), s.rollouts(), holds)
+	if verbose {
+		t.Logf("steps:\n  %s", strings.Join(s.done, "\n  "))
+	}
+	deadline := time.Now().Add(3 * time.Second)
+	for time.Now().Before(deadline) {
+		if diff := s.w.diff(s.m, s.seen); diff != "" {
+			t.Fatal(s.report("after the last step: " + diff))
+		}
+		time.Sleep(100 * time.Millisecond) // the polling interval of a "nothing more happens" check
 	}
 }
 
@@ -100,19 +110,46 @@ type sequence struct {
 	run  runner
 	seen digests
 	done []string
+	// replay is how to play the sequence again: the command, up to the
+	// number of steps, drawn.
+	replay string
+	drawn  int
 }
 
 func newSequence(t *testing.T, seed uint64, ns string, gen *model.Generator, run runner) (*sequence, error) {
 	w, err := newWorld(t, ns)
-	return &sequence{seed: seed, w: w, m: model.New(), gen: gen, run: run, seen: digests{}}, err
+	steady := ""
+	if gen.Steady {
+		steady = " -steady"
+	}
+	replay := fmt.Sprintf("go test ./test/model -run 'TestRulesAcrossSequences' -seed %d%s -steps", seed, steady)
+	return &sequence{seed: seed, w: w, m: model.New(), gen: gen, run: run, seen: digests{}, replay: replay}, err
 }
 
-// step draws the next step, performs it on the world and the model, and
-// waits up to a minute for the world to match the model: the rollouts of
-// every Deployment and, while nudge runs, its applied state.
+// step draws the next step and plays it.
 func (s *sequence) step(ctx context.Context) error {
-	st := s.gen.Next(s.m)
-	s.done = append(s.done, fmt.Sprintf("%2d. %s %s", len(s.done)+1, time.Now().Format("15:04:05.000"), st))
+	s.drawn++
+	return s.play(ctx, s.gen.Next(s.m))
+}
+
+// play performs step st on the world and the model, and waits up to a
+// minute for the world to match the model: the rollouts of every
+// Deployment and, while nudge runs, its applied state and holds.
+func (s *sequence) play(ctx context.Context, st model.Step) error {
+	line := fmt.Sprintf("%2d. %s %s", len(s.done)+1, time.Now().Format("15:04:05.000"), st)
+	if st.Op == model.Advance {
+		line += ", to " + s.m.Now.Add(st.By).Format(time.RFC3339)
+	}
+	s.done = append(s.done, line)
+	if s.w.clock != nil {
+		now := s.m.Now
+		if st.Op == model.Advance {
+			now = now.Add(st.By)
+		}
+		if err := s.w.tick(now); err != nil {
+			return errors.New(s.report(err.Error()))
+		}
+	}
 	switch st.Op {
 	case model.StopNudge:
 		s.run.stop(st.Abrupt)
@@ -153,13 +190,8 @@ func (s *sequence) step(ctx context.Context) error {
 // report describes a mismatch: the seed, how to replay it, the steps so far
 // and the differences.
 func (s *sequence) report(diff string) string {
-	steady := ""
-	if s.gen.Steady {
-		steady = " -steady"
-	}
-	return fmt.Sprintf("seed %d (replay with: go test ./test/model -run 'TestRulesAcrossSequences' -seed %d -steps %d%s), "+
-		"namespace %s, steps:\n  %s\ndifferences (observed, want):\n%s",
-		s.seed, s.seed, len(s.done), steady, s.w.ns, strings.Join(s.done, "\n  "), diff)
+	return fmt.Sprintf("seed %d (replay with: %s %d), namespace %s, steps:\n  %s\ndifferences (observed, want):\n%s",
+		s.seed, s.replay, s.drawn, s.w.ns, strings.Join(s.done, "\n  "), diff)
 }
 
 func (s *sequence) rollouts() int {

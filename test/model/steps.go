@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 )
 
 // Op is the kind of a step.
@@ -37,6 +38,18 @@ const (
 	// Failover stops one of two replicas (the leader or not) and starts
 	// another.
 	Failover Op = "failover"
+	// Advance moves nudge's clock forward by By; every workload is then
+	// reconciled (nudge's requeues run on the real clock: the world pokes
+	// each workload with a metadata change that changes nothing nudge
+	// reads).
+	Advance Op = "advance the clock"
+	// SetBudget and SetWindow rewrite a workload's pace annotations to
+	// Pace: its nudge.dev/max-rollouts-per-hour, its
+	// nudge.dev/maintenance-window.
+	SetBudget Op = "set the budget"
+	SetWindow Op = "set the window"
+	// MarkUrgent sets a source's nudge.dev/urgent mark to Urgent.
+	MarkUrgent Op = "mark urgent"
 )
 
 // Step is one step of a sequence.
@@ -58,6 +71,12 @@ type Step struct {
 	// Image is the image of the new manifest (CreateWorkload,
 	// GitOpsKeepingKeys), never used before in the sequence.
 	Image int
+	// Pace is the pace annotations (CreateWorkload, SetBudget, SetWindow).
+	Pace Pace
+	// By is how far the clock moves (Advance): whole seconds, positive.
+	By time.Duration
+	// Urgent is the source's nudge.dev/urgent mark (MarkUrgent).
+	Urgent bool
 }
 
 func (s Step) String() string {
@@ -73,7 +92,13 @@ func (s Step) String() string {
 				uses = append(uses, fmt.Sprintf("%s %s", src, s.Uses[src]))
 			}
 		}
-		return fmt.Sprintf("%s %s reading [%s], %s, image %d", s.Op, s.Workload, strings.Join(uses, ", "), s.Opt, s.Image)
+		return fmt.Sprintf("%s %s reading [%s], %s, %s, image %d", s.Op, s.Workload, strings.Join(uses, ", "), s.Opt, s.Pace, s.Image)
+	case SetBudget, SetWindow:
+		return fmt.Sprintf("%s of %s: %s", s.Op, s.Workload, s.Pace)
+	case MarkUrgent:
+		return fmt.Sprintf("%s %s: %t", s.Op, s.Source, s.Urgent)
+	case Advance:
+		return fmt.Sprintf("%s by %s", s.Op, s.By)
 	case SetOpt:
 		return fmt.Sprintf("%s of %s: %s", s.Op, s.Workload, s.Opt)
 	case Undo, GitOps:
@@ -100,15 +125,29 @@ func (m *Model) Apply(s Step) {
 	case CreateWorkload:
 		t := Template{Image: s.Image}
 		m.Workloads[s.Workload] = &Workload{Exists: true, Uses: s.Uses, Opt: s.Opt, Template: t, GitImage: s.Image,
-			Revisions: []Revision{{Template: t}}}
-	case SetOpt:
-		w.Opt = s.Opt
+			Revisions: []Revision{{Template: t}}, Pace: s.Pace}
+	case SetOpt, SetBudget, SetWindow:
+		if s.Op == SetOpt {
+			w.Opt = s.Opt
+		} else {
+			w.Pace = s.Pace
+		}
+		// The write changes the annotations alone: the revision current
+		// at it keeps them, should nudge roll the workload for it (a hold
+		// ended, a missing source no longer selected).
+		w.remember()
+	case MarkUrgent:
+		src.Urgent = s.Urgent
+	case Advance:
+		m.Now = m.Now.Add(s.By)
 	case Undo:
 		prev := w.Revisions[len(w.Revisions)-2]
 		w.setTemplate(prev.Template)
-		w.Opt, w.Applied = prev.Opt, prev.Applied
+		w.Opt, w.Applied, w.Pace, w.Rolled = prev.Opt, prev.Applied, prev.Pace, slices.Clone(prev.Rolled)
 	case GitOps:
-		w.Applied, w.Seal = nil, nil
+		// The repository's manifest holds the workload's own annotations
+		// (Opt, Pace), none of nudge's: its rollout times go.
+		w.Applied, w.Seal, w.Rolled = nil, nil, nil
 		w.setTemplate(Template{Image: w.GitImage})
 	case GitOpsKeepingKeys:
 		w.GitImage = s.Image

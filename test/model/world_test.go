@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
 	"k8s.io/client-go/util/retry"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -38,6 +39,11 @@ type world struct {
 	pending map[string]string
 	// fences counts the fences.
 	fences int
+	// clock is nudge's clock (see tick); nil when the sequence has none.
+	clock *clocktesting.FakePassiveClock
+	ticks int
+	// pokes counts the pokes (see poke).
+	pokes int
 }
 
 // fenceName names the fence's ConfigMap, Secret and Deployment (see fence).
@@ -137,7 +143,7 @@ func (w *world) do(m *model.Model, s model.Step) error {
 		return k8s.Delete(w.ctx, w.source(s.Source, nil))
 	case model.CreateWorkload:
 		d := &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: s.Workload, Annotations: annotations(s.Opt)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: s.Workload, Annotations: withPace(annotations(s.Opt), s.Pace)},
 			Spec: appsv1.DeploymentSpec{
 				Replicas: ptr.To[int32](1),
 				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": s.Workload}},
@@ -168,15 +174,100 @@ func (w *world) do(m *model.Model, s model.Step) error {
 		mw := m.Workloads[s.Workload]
 		return w.update(w.deployment(s.Workload), func(o client.Object) {
 			d := o.(*appsv1.Deployment)
-			d.Annotations, d.Labels = annotations(mw.Opt), nil
+			d.Annotations, d.Labels = withPace(annotations(mw.Opt), mw.Pace), nil
 			d.Spec.Template = template(s.Workload, mw.Uses, mw.GitImage)
 		})
 	case model.GitOpsKeepingKeys:
 		return w.update(w.deployment(s.Workload), func(o client.Object) {
 			o.(*appsv1.Deployment).Spec.Template.Spec.Containers[0].Image = image(s.Image)
 		})
+	case model.SetBudget, model.SetWindow:
+		patch := map[string]any{budgetAnnotation: nil, windowAnnotation: nil}
+		for k, v := range withPace(nil, s.Pace) {
+			patch[k] = v
+		}
+		return k8s.Patch(w.ctx, w.deployment(s.Workload), mergePatch(patch))
+	case model.MarkUrgent:
+		err := w.update(w.source(s.Source, nil), func(o client.Object) {
+			a := o.GetAnnotations()
+			if a == nil {
+				a = map[string]string{}
+			}
+			if delete(a, urgentAnnotation); s.Urgent {
+				a[urgentAnnotation] = "true"
+			}
+			o.SetAnnotations(a)
+		})
+		if err != nil || *paceKnownFlag {
+			return err
+		}
+		// Known: nudge does not reconcile the workloads of a source whose
+		// urgent mark alone changed (its sources.Changed drops the
+		// update), so a change held for the window, its source then
+		// marked urgent, waits for the workload's next event. Compared
+		// with -pace-known.
+		return w.pokeAll(m)
+	case model.Advance:
+		return w.pokeAll(m)
 	}
 	return nil
+}
+
+// pokeAll pokes every workload of m.
+func (w *world) pokeAll(m *model.Model) error {
+	for _, name := range slices.Sorted(maps.Keys(m.Workloads)) {
+		if err := w.poke(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// The annotations of the rules that pace rollouts (docs/reference.md).
+const (
+	budgetAnnotation = "nudge.dev/max-rollouts-per-hour"
+	windowAnnotation = "nudge.dev/maintenance-window"
+	urgentAnnotation = "nudge.dev/urgent"
+	heldAnnotation   = "nudge.dev/held"
+)
+
+// withPace adds p's annotations to a (a new map when nil) and returns it.
+func withPace(a map[string]string, p model.Pace) map[string]string {
+	if a == nil {
+		a = map[string]string{}
+	}
+	if p.Budget != "" {
+		a[budgetAnnotation] = p.Budget
+	}
+	if p.Window {
+		a[windowAnnotation] = model.MaintenanceWindow
+	}
+	return a
+}
+
+// tick sets nudge's clock, before a step, to the model's time now plus a
+// microsecond more than before the step before. The model's time is in
+// whole seconds and stands still between Advance steps; nudge's must move
+// on between two rollouts of a workload, whose trigger is the time
+// (nudge.dev/restarted-at, in nanoseconds): at the same time, a second
+// rollout would write the template of the first, which rolls nothing.
+// What nudge reckons in seconds (the rollout times it keeps, a hold's
+// end) and the window's edges are the model's as long as the microseconds
+// stay below a second.
+func (w *world) tick(now time.Time) error {
+	if w.ticks++; w.ticks >= 1_000_000 {
+		return fmt.Errorf("%d steps: the clock's microseconds would reach a second", w.ticks)
+	}
+	w.clock.SetTime(now.Add(time.Duration(w.ticks) * time.Microsecond))
+	return nil
+}
+
+// poke makes nudge reconcile a Deployment, as a requeue on nudge's clock
+// would: a change of an annotation of its metadata that nudge does not
+// read.
+func (w *world) poke(name string) error {
+	w.pokes++
+	return k8s.Patch(w.ctx, w.deployment(name), mergePatch(map[string]any{"test.nudge.dev/poke": fmt.Sprint(w.pokes)}))
 }
 
 // update reads o, changes it and writes it back, again on a conflict.
