@@ -47,7 +47,8 @@ func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
 	c := workload.Change{
 		ResourceVersion: obj.GetResourceVersion(),
 		Labels:          map[string]*string{workload.SealLabel: nil},
-		Annotations:     map[string]*string{workload.AppliedAnnotation: nil, workload.LastRolloutAnnotation: nil},
+		Annotations: map[string]*string{workload.AppliedAnnotation: nil, workload.LastRolloutAnnotation: nil,
+			workload.HeldAnnotation: nil, workload.RolloutsAnnotation: nil},
 	}
 	if err := r.apply(ctx, obj, c); err != nil {
 		return err

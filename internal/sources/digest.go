@@ -186,7 +186,7 @@ func content(obj client.Object) (packed string, ok bool) {
 }
 
 // Changed passes creates, deletes and those updates of a source that
-// change its content or a mark nudge reads on it (ignore, match); a change of
+// change its content or a mark nudge reads on it (ignore, match, urgent); a change of
 // other labels or annotations is dropped here (rule 2) before any workload is
 // looked up. d names the marks.
 func Changed(d dialect.Parser) predicate.Funcs {
@@ -199,7 +199,7 @@ func Changed(d dialect.Parser) predicate.Funcs {
 				return true
 			}
 			oa, na := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
-			if d.Ignored(oa) != d.Ignored(na) || d.Matched(oa) != d.Matched(na) {
+			if d.Ignored(oa) != d.Ignored(na) || d.Matched(oa) != d.Matched(na) || dialect.Urgent(oa) != dialect.Urgent(na) {
 				return true
 			}
 			return ContentChanged(e.ObjectOld, e.ObjectNew)

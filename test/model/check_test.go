@@ -60,9 +60,7 @@ func (w *world) diff(m *model.Model, seen digests) string {
 		if got := paceOf(d.Annotations); got != mw.Pace {
 			fmt.Fprintf(&b, "  %s: %s, want %s\n", name, got, mw.Pace)
 		}
-		if diff := heldDiff(d.Annotations[heldAnnotation], mw.Held); diff != "" && (mw.Opt.OptedIn() || *paceKnownFlag) {
-			// Known: nudge leaves nudge.dev/held on a workload that opts
-			// out (compared with -pace-known).
+		if diff := heldDiff(d.Annotations[heldAnnotation], mw.Held); diff != "" {
 			fmt.Fprintf(&b, "  %s: %s\n", name, diff)
 		}
 		applied, ok := d.Annotations[appliedAnnotation]

@@ -30,14 +30,15 @@ const paceBudget = 3
 // known to differ from the rules, the test does not compare unless
 // -pace-known, and each difference has a sequence here that shows it
 // then:
-//   - a workload that opts out keeps nudge.dev/held (its hold ended:
-//     nothing is held for a workload nudge does not manage);
-//   - marking urgent the source of a change held for the window does not
-//     roll it: the update of the source's mark alone reconciles no
-//     workload (the world pokes them, unless -pace-known);
 //   - rollouts made while a workload has no storm brake (budget 0) are
 //     forgotten when the brake is set again within the hour (see
-//     model.Model.UnbrakedForgets).
+//     model.Model.UnbrakedForgets): nudge records no rollout times without
+//     a brake, and docs/design.md's rule 14 says so.
+//
+// Two differences found here were mended in nudge: a workload that opts
+// out kept nudge.dev/held, and marking urgent the source of a change held
+// for the window did not roll it (the mark's change alone reconciled no
+// workload).
 var paceRegressions = []played{
 	// A workload held for the window opted out: nudge.dev/held stays.
 	{8434452077602166700, 23},

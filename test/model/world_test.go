@@ -198,15 +198,9 @@ func (w *world) do(m *model.Model, s model.Step) error {
 			}
 			o.SetAnnotations(a)
 		})
-		if err != nil || *paceKnownFlag {
-			return err
-		}
-		// Known: nudge does not reconcile the workloads of a source whose
-		// urgent mark alone changed (its sources.Changed drops the
-		// update), so a change held for the window, its source then
-		// marked urgent, waits for the workload's next event. Compared
-		// with -pace-known.
-		return w.pokeAll(m)
+		// A change of the urgent mark alone reconciles the source's
+		// workloads (sources.Changed): no poke.
+		return err
 	case model.Advance:
 		return w.pokeAll(m)
 	}
