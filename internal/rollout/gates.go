@@ -20,6 +20,31 @@ type Schedule interface {
 	Next(t time.Time) time.Time
 }
 
+// Gates is the part of Input the gates read: the maintenance window, the
+// storm brake and the producers not ready.
+type Gates struct {
+	// Maintenance, when not nil, says when the workload may roll: its
+	// maintenance window (nudge.dev/maintenance-window on it or its
+	// Namespace, or --maintenance-window). A rollout outside it is Deferred.
+	Maintenance Schedule
+	// Urgent lists the sources marked nudge.dev/urgent: a change of one of
+	// them rolls outside the maintenance window.
+	Urgent []refs.Source
+	// Budget is the storm brake: the most rollouts the workload may have in
+	// any StormPeriod (--max-rollouts-per-hour, or the workload's
+	// nudge.dev/max-rollouts-per-hour); 0 sets none.
+	Budget int
+	// Rolled holds when nudge rolled the workload, as its
+	// nudge.dev/rollouts annotation records them (the last Budget at most),
+	// in any order.
+	Rolled []time.Time
+	// Unready lists the sources whose producer (an ExternalSecret, a
+	// cert-manager Certificate) is not ready yet, while the wait for it has
+	// not timed out; UnreadyUntil is when it does.
+	Unready      []refs.Source
+	UnreadyUntil time.Time
+}
+
 // gate returns what becomes of d, a Roll, under the gates a rollout must
 // pass beyond the window (rule 14): outside the maintenance window it is
 // Deferred, unless a changed source is urgent; past the storm brake's
