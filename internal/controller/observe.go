@@ -149,7 +149,8 @@ func (r *Reconciler) optedOut(ctx context.Context, obj client.Object, causes []r
 // Secrets whose producer the gate waited for in vain. It returns
 // errCacheBehind when a source the cache misses exists (see cacheBehind).
 func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, []resolve.Resolved, error) {
-	in, resolved, err := r.resolver().Inputs(ctx, obj, spec, tmpl, r.now())
+	res := r.resolver()
+	in, resolved, err := res.Inputs(ctx, obj, spec, tmpl, r.now())
 	if err != nil {
 		return in, nil, nil, fmt.Errorf("reading from the cache: %w", err)
 	}
@@ -178,7 +179,7 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 			versions[c.Source] = c.Version
 		}
 	}
-	in.Maintenance, err = r.resolver().Maintenance(ctx, obj.GetNamespace(), spec)
+	in.Maintenance, err = res.Maintenance(ctx, obj.GetNamespace(), spec)
 	switch {
 	case errors.Is(err, resolve.ErrMalformedWindow):
 		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
