@@ -189,8 +189,7 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	key := client.ObjectKeyFromObject(obj)
 	in.Young = r.memory.Births.Young(key, counted, r.Changes, r.now())
 	in.Settled = r.memory.Births.Settled(key, in.Applied, versions, r.now())
-	// Written before nudge's last rollout, which its pods started after.
-	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...)
+	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...) // written before the pods of nudge's last rollout started
 	late := r.producers(key, resolved, &in)
 	return in, causes, late, nil
 }
