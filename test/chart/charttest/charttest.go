@@ -33,19 +33,47 @@ func Helm(t testing.TB) string {
 // build into by default. It fails t when there is none.
 func Bin(t testing.TB, name string) string {
 	t.Helper()
-	dir := os.Getenv(testbed.BinDirEnv)
-	if dir == "" {
-		cache, err := os.UserCacheDir()
-		if err != nil {
-			t.Fatalf("Finding the binary directory (set %s): %v", testbed.BinDirEnv, err)
-		}
-		dir = filepath.Join(cache, "nudge", "kube-bins", testbed.KubeVersion)
-	}
-	path := filepath.Join(dir, name)
+	path := filepath.Join(binDir(t), name)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatalf("No %s at %s: run `make kube-bins helm` (or set %s): %v", name, path, testbed.BinDirEnv, err)
 	}
 	return path
+}
+
+// Built returns the path of the binary name in the directory Bin reads,
+// after running the repository's script that builds it there (a path
+// relative to the repository's root, run with that directory as its one
+// argument, as the Makefile's target runs it): `go test -run` of one
+// integration builds what it needs. The script is a no-op when a binary of
+// its pinned version is there. It fails t when the build fails.
+func Built(t testing.TB, name, script string) string {
+	t.Helper()
+	dir := binDir(t)
+	root := Root(t)
+	cmd := exec.Command(filepath.Join(root, script), dir)
+	cmd.Dir = root
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("Building %s with %s: %v\n%s", name, script, err, out)
+	}
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("%s built nothing at %s: %v", script, path, err)
+	}
+	return path
+}
+
+// binDir returns $NUDGE_KUBE_BINS, or the directory `make kube-bins`
+// builds into by default.
+func binDir(t testing.TB) string {
+	t.Helper()
+	if dir := os.Getenv(testbed.BinDirEnv); dir != "" {
+		return dir
+	}
+	cache, err := os.UserCacheDir()
+	if err != nil {
+		t.Fatalf("Finding the binary directory (set %s): %v", testbed.BinDirEnv, err)
+	}
+	return filepath.Join(cache, "nudge", "kube-bins", testbed.KubeVersion)
 }
 
 // Root returns the root directory of the nudge repository, found upwards
