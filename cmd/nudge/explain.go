@@ -95,6 +95,7 @@ does not exist, the API refused a read); 2 a usage error.`,
 	fs.DurationVar(&opts.RolloutWindow, "rollout-window", opts.RolloutWindow, "The controller's --rollout-window.")
 	fs.IntVar(&opts.MaxConcurrentRollouts, "max-concurrent-rollouts", opts.MaxConcurrentRollouts, "The controller's --max-concurrent-rollouts: a workload that would roll shows as pending, waiting for a slot.")
 	fs.DurationVar(&opts.RolloutTimeout, "rollout-timeout", opts.RolloutTimeout, "The controller's --rollout-timeout.")
+	fs.DurationVar(&opts.ProducerReadyTimeout, "producer-ready-timeout", opts.ProducerReadyTimeout, "The controller's --producer-ready-timeout: a workload whose changed Secret's producer is not ready shows as gated; 0 shows none.")
 	return cmd
 }
 
@@ -103,7 +104,7 @@ const defaultSystemNamespace = "nudge-system"
 
 // explainFlags are the flags of explain that, given, win over the install's
 // settings.
-var explainFlags = []string{"system-namespace", "key-secret", "auto-reload-all", "rollout-window", "max-concurrent-rollouts", "rollout-timeout"}
+var explainFlags = []string{"system-namespace", "key-secret", "auto-reload-all", "rollout-window", "max-concurrent-rollouts", "rollout-timeout", "producer-ready-timeout"}
 
 // withInstall returns the explain options of install s, found by
 // settings.Find or Pick: its settings, with the flags of fs the user gave
@@ -148,6 +149,7 @@ func explainOptions(o options.Options) explain.Options {
 		RolloutWindow:         o.RolloutWindow,
 		MaxConcurrentRollouts: o.MaxConcurrentRollouts,
 		RolloutTimeout:        o.RolloutTimeout,
+		ProducerReadyTimeout:  o.ProducerReadyTimeout,
 		Dialect:               dialect.NewParser(o.Reloader.Annotations),
 		Behaviour:             app.Behaviour(o).Behaviour,
 		Pace:                  app.Behaviour(o).Pace,

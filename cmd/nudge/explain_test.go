@@ -28,6 +28,7 @@ import (
 	"nudge.dev/nudge/internal/fleet"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
+	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
@@ -421,4 +422,65 @@ func job(ns, name string, annotations map[string]string, opts ...nt.PodOption) *
 	tmpl.Spec.RestartPolicy = corev1.RestartPolicyNever
 	return &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: annotations},
 		Spec: batchv1.JobSpec{Template: tmpl, BackoffLimit: ptr.To[int32](0)}}
+}
+
+// TestExplainGated: a workload whose changed Secret's producer (an
+// ExternalSecret, with its real CRD) is not ready is shown Gated, naming
+// the producer and why; once it is Ready, the same change would roll.
+func TestExplainGated(t *testing.T) {
+	g := NewWithT(t)
+	ctx := t.Context()
+	ns, err := plane.GenerateNamespace(ctx, "explain-gated-")
+	g.Expect(err).NotTo(HaveOccurred())
+	system, err := plane.GenerateNamespace(ctx, "explain-gated-system-")
+	g.Expect(err).NotTo(HaveOccurred())
+	nt.InstallCRD(t, k8s, nt.ExternalSecretCRD(t))
+
+	es := &unstructured.Unstructured{}
+	es.SetGroupVersionKind(producer.ExternalSecret.WithVersion("v1"))
+	es.SetNamespace(ns)
+	es.SetName("vault-db")
+	es.Object["spec"] = map[string]any{"refreshInterval": "1h", "secretStoreRef": map[string]any{"kind": "SecretStore", "name": "vault"},
+		"target": map[string]any{"name": "db"}}
+	g.Expect(k8s.Create(ctx, es)).To(Succeed())
+	secret := nt.Secret(ns, "db", map[string]string{"password": "p"})
+	secret.OwnerReferences = []metav1.OwnerReference{{APIVersion: es.GetAPIVersion(), Kind: es.GetKind(), Name: es.GetName(),
+		UID: es.GetUID(), Controller: ptr.To(true)}}
+	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
+	d := nt.Deployment(ns, "gated", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("Secret", "db"))
+	g.Expect(k8s.Create(ctx, d)).To(Succeed())
+
+	n := nt.Start(t, plane.Config(), ns, func(o *options.Options) { o.SystemNamespace = system })
+	g.Eventually(func() string {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		return d.Annotations[workload.AppliedAnnotation]
+	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of %s", d.Name)
+	n.Stop(t)
+
+	// The producer rewrites the Secret and is not Ready (yet).
+	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	secret.Data["password"] = []byte("q")
+	g.Expect(k8s.Update(ctx, secret)).To(Succeed())
+	setReady := func(status string) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(es), es)).To(Succeed())
+		es.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": status,
+			"reason": "SecretSyncedError", "message": "could not reach the store", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}}
+		g.Expect(k8s.Status().Update(ctx, es)).To(Succeed())
+	}
+	setReady("False")
+	args := []string{"explain", "deployment/gated", "--kubeconfig", plane.Kubeconfig(), "-n", ns, "--system-namespace", system}
+	out, err := run(t, pluginCommand(), args...)
+	g.Expect(err).NotTo(HaveOccurred(), "explain:\n%s", out)
+	g.Expect(out).To(MatchRegexp(`Status: +Gated`), "explain:\n%s", out)
+	g.Expect(out).To(ContainSubstring("ExternalSecret "+ns+"/vault-db is not ready (Ready is False: SecretSyncedError"), "explain:\n%s", out)
+	g.Expect(out).To(ContainSubstring("--producer-ready-timeout (2m0s)"), "explain:\n%s", out)
+
+	setReady("True")
+	out, err = run(t, pluginCommand(), args...)
+	g.Expect(err).NotTo(HaveOccurred(), "explain:\n%s", out)
+	g.Expect(out).To(MatchRegexp(`Status: +WouldRoll`), "the producer Ready, the change rolls:\n%s", out)
+
+	out, err = run(t, pluginCommand(), append(args, "--producer-ready-timeout=0")...)
+	g.Expect(err).NotTo(HaveOccurred(), "explain:\n%s", out)
+	g.Expect(out).To(MatchRegexp(`Status: +WouldRoll`), "without the gate, the change rolls:\n%s", out)
 }

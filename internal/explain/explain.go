@@ -42,6 +42,10 @@ type Options struct {
 	// Pace is the install's storm brake and maintenance window (see
 	// app.Behaviour); the zero value has neither.
 	Pace resolve.Pace
+	// ProducerReadyTimeout is the controller's --producer-ready-timeout: a
+	// workload whose changed Secret's producer is not ready is shown gated
+	// (explain reads the producers from the API); 0 shows none.
+	ProducerReadyTimeout time.Duration
 	// Install says whose settings these are, for the report.
 	Install Install
 	// Now tells the time; time.Now when nil.

@@ -17,6 +17,7 @@ import (
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/ownership"
+	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/rollout"
@@ -51,7 +52,11 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 	}
 	key, cmp := e.key(ctx)
 	w.Comparison = cmp
-	in, resolved, err := e.resolver(key).Inputs(ctx, obj, spec, tmpl, e.now())
+	res := e.resolver(key)
+	if e.ProducerReadyTimeout > 0 {
+		res.Producers = producer.Reader{Client: e.Client}
+	}
+	in, resolved, err := res.Inputs(ctx, obj, spec, tmpl, e.now())
 	if err != nil {
 		return nil, fmt.Errorf("resolving the references of %s %s/%s: %w", kind.Name(), namespace, name, err)
 	}
@@ -65,7 +70,10 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 			Content: content(r, in.Desired, applied, appliedOK),
 		})
 	}
-	in.Maintenance, err = e.resolver(key).Maintenance(ctx, namespace, spec)
+	// When the wait for a producer began is the controller's memory: the
+	// latest it ends is a timeout from now.
+	in.Unready, in.UnreadyUntil = resolve.Unready(resolved), in.Now.Add(e.ProducerReadyTimeout)
+	in.Maintenance, err = res.Maintenance(ctx, namespace, spec)
 	switch {
 	case errors.Is(err, resolve.ErrMalformedWindow):
 		w.Malformed = append(w.Malformed, err.Error())
@@ -77,6 +85,9 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 		return nil, err
 	}
 	w.Status = e.status(spec, in, cmp, halt, ownership.WrittenBackBy(obj.GetManagedFields()))
+	if w.Status.State == StateGated {
+		w.Status.Message += unreadyProducers(resolved)
+	}
 	w.Status.Rollout = e.rollout(obj)
 	if kind == workload.Job && in.Applied == "" && w.Status.State == StateFirstSight {
 		w.Status.Message += " (nudge handles Jobs only when run with --recreate-jobs)"
@@ -219,9 +230,9 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, h
 			s.Message = fmt.Sprintf("changed, but rolled %d times in the last hour, its budget (the storm brake): nudge rolls it once, with the content as it is then, at %s: %s",
 				in.Budget, until.Format(time.RFC3339), strings.Join(changed, ", "))
 		default:
-			s.State = StateGated
-			s.Message = fmt.Sprintf("changed, but a changed Secret's producer is not ready: nudge rolls it once it is, at %s at the latest: %s",
-				until.Format(time.RFC3339), strings.Join(changed, ", "))
+			s.State, s.Until = StateGated, nil
+			s.Message = fmt.Sprintf("changed, but a changed Secret's producer is not ready: nudge rolls it once it is, or "+
+				"--producer-ready-timeout (%s) after it saw the change at the latest: %s", e.ProducerReadyTimeout, strings.Join(changed, ", "))
 		}
 	case rollout.Restored:
 		s.State, s.WrittenBackBy = StateRestored, by
@@ -306,4 +317,19 @@ func (e Explainer) source(ctx context.Context, src refs.Source) (client.Object, 
 		return nil, err
 	}
 	return obj, nil
+}
+
+// unreadyProducers names the producers not ready of resolved, and why:
+// "; ExternalSecret shop/db is not ready (SecretSyncedError: ...)".
+func unreadyProducers(resolved []resolve.Resolved) string {
+	var b strings.Builder
+	for _, r := range resolved {
+		if p := r.Producer; p.Known && !p.Ready {
+			fmt.Fprintf(&b, "; %s is not ready", p.Producer)
+			if p.Reason != "" {
+				fmt.Fprintf(&b, " (%s)", p.Reason)
+			}
+		}
+	}
+	return b.String()
 }

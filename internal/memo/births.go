@@ -123,10 +123,12 @@ func (b *Births) Settled(key types.NamespacedName, applied string, versions map[
 }
 
 // Decided settles key after decision d, taken at now with young sources:
-// a rollout written ends the workload's youth; one that waits keeps its
-// young sources until it is written; a baseline written ends the youth of
-// the sources it records as they enter (rollout.Decision.Entered), and is
-// remembered (see settled); any other decision lets it age.
+// a rollout written ends the workload's youth; one that waits (a burst, a
+// missing source, a slot, a halt, a maintenance window, the storm brake, a
+// producer not ready) keeps its young sources until it is written; a
+// baseline written ends the youth of the sources it records as they enter
+// (rollout.Decision.Entered), and is remembered (see settled); any other
+// decision lets it age.
 func (b *Births) Decided(key types.NamespacedName, young []refs.Source, d rollout.Decision, written bool, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -139,7 +141,7 @@ func (b *Births) Decided(key types.NamespacedName, young []refs.Source, d rollou
 		if written {
 			b.of.Delete(key)
 		}
-	case rollout.Wait, rollout.Hold, rollout.Pending, rollout.Halted:
+	case rollout.Wait, rollout.Hold, rollout.Pending, rollout.Halted, rollout.Deferred, rollout.Braked, rollout.Gated:
 		if len(young) > 0 {
 			e.held = young
 			b.of.Put(key, e, now)

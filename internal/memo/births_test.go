@@ -90,6 +90,16 @@ func TestBirths(t *testing.T) {
 			},
 			want: []refs.Source{app},
 		},
+		"a rollout deferred, braked or gated keeps its young sources past the minute": {
+			steps: func(b *Births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				for _, a := range []rollout.Action{rollout.Deferred, rollout.Braked, rollout.Gated} {
+					b.Decided(web, []refs.Source{app}, rollout.Decision{Action: a}, false, t0)
+				}
+				clk.SetTime(t0.Add(5 * time.Hour))
+			},
+			want: []refs.Source{app},
+		},
 		"a workload forgotten (not opted in) has no birth": {
 			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})

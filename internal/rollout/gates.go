@@ -82,12 +82,16 @@ func gate(in Input, d Decision) Decision {
 	return d
 }
 
-// recent returns, sorted, the rollouts of in.Rolled within StormPeriod
-// before in.Now.
+// recent returns, sorted, the rollouts of in.Rolled within StormPeriod of
+// in.Now, before or after it. A rollout recorded after now is counted: its
+// time is rounded up to the second (workload.FormatRollouts), and another
+// nudge's clock may run ahead of this one's; a time further ahead than
+// StormPeriod is no rollout's, and ignored, so that a hand-written time
+// far in the future cannot hold the workload for longer than one period.
 func (in Input) recent() []time.Time {
 	var out []time.Time
 	for _, t := range in.Rolled {
-		if in.Now.Sub(t) < StormPeriod && !t.After(in.Now) {
+		if d := in.Now.Sub(t); d < StormPeriod && d > -StormPeriod {
 			out = append(out, t)
 		}
 	}

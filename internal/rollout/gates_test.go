@@ -96,6 +96,20 @@ func TestGates(t *testing.T) {
 			want:      rollout.Braked,
 			wantAfter: 20 * time.Minute,
 		},
+		"a rollout recorded a second ahead of the clock counts": {
+			in: roll(func(in *rollout.Input) {
+				in.Budget, in.Rolled = 2, []time.Time{noon.Add(-30 * time.Minute), noon.Add(time.Second)}
+			}),
+			want:      rollout.Braked,
+			wantAfter: 30 * time.Minute,
+		},
+		"a time more than an hour ahead is no rollout's": {
+			in: roll(func(in *rollout.Input) {
+				in.Budget, in.Rolled = 1, []time.Time{noon.Add(2 * time.Hour)}
+			}),
+			want:       rollout.Roll,
+			wantRolled: ago(0),
+		},
 		"no budget brakes nothing and records nothing": {
 			in: roll(func(in *rollout.Input) {
 				in.Rolled = ago(time.Minute, 2*time.Minute, 3*time.Minute)

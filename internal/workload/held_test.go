@@ -13,7 +13,11 @@ func TestRolloutsAnnotation(t *testing.T) {
 		value string
 		want  []time.Time
 	}{
-		"the times read back":            {value: FormatRollouts([]time.Time{a, b}), want: []time.Time{a, b}},
+		"the times read back": {value: FormatRollouts([]time.Time{a, b}), want: []time.Time{a, b}},
+		"a time within a second is rounded up": {
+			value: FormatRollouts([]time.Time{a.Add(time.Millisecond), b.Add(999 * time.Millisecond)}),
+			want:  []time.Time{a.Add(time.Second), b.Add(time.Second)},
+		},
 		"an empty value holds none":      {value: "", want: nil},
 		"a bad entry is skipped":         {value: "1795000000,soon,1795000060", want: []time.Time{a, b}},
 		"spaces around entries are kept": {value: " 1795000000 , 1795000060", want: []time.Time{a, b}},

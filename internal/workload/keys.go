@@ -40,11 +40,17 @@ const (
 )
 
 // FormatRollouts returns ts as RolloutsAnnotation holds them: Unix
-// seconds, comma-separated, in the order given.
+// seconds, comma-separated, in the order given. A time within a second is
+// written as the second after it (rounded up), so that the budget it takes
+// frees no earlier than StormPeriod after the rollout itself.
 func FormatRollouts(ts []time.Time) string {
 	out := make([]string, len(ts))
 	for i, t := range ts {
-		out[i] = strconv.FormatInt(t.Unix(), 10)
+		n := t.Unix()
+		if t.Nanosecond() > 0 {
+			n++
+		}
+		out[i] = strconv.FormatInt(n, 10)
 	}
 	return strings.Join(out, ",")
 }

@@ -177,6 +177,15 @@ type Workload struct {
 	Rolled []time.Time
 	// Held is what holds its pending change, as nudge.dev/held says.
 	Held Hold
+	// Born is when a running nudge saw the workload created, zero when none
+	// did (created while nudge was down) or nudge forgot it (a restart, a
+	// failover, an opt-out, the workload's first rollout). Young lists the
+	// sources of a change that a pace rule held (rules 14, 15) while the
+	// workload was young (see Model.young): nudge keeps them until it
+	// rolls, so first sight (a GitOps replace, a rollout undo) rolls for
+	// them instead of recording them (rule 3's young sources).
+	Born  time.Time
+	Young []SourceID
 }
 
 // Model is the world of one sequence.
@@ -299,7 +308,8 @@ func read(data map[string]string, whole bool) string {
 
 // reconcile applies the rules to one workload:
 //   - not opted in: nudge's state is removed (rule 3: opting in again is
-//     first sight), and nothing is held;
+//     first sight), its rollout times with it (rule 14), and nothing is
+//     held;
 //   - no usable state (none, or not the one the seal vouches for): the
 //     desired state is recorded, no rollout (rules 3, 7);
 //   - a source in both states, read the same way, with other content is a
@@ -314,17 +324,28 @@ func read(data map[string]string, whole bool) string {
 //     leaving are recorded without one (rule 3).
 func (m *Model) reconcile(w *Workload) {
 	if !w.Opt.OptedIn() {
-		w.Applied, w.Seal, w.Held = nil, nil, Hold{}
+		// Opting out drops nudge's state, the storm brake's record of
+		// rollouts too (rule 14): opting in again counts from then on.
+		w.Applied, w.Seal, w.Held, w.Rolled = nil, nil, Hold{}, nil
+		w.Born, w.Young = time.Time{}, nil
 		return
 	}
 	desired, keep, missing := m.desired(w)
-	if w.Applied == nil || w.Seal == nil || !maps.Equal(w.Applied, w.Seal) {
-		w.Applied, w.Seal, w.Held = desired, desired, Hold{}
-		return
-	}
 	var changed []SourceID
+	if w.Applied == nil || w.Seal == nil || !maps.Equal(w.Applied, w.Seal) {
+		// First sight rolls for the young sources of a held change; with
+		// none, or a required source missing, it records a baseline.
+		changed = slices.DeleteFunc(slices.Clone(w.Young), func(s SourceID) bool {
+			d, ok := desired[s]
+			return !ok || d.Content == Absent
+		})
+		if len(changed) == 0 || missing {
+			w.Applied, w.Seal, w.Held, w.Young = desired, desired, Hold{}, nil
+			return
+		}
+	}
 	for s, d := range desired {
-		if a, ok := w.Applied[s]; ok && a.Whole == d.Whole && a.Content != d.Content {
+		if a, ok := w.Applied[s]; ok && a.Whole == d.Whole && a.Content != d.Content && !slices.Contains(changed, s) {
 			changed = append(changed, s)
 		}
 	}
@@ -337,6 +358,13 @@ func (m *Model) reconcile(w *Workload) {
 			if h.Reason != w.Held.Reason {
 				m.Holds[h.Reason]++
 			}
+			if m.young(w) {
+				for _, s := range changed {
+					if !slices.Contains(w.Young, s) {
+						w.Young = append(w.Young, s)
+					}
+				}
+			}
 			w.Held = h
 			return
 		}
@@ -348,7 +376,8 @@ func (m *Model) reconcile(w *Workload) {
 	}
 	if len(changed) > 0 {
 		w.setTemplate(m.rolled(w))
-		if w.Rolled = append(w.Rolled, m.Now); m.UnbrakedForgets && m.budget(w) == 0 {
+		w.Born, w.Young = time.Time{}, nil
+		if w.Rolled = append(w.Rolled, m.rolledAt()); m.UnbrakedForgets && m.budget(w) == 0 {
 			w.Rolled = nil
 		}
 	}

@@ -122,17 +122,42 @@ func (m *Model) budget(w *Workload) int {
 	return m.Budget
 }
 
-// recent returns, sorted, w's rollouts by nudge within StormPeriod before
-// m.Now.
+// recent returns, sorted, w's rollouts by nudge within StormPeriod of
+// m.Now (a rollout's time is recorded rounded up to the second, so it may
+// be after m.Now: see Model.rolledAt).
 func (m *Model) recent(w *Workload) []time.Time {
 	var out []time.Time
 	for _, t := range w.Rolled {
-		if m.Now.Sub(t) < StormPeriod && !t.After(m.Now) {
+		if d := m.Now.Sub(t); d < StormPeriod && d > -StormPeriod {
 			out = append(out, t)
 		}
 	}
 	slices.SortFunc(out, time.Time.Compare)
 	return out
+}
+
+// young reports whether nudge still remembers w's creation as young
+// (memo.Births): it saw it, and it was less than sources.Young (a minute)
+// ago or w holds young sources already.
+func (m *Model) young(w *Workload) bool {
+	return !w.Born.IsZero() && (m.Now.Sub(w.Born) <= time.Minute || len(w.Young) > 0)
+}
+
+// forgetBirths forgets what a stopped nudge remembered of the workloads'
+// creations and their young sources (memo.Births lives in memory).
+func (m *Model) forgetBirths() {
+	for _, w := range m.Workloads {
+		w.Born, w.Young = time.Time{}, nil
+	}
+}
+
+// rolledAt returns the time a rollout at m.Now is recorded with for the
+// storm brake: nudge.dev/rollouts holds Unix seconds rounded up, so that a
+// budget frees no earlier than StormPeriod after the rollout, and nudge's
+// clock runs a little after m.Now (the world moves it a microsecond a step,
+// so that two rollouts never share an instant): the second after m.Now's.
+func (m *Model) rolledAt() time.Time {
+	return m.Now.Truncate(time.Second).Add(time.Second)
 }
 
 // hold returns what of rules 14 and 15 holds w's change of the sources

@@ -17,7 +17,8 @@ import (
 var (
 	paceSeedFlag      = flag.Uint64("pace-seed", 0, "replay the one paced sequence of this seed (TestPaceAcrossSequences; printed on failure)")
 	paceStepsFlag     = flag.Int("pace-steps", 80, "steps per paced sequence, before the last advance of the clock")
-	paceSequencesFlag = flag.Int("pace-sequences", 0, "paced sequences to play, from random seeds, besides the saved ones (none by default: see TestPaceAcrossSequences)")
+	paceSequencesFlag = flag.Int("pace-sequences", 2, "paced sequences to play, from random seeds, besides the saved ones")
+	paceHAFlag        = flag.Bool("pace-ha", false, "let the random paced sequences run two replicas too (odd seeds; see TestPaceAcrossSequences)")
 	paceKnownFlag     = flag.Bool("pace-known", false, "compare where nudge is known to differ from the rules too (see paceRegressions): fails until nudge is fixed")
 )
 
@@ -35,10 +36,10 @@ const paceBudget = 3
 //     model.Model.UnbrakedForgets): nudge records no rollout times without
 //     a brake, and docs/design.md's rule 14 says so.
 //
-// Two differences found here were mended in nudge: a workload that opts
-// out kept nudge.dev/held, and marking urgent the source of a change held
-// for the window did not roll it (the mark's change alone reconciled no
-// workload).
+// Three differences found here were mended in nudge: a workload that opts
+// out kept nudge.dev/held; marking urgent the source of a change held for
+// the window did not roll it (the mark's change alone reconciled no
+// workload); a rollout deferred, braked or gated forgot its young sources.
 var paceRegressions = []played{
 	// A workload held for the window opted out: nudge.dev/held stays.
 	{8434452077602166700, 23},
@@ -53,6 +54,14 @@ var paceRegressions = []played{
 	// A hold ended by the window's annotation removed, then rollout undo:
 	// the revision before the rollout keeps the annotations of that write.
 	{1357543748741842755, 44},
+	// A change just after a workload's creation, deferred by its window,
+	// then the workload replaced by a GitOps tool: the change is young
+	// (rule 3) and stays pending, and rolls when the window opens (nudge
+	// forgot a deferred rollout's young sources).
+	{3349083804345630249, 11},
+	// A workload that opts out and in again: its storm brake counts from
+	// then on (rule 14), as nudge drops the rollout times with its state.
+	{1588948418895975261, 70},
 }
 
 // Rules 14 and 15 across sequences: the steps of TestRulesAcrossSequences
@@ -73,17 +82,11 @@ var paceRegressions = []played{
 // -pace-seed replays one sequence; -pace-steps and -pace-sequences size
 // the run.
 //
-// By default only the saved sequences (paceRegressions) play: random ones
-// still find nudge and the model apart in two cases not settled yet, so
-// they are for a run by hand (-pace-sequences 6) until then. Seed
-// 3349083804345630249 (11 steps): a change after a workload's creation,
-// deferred by its window, then the workload replaced by a GitOps tool;
-// nudge keeps the change pending (a young source rolls on first sight,
-// rule 3, so it defers again) where the model records a baseline. Seed
-// 1588948418895975261 (70 steps): one rollout more than the budget allows
-// and no hold, where the model holds (nudge records rollout times to the
-// second, truncated, and counts none after its clock's now: both may let
-// the budget free a second early).
+// Every run plays the saved sequences (paceRegressions) and
+// -pace-sequences random ones (2 by default) of one replica: with two, a
+// failover may stop the replica that does not lead, and the model cannot
+// tell whether nudge forgot the creations it saw (see model.Workload.Born),
+// so random sequences of two replicas are for a run by hand (-pace-ha).
 //
 // A test of its own rather than more steps of TestRulesAcrossSequences:
 // that one runs the nudge binary with -nudge-bin (and in the soak), which
@@ -94,7 +97,11 @@ func TestPaceAcrossSequences(t *testing.T) {
 	if *paceSeedFlag == 0 {
 		seeds = slices.Clone(paceRegressions)
 		for range *paceSequencesFlag {
-			seeds = append(seeds, played{rand.Uint64() >> 1, *paceStepsFlag})
+			seed := rand.Uint64() >> 1
+			if !*paceHAFlag {
+				seed &^= 1 // an even seed runs one replica
+			}
+			seeds = append(seeds, played{seed, *paceStepsFlag})
 		}
 	}
 	for _, p := range seeds {
@@ -143,8 +150,8 @@ func newPacedSequence(t *testing.T, seed uint64) *sequence {
 }
 
 // drain ends every hold of a paced sequence: nudge started if it is
-// stopped, the clock moved an hour on at least (every storm brake's budget
-// free) and into the open window. Then no hold may remain, and nothing may
+// stopped, the clock moved an hour and a second on at least (every storm
+// brake's budget free) and into the open window. Then no hold may remain, and nothing may
 // be lost: every workload that no missing source holds runs with what its
 // sources hold (the model's applied state is that content, and the world's
 // is the model's).
@@ -155,7 +162,9 @@ func (s *sequence) drain(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	by := model.WindowOpens(s.m.Now.Add(model.StormPeriod)).Sub(s.m.Now)
+	// An hour and a second: rollout times are recorded rounded up to the
+	// second after (model.Model.rolledAt).
+	by := model.WindowOpens(s.m.Now.Add(model.StormPeriod + time.Second)).Sub(s.m.Now)
 	if err := s.play(t.Context(), model.Step{Op: model.Advance, By: by}); err != nil {
 		t.Fatal(err)
 	}

@@ -124,8 +124,12 @@ func (m *Model) Apply(s Step) {
 		src.Exists = false
 	case CreateWorkload:
 		t := Template{Image: s.Image}
-		m.Workloads[s.Workload] = &Workload{Exists: true, Uses: s.Uses, Opt: s.Opt, Template: t, GitImage: s.Image,
+		w := &Workload{Exists: true, Uses: s.Uses, Opt: s.Opt, Template: t, GitImage: s.Image,
 			Revisions: []Revision{{Template: t}}, Pace: s.Pace}
+		if m.Up {
+			w.Born = m.Now
+		}
+		m.Workloads[s.Workload] = w
 	case SetOpt, SetBudget, SetWindow:
 		if s.Op == SetOpt {
 			w.Opt = s.Opt
@@ -147,13 +151,19 @@ func (m *Model) Apply(s Step) {
 	case GitOps:
 		// The repository's manifest holds the workload's own annotations
 		// (Opt, Pace), none of nudge's: its rollout times go.
-		w.Applied, w.Seal, w.Rolled = nil, nil, nil
+		w.Applied, w.Seal, w.Rolled, w.Held = nil, nil, nil, Hold{}
 		w.setTemplate(Template{Image: w.GitImage})
 	case GitOpsKeepingKeys:
 		w.GitImage = s.Image
 		w.setTemplate(Template{Image: s.Image, Restart: w.Template.Restart})
 	case StopNudge:
 		m.Up = false
+		m.forgetBirths()
+	case RestartNudge, Failover:
+		// A failover may stop the replica that is not the leader, whose
+		// memory was empty: the model cannot tell, and forgets. Youth
+		// matters only to a held change replaced or undone before it rolls.
+		m.forgetBirths()
 	case StartNudge:
 		m.Up = true
 	}
