@@ -85,7 +85,7 @@ func TestReloaderValuesMagnum(t *testing.T) {
 	g.Expect(r.can("list", "", "secrets", "shop")).To(BeFalse(), "no other namespace's")
 
 	notes := charttest.Notes(t, release, namespace, []string{file}, magnum)
-	g.Expect(notes).To(ContainSubstring("It watches namespace "+namespace))
+	g.Expect(notes).To(ContainSubstring("It watches namespace " + namespace))
 	g.Expect(notes).NotTo(ContainSubstring("does not know"), "every key of Reloader's file known")
 }
 
