@@ -13,11 +13,11 @@ import (
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
-// TestReloaderKnownValues: the values under reloader and kubernetes that
+// TestReloaderValuesKnown: the values under reloader and kubernetes that
 // the install notes take as known (nudge.reloaderKnownValues in
 // templates/_reloader.tpl) are those values.schema.json describes, so a
 // value added to one is added to the other.
-func TestReloaderKnownValues(t *testing.T) {
+func TestReloaderValuesKnown(t *testing.T) {
 	g := NewWithT(t)
 	tpl, err := os.ReadFile(filepath.Join(charttest.Chart(t), "templates", "_reloader.tpl"))
 	g.Expect(err).NotTo(HaveOccurred())

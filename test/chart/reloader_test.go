@@ -3,6 +3,7 @@ package chart
 import (
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,49 +19,81 @@ import (
 	"nudge.dev/nudge/test/chart/charttest"
 )
 
-// Reloader's values files (test/chart/testdata): its chart's published
-// defaults, and one that sets every value its chart has.
-const (
-	reloaderDefaults   = "reloader-default-values.yaml"
-	reloaderEveryValue = "reloader-every-value.yaml"
-)
+// reloaderEveryValue is the values file in test/chart/testdata that sets
+// every value of Reloader's chart; Reloader's own published defaults are
+// charttest.ReloaderValues.
+const reloaderEveryValue = "reloader-every-value.yaml"
 
-// TestReloaderDefaultValues installs nudge's chart with Reloader's own
-// default values file: it renders, lints, runs nudge's image (not
-// Reloader's) under the restricted settings, and keeps Reloader's meanings
-// (Argo Rollouts off, its labels and user).
-func TestReloaderDefaultValues(t *testing.T) {
+// TestReloaderValuesDefault installs nudge's chart with Reloader's own
+// default values file, as Reloader publishes it: it renders, lints, runs
+// nudge's image (not Reloader's) under the restricted settings, keeps
+// Reloader's meanings (Argo Rollouts off, its labels and user), and runs
+// nudge with the flags of nudge's own defaults but for what the file's
+// values mean (docs/reference.md's table): isArgoRollouts: false is
+// --ignored-workload-types=rollouts, logLevel: info is --log-level=info,
+// and every other value of the file is its flag's default.
+func TestReloaderValuesDefault(t *testing.T) {
 	g := NewWithT(t)
-	r := renderReloader(t, reloaderDefaults, nil)
+	file := charttest.ReloaderValues(t)
+	r := renderReloader(t, file, nil)
 	g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRoleBinding",
 		"Role", "RoleBinding", "Service", "Deployment"), "what nudge's defaults render")
 	c := r.deploy.Spec.Template.Spec.Containers[0]
 	g.Expect(c.Image).To(Equal("ghcr.io/nudge-dev/nudge:0.1.0"), "nudge's image, not Reloader's")
 	g.Expect(r.deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
-	g.Expect(r.opts.LeaderElect).To(BeFalse())
-	g.Expect(r.opts.Ignores("rollouts")).To(BeTrue(), "isArgoRollouts: false, as in Reloader")
 	g.Expect(r.deploy.Labels).To(HaveKeyWithValue("provider", "stakater"))
-	g.Expect(r.deploy.Spec.Template.Labels).To(HaveKeyWithValue("group", "com.stakater.platform"))
+	g.Expect(r.deploy.Spec.Template.Labels).To(And(HaveKeyWithValue("group", "com.stakater.platform"), HaveKeyWithValue("version", "v1.4.21")))
 	g.Expect(r.deploy.Spec.Template.Spec.SecurityContext.RunAsUser).To(HaveValue(BeEquivalentTo(65534)), "Reloader's user")
+	g.Expect(r.deploy.Spec.Template.Spec.HostUsers).To(BeNil(), "hostUsers: null sets nothing")
 	g.Expect(c.Resources.Limits.Memory().String()).To(Equal("512Mi"), "nudge's resources: Reloader's are empty")
-	g.Expect(c.Args).NotTo(ContainElement(HavePrefix("--enable-pprof")))
 
-	// As Reloader's README installs it in one namespace.
-	one := renderReloader(t, reloaderDefaults, charttest.Values{"reloader": map[string]any{"watchGlobally": false}})
-	g.Expect(one.opts.Namespaces).To(Equal([]string{namespace}))
-	g.Expect(one.m.OfKind("ClusterRole")).To(BeEmpty())
+	g.Expect(c.Args).To(ContainElements("--ignored-workload-types=rollouts", "--log-level=info"))
+	own := render(t, nil)
+	want := own.opts
+	want.IgnoredWorkloadTypes = []string{"rollouts"}
+	g.Expect(r.opts).To(Equal(want), "nudge's defaults but isArgoRollouts: false")
+	g.Expect(r.opts.Ignores("rollouts")).To(BeTrue(), "isArgoRollouts: false, as in Reloader")
+	g.Expect(r.can("watch", "argoproj.io", "rollouts", "shop")).To(BeFalse(), "no permission on Argo Rollouts")
+	g.Expect(c.Env).To(Equal(own.deploy.Spec.Template.Spec.Containers[0].Env), "enableMetricsByNamespace: false, no env of Reloader's")
 
-	notes := charttest.Notes(t, release, namespace, []string{charttest.Testdata(t, reloaderDefaults)}, nil)
+	notes := charttest.Notes(t, release, namespace, []string{file}, nil)
 	g.Expect(notes).To(ContainSubstring("kubernetes.host"), "named as without effect")
 	g.Expect(notes).To(ContainSubstring("Reloader's image was replaced by nudge's, ghcr.io/nudge-dev/nudge:0.1.0"))
 	g.Expect(notes).NotTo(ContainSubstring("reloader.isOpenshift"), "false: not named")
+	g.Expect(notes).NotTo(ContainSubstring("does not know"), "every key of Reloader's file known")
 }
 
-// TestReloaderEveryValue installs nudge's chart with a file that sets every
-// value of Reloader's chart, and finds each where it belongs.
-func TestReloaderEveryValue(t *testing.T) {
+// TestReloaderValuesMagnum installs nudge's chart with Reloader's default
+// values file and the OpenStack Magnum spec's setting,
+// reloader.watchGlobally=false (docs/reference.md, "In one namespace
+// only"): nudge watches the release's namespace alone, with Roles there and
+// no ClusterRole, its flags otherwise those of the file alone.
+func TestReloaderValuesMagnum(t *testing.T) {
 	g := NewWithT(t)
-	r := renderReloader(t, reloaderEveryValue, nil, "--api-versions", "autoscaling.k8s.io/v1")
+	file := charttest.ReloaderValues(t)
+	magnum := charttest.Values{"reloader": map[string]any{"watchGlobally": false}}
+	r := renderReloader(t, file, magnum)
+	g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Role", "RoleBinding", "Role", "RoleBinding", "Service", "Deployment"),
+		"namespaced objects only")
+	g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--namespaces=$(POD_NAMESPACE)",
+		"--ignored-workload-types=rollouts", "--log-level=info"))
+	want := renderReloader(t, file, nil).opts
+	want.Namespaces = []string{namespace}
+	g.Expect(r.opts).To(Equal(want), "the file's flags, in the release's namespace")
+	g.Expect(r.can("patch", "apps", "daemonsets", namespace)).To(BeTrue(), "Cinder CSI's DaemonSet rolled")
+	g.Expect(r.can("list", "", "secrets", namespace)).To(BeTrue(), "its cloud-config Secret read")
+	g.Expect(r.can("list", "", "secrets", "shop")).To(BeFalse(), "no other namespace's")
+
+	notes := charttest.Notes(t, release, namespace, []string{file}, magnum)
+	g.Expect(notes).To(ContainSubstring("It watches namespace " + namespace))
+	g.Expect(notes).NotTo(ContainSubstring("does not know"), "every key of Reloader's file known")
+}
+
+// TestReloaderValuesEvery installs nudge's chart with a file that sets every
+// value of Reloader's chart, and finds each where it belongs.
+func TestReloaderValuesEvery(t *testing.T) {
+	g := NewWithT(t)
+	r := renderReloader(t, charttest.Testdata(t, reloaderEveryValue), nil, "--api-versions", "autoscaling.k8s.io/v1")
 	const name = "platform-reloader"
 	spec := r.deploy.Spec.Template.Spec
 	c := spec.Containers[0]
@@ -86,6 +119,7 @@ func TestReloaderEveryValue(t *testing.T) {
 	g.Expect(spec.SchedulerName).To(Equal("default-scheduler"))
 	g.Expect(spec.DNSConfig).To(HaveValue(HaveField("Options", ConsistOf(HaveField("Name", "ndots")))))
 	g.Expect(spec.AutomountServiceAccountToken).To(HaveValue(BeTrue()))
+	g.Expect(spec.HostUsers).To(HaveValue(BeFalse()))
 
 	// Security contexts, resources, probes, volumes.
 	g.Expect(spec.SecurityContext.RunAsUser).To(HaveValue(BeEquivalentTo(65534)))
@@ -225,11 +259,58 @@ func TestReloaderEveryValue(t *testing.T) {
 		g.Expect(notes).To(ContainSubstring("- "+v+":"), "%s named as without effect", v)
 	}
 	g.Expect(notes).NotTo(ContainSubstring("replaced by nudge's"), "not Reloader's image")
+	g.Expect(notes).NotTo(ContainSubstring("does not know"), "every value of Reloader's chart known")
 }
 
-// TestRenderReloaderValues renders single values of Reloader's chart whose
+// TestReloaderValuesEveryKey: the file that sets every value of Reloader's
+// chart sets every key of Reloader's published default values file (a map
+// the published file leaves empty or null counts as set by its key), so a
+// value a newer Reloader chart adds is added to it. reloader.namespaces is
+// left out, as the file's header says; TestReloaderValuesEach renders it.
+func TestReloaderValuesEveryKey(t *testing.T) {
+	published, every := readValues(t, charttest.ReloaderValues(t)), readValues(t, charttest.Testdata(t, reloaderEveryValue))
+	var missing []string
+	var walk func(published, every map[string]any, path string)
+	walk = func(published, every map[string]any, path string) {
+		for k, v := range published {
+			set, ok := every[k]
+			switch {
+			case path+k == "reloader.namespaces":
+			case !ok:
+				missing = append(missing, path+k)
+			case len(asMap(v)) > 0:
+				walk(asMap(v), asMap(set), path+k+".")
+			}
+		}
+	}
+	walk(published, every, "")
+	slices.Sort(missing)
+	NewWithT(t).Expect(missing).To(BeEmpty(), "keys of Reloader's %s values that %s does not set", charttest.ReloaderChart, reloaderEveryValue)
+}
+
+// asMap returns v as a map of values, or nil when it is not one.
+func asMap(v any) map[string]any {
+	m, _ := v.(map[string]any)
+	return m
+}
+
+// readValues returns the values of the values file at path.
+func readValues(t *testing.T, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	values := map[string]any{}
+	if err := yaml.Unmarshal(b, &values); err != nil {
+		t.Fatalf("Decoding %s: %v", path, err)
+	}
+	return values
+}
+
+// TestReloaderValuesEach renders single values of Reloader's chart whose
 // meaning in nudge's is not plain.
-func TestRenderReloaderValues(t *testing.T) {
+func TestReloaderValuesEach(t *testing.T) {
 	tests := map[string]struct {
 		values charttest.Values
 		check  func(g Gomega, r rendered)
@@ -256,7 +337,7 @@ func TestRenderReloaderValues(t *testing.T) {
 			},
 		},
 		"Reloader's image is replaced by nudge's; a mirror of nudge's is kept": {
-			values: charttest.Values{"image": map[string]any{"repository": "ghcr.io/stakater/reloader", "tag": "v1.4.10"},
+			values: charttest.Values{"image": map[string]any{"repository": "ghcr.io/stakater/reloader", "tag": "v1.4.21"},
 				"reloader": map[string]any{"deployment": map[string]any{"securityContext": map[string]any{"runAsUser": nil}}}},
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/nudge-dev/nudge:0.1.0"))
@@ -293,9 +374,12 @@ func TestRenderReloaderValues(t *testing.T) {
 // TestReloaderValuesLint runs helm lint --strict with each of Reloader's
 // values files.
 func TestReloaderValuesLint(t *testing.T) {
-	for _, file := range []string{reloaderDefaults, reloaderEveryValue} {
-		t.Run(file, func(t *testing.T) {
-			args := []string{"lint", "--strict", charttest.Chart(t), "--values", charttest.Testdata(t, file)}
+	for name, file := range map[string]func(testing.TB) string{
+		"published defaults": charttest.ReloaderValues,
+		reloaderEveryValue:   func(t testing.TB) string { return charttest.Testdata(t, reloaderEveryValue) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			args := []string{"lint", "--strict", charttest.Chart(t), "--values", file(t)}
 			if out, err := exec.Command(charttest.Helm(t), args...).CombinedOutput(); err != nil {
 				t.Fatalf("helm %s: %v\n%s", strings.Join(args, " "), err, out)
 			}
@@ -303,23 +387,16 @@ func TestReloaderValuesLint(t *testing.T) {
 	}
 }
 
-// renderReloader renders the chart with the values file in testdata (none
-// when "") and values over it, parses nudge's flags (see
-// parseReloaderArgs), and checks the invariants.
+// renderReloader renders the chart with the values file at path file (none
+// when "") and values over it, parses nudge's flags (see parseArgs), and
+// checks the invariants.
 func renderReloader(t *testing.T, file string, values charttest.Values, args ...string) rendered {
 	t.Helper()
 	var files []string
 	given := map[string]any{}
 	if file != "" {
-		path := charttest.Testdata(t, file)
-		files = append(files, path)
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := yaml.Unmarshal(b, &given); err != nil {
-			t.Fatal(err)
-		}
+		files = append(files, file)
+		given = readValues(t, file)
 	}
 	mergeValues(given, values)
 	m, out, err := charttest.TryRenderFiles(t, release, namespace, files, values, args...)
@@ -352,37 +429,11 @@ func mergeValues(into, over map[string]any) {
 	}
 }
 
-// reloader1421 is what Reloader v1.4.21's values add to v1.4.10's (see the
-// file's header).
-const reloader1421 = "reloader-1.4.21-additions.yaml"
-
-// TestReloaderNewerValues installs nudge's chart with Reloader v1.4.21's
-// values: a key nudge's chart does not know (reloader.deployment.hostUsers)
-// is accepted, as Reloader's chart accepts any key, and the install notes
-// name it as ignored. Reloader v1.4.10's own file names none.
-func TestReloaderNewerValues(t *testing.T) {
-	g := NewWithT(t)
-	files := []string{charttest.Testdata(t, reloaderDefaults), charttest.Testdata(t, reloader1421)}
-	m, out, err := charttest.TryRenderFiles(t, release, namespace, files, nil)
-	g.Expect(err).NotTo(HaveOccurred(), "helm template with v1.4.21's values: %s", out)
-	var d appsv1.Deployment
-	charttest.Into(t, m.Get("Deployment", release), &d)
-	g.Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/nudge-dev/nudge:0.1.0"), "nudge's image, not Reloader's")
-	g.Expect(d.Spec.Template.Spec.HostUsers).To(BeNil(), "an unknown value has no effect")
-
-	notes := charttest.Notes(t, release, namespace, files, nil)
-	g.Expect(notes).To(MatchRegexp(`(?s)Values that nudge's chart does not know, ignored.*\n- reloader\.deployment\.hostUsers\n`))
-	g.Expect(charttest.Notes(t, release, namespace, []string{charttest.Testdata(t, reloaderDefaults)}, nil)).
-		NotTo(ContainSubstring("does not know"), "v1.4.10's values: every key known")
-	g.Expect(charttest.Notes(t, release, namespace, []string{charttest.Testdata(t, reloaderEveryValue)}, nil)).
-		NotTo(ContainSubstring("does not know"), "every value of Reloader's chart known")
-}
-
-// TestReloaderUnknownValues: under reloader and kubernetes any key is
+// TestReloaderValuesUnknown: under reloader and kubernetes any key is
 // accepted, as in Reloader's chart (a misspelling too), and named in the
 // install notes, at any depth, in order; a map nudge knows as a whole (e.g.
 // a securityContext) is not looked into.
-func TestReloaderUnknownValues(t *testing.T) {
+func TestReloaderValuesUnknown(t *testing.T) {
 	g := NewWithT(t)
 	values := charttest.Values{
 		"kubernetes": map[string]any{"port": 443},

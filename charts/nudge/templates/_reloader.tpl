@@ -224,6 +224,7 @@ reloader:
     schedulerName: {}
     dnsConfig: {}
     automountServiceAccountToken: {}
+    hostUsers: {}
     securityContext: {}
     containerSecurityContext: {}
     annotations: {}

@@ -187,6 +187,27 @@ func Testdata(t testing.TB, name string) string {
 	return filepath.Join(Root(t), "test", "chart", "testdata", name)
 }
 
+// ReloaderChart is the version of Reloader's Helm chart whose published
+// default values ReloaderValues returns (Reloader v1.4.21).
+const ReloaderChart = "2.2.16"
+
+// ReloaderValues returns the path of Reloader's chart's default values
+// file, unchanged as Reloader publishes it (values.yaml of
+// https://github.com/stakater/Reloader/tree/master/deployments/kubernetes/chart/reloader
+// at chart ReloaderChart), which is kept beside the repository rather than
+// in it: <root>/../shared/peers/reloader-chart-<ReloaderChart>/values.yaml,
+// where CI has it. It skips t, saying what is missing, where the file is
+// not there.
+func ReloaderValues(t testing.TB) string {
+	t.Helper()
+	path := filepath.Join(filepath.Dir(Root(t)), "shared", "peers", "reloader-chart-"+ReloaderChart, "values.yaml")
+	if _, err := os.Stat(path); err != nil {
+		t.Skipf("No values file of Reloader's chart %s at %s (kept beside the repository, in ../shared/peers, as CI has it): %v",
+			ReloaderChart, path, err)
+	}
+	return path
+}
+
 // Manifest is the list of objects of a rendered chart.
 type Manifest []*unstructured.Unstructured
 

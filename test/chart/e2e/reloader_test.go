@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	nodev1 "k8s.io/api/node/v1"
@@ -29,24 +31,81 @@ import (
 // PodMonitor) the tests install, taken from the module proxy at test time.
 const prometheusOperator = "github.com/prometheus-operator/prometheus-operator@v0.85.0"
 
-// Reloader's published values file installs nudge's chart as it is: its
+// Reloader's published default values file (charttest.ReloaderValues),
+// installed with `helm install` as it is, and with the OpenStack Magnum
+// spec's settings (a release in the namespace it serves,
+// reloader.watchGlobally=false, --skip-crds): Helm installs it, the chart's
 // pods are admitted (restricted) and run, and nudge, run with the chart's
-// args and ServiceAccount, rolls a Deployment whose ConfigMap changes.
-func TestReloaderDefaultValuesInstall(t *testing.T) {
-	g := NewWithT(t)
-	ns, apps := namespace(t, "chart-rdef-"), namespace(t, "chart-rdef-apps-")
-	rel := installFiles(t, "nudge-reloader", ns, []string{charttest.Testdata(t, "reloader-default-values.yaml")}, nil)
-	g.Expect(rel.deploy.Spec.Template.Spec.Containers[0].Image).To(HavePrefix("ghcr.io/nudge-dev/nudge:"))
-	n := start(t, rel)
+// args and ServiceAccount, has the flags docs/reference.md's table gives
+// those values, rolls what they put in its scope, and is never refused a
+// request.
+func TestReloaderValuesInstall(t *testing.T) {
+	file := charttest.ReloaderValues(t)
+	t.Run("as published", func(t *testing.T) {
+		g := NewWithT(t)
+		ns, apps := namespace(t, "chart-reloader-"), namespace(t, "chart-reloader-apps-")
+		// Named after its namespace: its ClusterRoles are named after it,
+		// and a second run (-count) installs again.
+		rel := helmInstall(t, ns, ns, "--values", file)
+		g.Expect(rel.m.Kinds()).To(ContainElements("ClusterRole", "ClusterRoleBinding"), "watchGlobally: true")
+		g.Expect(rel.deploy.Spec.Template.Spec.Containers[0].Image).To(HavePrefix("ghcr.io/nudge-dev/nudge:"), "nudge's image, not Reloader's")
+		n := start(t, rel)
+		g.Expect(n.args).To(ContainElements("--ignored-workload-types=rollouts", "--log-level=info"), "isArgoRollouts: false, logLevel: info")
+		g.Expect(n.args).NotTo(ContainElement(HavePrefix("--namespaces")), "watchGlobally: true")
 
-	app(t, apps, "web")
-	baselined(t, apps, "web")
-	changeConfigMap(t, apps, "web")
-	g.Eventually(replicaSets(t, apps, "web")).WithTimeout(30*time.Second).Should(Equal(2), "a new ReplicaSet in %s", apps)
+		app(t, apps, "web")
+		baselined(t, apps, "web")
+		changeConfigMap(t, apps, "web")
+		g.Eventually(replicaSets(t, apps, "web")).WithTimeout(30*time.Second).Should(Equal(2), "a new ReplicaSet in %s", apps)
 
-	n.stop(t)
-	n.expectNoForbidden(t)
-	requestsOf(t, rel.user())
+		n.stop(t)
+		n.expectNoForbidden(t)
+		requestsOf(t, rel.user())
+	})
+	t.Run("Magnum", func(t *testing.T) {
+		g := NewWithT(t)
+		const ds, secret = "openstack-cinder-csi-nodeplugin", "cloud-config"
+		ns := namespace(t, "openstack-system-")
+		rel := helmInstall(t, "nudge", ns, "--values", file, "--skip-crds", "--set", "reloader.watchGlobally=false")
+		g.Expect(rel.m.Kinds()).NotTo(ContainElements("ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition"), "namespaced objects only")
+		noClusterObjects(t, ns)
+		n := start(t, rel)
+		g.Expect(n.args).To(ContainElements("--namespaces="+ns, "--ignored-workload-types=rollouts", "--log-level=info"),
+			"watchGlobally: false, isArgoRollouts: false, logLevel: info")
+
+		watcher, err := nt.Client(plane.Config())
+		g.Expect(err).NotTo(HaveOccurred())
+		templates := nt.WatchTemplatesOf(t, watcher, ns, &appsv1.DaemonSetList{})
+		g.Expect(k8s.Create(t.Context(), nt.Secret(ns, secret, map[string]string{"clouds.yaml": "credential: one"}))).To(Succeed())
+		g.Expect(k8s.Create(t.Context(), nt.DaemonSet(ns, ds, map[string]string{"secret.reloader.stakater.com/reload": secret},
+			nt.Volume("Secret", secret), restricted))).To(Succeed())
+		daemonSetBaselined(t, ns, ds)
+		rotateSecret(t, ns, secret, "credential: two")
+		g.Eventually(controllerRevisions(t, ns)).WithTimeout(30*time.Second).Should(Equal(2), "the DaemonSet's second revision")
+		g.Consistently(templates.Count).WithArguments(ds).WithTimeout(3*time.Second).Should(BeEquivalentTo(1), "one rollout of %s", ds)
+
+		n.stop(t)
+		n.expectNoForbidden(t)
+		for _, e := range requestsOf(t, rel.user()) {
+			if e.Resource != "" { // not discovery
+				g.Expect(e.Namespace).To(Equal(ns), "only requests in %s, got %+v", ns, e)
+			}
+		}
+	})
+}
+
+// helmInstall installs the chart with `helm install name` in ns with helm's
+// further args, and returns the release once its (fake) pods run.
+func helmInstall(t *testing.T, name, ns string, args ...string) *release {
+	t.Helper()
+	out, err := helm(t, append([]string{"install", name, charttest.Chart(t), "--namespace", ns}, args...)...)
+	if err != nil {
+		t.Fatalf("helm install %s -n %s: %v\n%s", name, ns, err, out)
+	}
+	if strings.Contains(out, "PodSecurity") {
+		t.Errorf("helm install %s: the chart's pods do not meet the restricted standard:\n%s", name, out)
+	}
+	return installed(t, name, ns, releaseManifest(t, name, ns))
 }
 
 // A values file setting every value of Reloader's chart installs nudge's
@@ -59,7 +118,7 @@ func TestReloaderDefaultValuesInstall(t *testing.T) {
 // team=platform when its Secret labelled reload=yes changes. Two values are
 // changed for the run: no webhookUrl (nudge would send requests instead of
 // rolling) and pprof on 127.0.0.1.
-func TestReloaderEveryValueInstall(t *testing.T) {
+func TestReloaderValuesEveryInstall(t *testing.T) {
 	g := NewWithT(t)
 	installMonitoringCRDs(t)
 	priority := &schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "nudge-test-priority"}, Value: 1000}
@@ -82,6 +141,7 @@ func TestReloaderEveryValueInstall(t *testing.T) {
 		HaveField("Spec.PriorityClassName", "nudge-test-priority"),
 		HaveField("Spec.Priority", HaveValue(BeEquivalentTo(1000))),
 		HaveField("Spec.RuntimeClassName", HaveValue(Equal("nudge-test-runtime"))),
+		HaveField("Spec.HostUsers", HaveValue(BeFalse())),
 	)), "scheduled as the file asks")
 	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &policyv1.PodDisruptionBudget{})).To(Succeed())
 	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &networkingv1.NetworkPolicy{})).To(Succeed())
