@@ -27,7 +27,7 @@ func TestPrometheusHaltedWaveFiresItsAlerts(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := namespace(t, "prom-halted-")
-	rules, _ := renderedRules(t)
+	rules, names := renderedRules(t)
 	canary := nt.Deployment(ns, "canary", 1, map[string]string{"nudge.dev/auto": "true", fleet.PriorityAnnotation: "10"}, nt.EnvFrom("ConfigMap", "app"))
 	for _, o := range []client.Object{
 		nt.ConfigMap(ns, "app", map[string]string{"a": "1"}),
@@ -58,6 +58,11 @@ func TestPrometheusHaltedWaveFiresItsAlerts(t *testing.T) {
 		return d.Annotations[fleet.HaltedAnnotation]
 	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to halt web")
 
+	// NudgeRolloutHalted is pending first, until its `for:` elapses: the
+	// halted gauge holds across evaluations.
+	g.Eventually(prom.alerts).WithTimeout(30*time.Second).Should(ContainElement(And(
+		HaveField("Labels", HaveKeyWithValue("alertname", "NudgeRolloutHalted")), HaveField("State", "pending"))),
+		"NudgeRolloutHalted pending for its for: of %s", forDuration)
 	g.Eventually(prom.firing).WithTimeout(60*time.Second).Should(ConsistOf("NudgeRolloutHalted", "NudgeRolloutFailed"),
 		"Prometheus to fire the alerts of a halted wave, and no other")
 	firing, err := prom.alerts()
@@ -66,7 +71,7 @@ func TestPrometheusHaltedWaveFiresItsAlerts(t *testing.T) {
 		g.Expect(a.Labels).To(And(HaveKeyWithValue("namespace", ns), HaveKeyWithValue("job", "nudge"), HaveKeyWithValue("severity", "warning")),
 			"%s is labelled with nudge's namespace and job", a.Labels["alertname"])
 	}
-	evaluatedWithoutError(t, prom, time.Now())
+	evaluatedWithoutError(t, prom, names, time.Now())
 	dashboardShowsSeries(t, prom, nil)
 }
 
@@ -76,7 +81,7 @@ func TestPrometheusMissingSecretFiresSourceMissing(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
 	ns := namespace(t, "prom-missing-")
-	rules, _ := renderedRules(t)
+	rules, names := renderedRules(t)
 	secret := nt.Secret(ns, "credentials", map[string]string{"password": "s3cret"})
 	for _, o := range []client.Object{
 		secret,
@@ -95,7 +100,7 @@ func TestPrometheusMissingSecretFiresSourceMissing(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(all).To(ConsistOf(HaveField("Labels", And(HaveKeyWithValue("namespace", ns), HaveKeyWithValue("job", "nudge"),
 		HaveKeyWithValue("severity", "warning")))))
-	evaluatedWithoutError(t, prom, time.Now())
+	evaluatedWithoutError(t, prom, names, time.Now())
 }
 
 // A healthy nudge that rolled a Deployment on a change fires no alert, none
@@ -121,12 +126,9 @@ func TestPrometheusHealthyNudgeFiresNoAlert(t *testing.T) {
 		return prom.series(`nudge_rollouts_total{job="nudge",kind="Deployment"} >= 1`)
 	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "Prometheus to scrape nudge's rollout of web")
 
-	loaded, err := prom.rules()
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(loaded).To(HaveLen(len(names)), "Prometheus loaded every alert of the chart")
 	g.Consistently(prom.alerts).WithTimeout(2*mustDuration(t, forDuration)).Should(BeEmpty(),
 		"no alert, firing or pending, from a healthy nudge")
-	evaluatedWithoutError(t, prom, time.Now().Add(-2*mustDuration(t, forDuration)))
+	evaluatedWithoutError(t, prom, names, time.Now().Add(-2*mustDuration(t, forDuration)))
 	dashboardShowsSeries(t, prom, map[string]string{
 		"Warnings by reason": "a healthy nudge records no Warning",
 	})
@@ -159,16 +161,17 @@ func changeConfigMap(t *testing.T, ns, name string) {
 	}).WithTimeout(10*time.Second).Should(Succeed(), "changing ConfigMap %s/%s", ns, name)
 }
 
-// evaluatedWithoutError checks that Prometheus evaluated every alerting
-// rule after since, without an error: an alert that does not fire is one
-// whose expression ran.
-func evaluatedWithoutError(t *testing.T, prom *server, since time.Time) {
+// evaluatedWithoutError checks that Prometheus loaded the alerts named (the
+// chart's), and evaluated each after since without an error: an alert that
+// does not fire is one whose expression ran.
+func evaluatedWithoutError(t *testing.T, prom *server, names []string, since time.Time) {
 	t.Helper()
 	NewWithT(t).Eventually(func(g Gomega) {
 		rules, err := prom.rules()
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(rules).NotTo(BeEmpty())
+		g.Expect(rules).To(HaveLen(len(names)), "Prometheus loaded every alert of the chart")
 		for _, r := range rules {
+			g.Expect(names).To(ContainElement(r.Name), "Prometheus loaded an alert of the chart")
 			g.Expect(r.Health).To(Equal("ok"), "rule %s: %s", r.Name, r.LastError)
 			g.Expect(r.LastEvaluation).To(BeTemporally(">", since), "rule %s evaluated", r.Name)
 		}
