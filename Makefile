@@ -133,9 +133,10 @@ prometheus:
 
 ## alerts-test: the alerts' tests alone: promtool check and unit tests
 ## (test/alerts), every query of the alerts and the dashboard against what
-## nudge serves (test/monitoring).
-alerts-test: kube-bins helm promtool
-	$(GO) test -count=1 -timeout 20m -p 1 ./test/alerts/ ./test/monitoring/
+## nudge serves (test/monitoring), and the alerts firing in a real
+## Prometheus (test/prometheus).
+alerts-test: kube-bins helm promtool prometheus
+	$(GO) test -count=1 -timeout 20m -p 1 ./test/alerts/ ./test/monitoring/ ./test/prometheus/
 
 ## dashboard: write charts/nudge/files/dashboard.json from hack/dashboard
 ## (the Grafana Foundation SDK, pinned in hack/dashboard/go.mod);
