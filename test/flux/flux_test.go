@@ -74,7 +74,7 @@ func owners(d *appsv1.Deployment, path ...string) []string {
 			continue
 		}
 		set := map[string]any{}
-		if err := json.Unmarshal(e.FieldsV1.Raw, &set); err != nil {
+		if err := json.Unmarshal(e.FieldsV1.GetRawBytes(), &set); err != nil {
 			continue
 		}
 		node, ok := any(set), true
