@@ -16,7 +16,7 @@ fi
 # versions the binary was built from, so a cached binary of another
 # version is rebuilt.
 if [ -x "$dest/kustomize-controller" ] &&
-  go version -m "$dest/kustomize-controller" | grep -qP "^\tdep\t\Q$pkg\E\t\Q$version\E\t"; then
+  go version -m "$dest/kustomize-controller" | grep -qP "^\t(mod|dep)\t\Q$pkg\E\t\Q$version\E\t"; then
   exit 0
 fi
 echo "Building kustomize-controller $version into $dest (several minutes on a small machine)"
