@@ -231,4 +231,3 @@ func TestFluxKustomizeControllerLeavesNudgesState(t *testing.T) {
 	g.Eventually(func() int { return len(e.Events("web", record.ReasonRolled)()) }).WithTimeout(20*time.Second).
 		Should(Equal(2), "nudge's two Rolled Events, none for Flux's rollout")
 }
-
