@@ -1,7 +1,8 @@
-// Package flux holds nudge to Flux: workloads applied by the library
-// Flux's kustomize-controller applies with (github.com/fluxcd/pkg/ssa, the
-// version kustomize-controller pins), with its field manager and its apply
-// options, on a real kube-apiserver beside a running nudge.
+// Package flux holds nudge to Flux, on a real kube-apiserver beside a
+// running nudge: workloads applied by the library Flux's kustomize-controller
+// applies with (github.com/fluxcd/pkg/ssa, the version it pins), set up as
+// its apply is, and by kustomize-controller itself (hack/flux.sh builds it)
+// from a GitRepository whose artifacts the test serves.
 package flux
 
 import (
