@@ -65,7 +65,7 @@ generate-check:
 ## mode), the alerts' promtool tests (test/alerts) and the dashboard's
 ## (test/monitoring), the image `make image` writes (test/image), and the
 ## release tools of hack/release.
-test: generate-check kube-bins helm promtool prometheus vet image
+test: generate-check kube-bins helm promtool prometheus flux vet image
 	$(GO) test -count=1 -timeout 45m -p 1 -parallel 8 ./...
 	cd hack/release && $(GO) test -count=1 ./...
 
@@ -233,3 +233,10 @@ dist:
 	  $(if $(wildcard LICENSE),-license $(CURDIR)/LICENSE) \
 	  $(foreach p,$(DIST_PLATFORMS),-binary $(p)=$(abspath $(BIN))/$(subst /,_,$(p))/nudge$(if $(findstring windows/,$(p)),.exe))
 	hack/release/krew-check.sh $(BIN)/dist $(VERSION) $(DIST_PLATFORMS)
+
+.PHONY: flux
+
+## flux: build Flux's kustomize-controller, pinned in hack/flux/go.mod, into
+## $(KUBE_BINS_DIR); a no-op when that version is there. test/flux runs it.
+flux:
+	hack/flux.sh $(KUBE_BINS_DIR)
