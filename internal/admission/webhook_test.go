@@ -285,3 +285,40 @@ func TestRolloutRestartAtIsKept(t *testing.T) {
 		return obj.GetAnnotations()[workload.AppliedAnnotation]
 	}).WithTimeout(20*time.Second).ShouldNot(Equal(rolled.GetAnnotations()[workload.AppliedAnnotation]), "nudge to roll the next change")
 }
+
+// Rule 6 with --admission-webhook, for a Flux HelmRelease-style owner:
+// helm-controller upgrades the release by replacing the Deployment
+// (spec.upgrade.force) with the chart's manifest as its post-renderer
+// rewrote it (a label and an annotation of the pod template added, a
+// kustomize patch), which holds no trigger of nudge's. The webhook keeps
+// the trigger and nudge's state: the upgrade of unchanged content rolls
+// nothing, and the next change rolls once.
+func TestFluxHelmReleasePostRenderedUpgradeRollsNothing(t *testing.T) {
+	e := setup(t, true)
+	postRendered := func() client.Object {
+		d := nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app"))
+		d.Labels = map[string]string{"helm.toolkit.fluxcd.io/name": "web", "helm.toolkit.fluxcd.io/namespace": e.NS}
+		d.Spec.Template.Labels["team"] = "shop"
+		d.Spec.Template.Annotations = map[string]string{"post-renderer.example/patched": "true"}
+		return d
+	}
+	helmController := client.FieldOwner("helm-controller")
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), postRendered())
+	e.Baselined("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
+	rolled := e.Deployment("web")
+	e.webhookServes(workload.Deployment, postRendered)
+
+	for range 2 { // each reconcile of the HelmRelease upgrades it again
+		e.G.Expect(e.replace(postRendered(), helmController)).To(Succeed(), "helm-controller upgrading the release")
+	}
+	e.G.Consistently(e.Rollouts("web")).WithTimeout(3*time.Second).Should(BeEquivalentTo(1), "the upgrades rolled nothing")
+	live := e.Deployment("web")
+	e.G.Expect(live.Spec.Template).To(Equal(rolled.Spec.Template), "the pod template as nudge rolled it, post-rendered")
+	e.G.Expect(live.Spec.Template.Annotations).To(HaveKeyWithValue("post-renderer.example/patched", "true"))
+	e.G.Expect(live.Annotations).To(HaveKeyWithValue(workload.AppliedAnnotation, rolled.Annotations[workload.AppliedAnnotation]), "nudge's state kept")
+
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
+	e.RolledTo("web", 2)
+}
