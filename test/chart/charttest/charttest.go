@@ -195,14 +195,15 @@ const ReloaderChart = "2.2.16"
 // file, unchanged as Reloader publishes it (values.yaml of
 // https://github.com/stakater/Reloader/tree/master/deployments/kubernetes/chart/reloader
 // at chart ReloaderChart), which is kept beside the repository rather than
-// in it: <root>/../shared/peers/reloader-chart-<ReloaderChart>/values.yaml,
+// in it: shared/peers/reloader-chart-<ReloaderChart>/values.yaml in the
+// directory that holds the repository's root,
 // where CI has it. It skips t, saying what is missing, where the file is
 // not there.
 func ReloaderValues(t testing.TB) string {
 	t.Helper()
 	path := filepath.Join(filepath.Dir(Root(t)), "shared", "peers", "reloader-chart-"+ReloaderChart, "values.yaml")
 	if _, err := os.Stat(path); err != nil {
-		t.Skipf("No values file of Reloader's chart %s at %s (kept beside the repository, in ../shared/peers, as CI has it): %v",
+		t.Skipf("No values file of Reloader's chart %s at %s (kept beside the repository, in shared/peers, as CI has it): %v",
 			ReloaderChart, path, err)
 	}
 	return path
