@@ -65,7 +65,7 @@ generate-check:
 ## mode), the alerts' promtool tests (test/alerts) and the dashboard's
 ## (test/monitoring), the image `make image` writes (test/image), and the
 ## release tools of hack/release.
-test: generate-check kube-bins helm promtool prometheus flux vet image
+test: generate-check kube-bins helm promtool prometheus flux certmanager vet image
 	$(GO) test -count=1 -timeout 45m -p 1 -parallel 8 ./...
 	cd hack/release && $(GO) test -count=1 ./...
 
@@ -130,6 +130,13 @@ promtool:
 ## that version is there. test/prometheus runs it against a running nudge.
 prometheus:
 	hack/prometheus.sh $(KUBE_BINS_DIR)
+
+## certmanager: build cert-manager's controller and cainjector, pinned in
+## hack/certmanager/go.mod, into $(KUBE_BINS_DIR); a no-op when that version
+## is there. test/chart/certmanager runs them beside the chart's webhook.
+.PHONY: certmanager
+certmanager:
+	hack/certmanager.sh $(KUBE_BINS_DIR)
 
 ## alerts-test: the alerts' tests alone: promtool check and unit tests
 ## (test/alerts), every query of the alerts and the dashboard against what
