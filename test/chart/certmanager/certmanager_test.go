@@ -71,7 +71,7 @@ func TestCertManagerIssuesAndRenewsTheWebhookCertificate(t *testing.T) {
 		return ips
 	}).WithTimeout(60*time.Second).Should(ContainElement("127.0.0.1"), "cert-manager to issue the certificate into Secret %s/%s", ns, certSecret)
 	g.Expect(issued.Data).To(HaveKey(caKey), "the Secret holds its CA (ca.crt)")
-	g.Eventually(caBundles(t, ns)).WithTimeout(60*time.Second).Should(HaveEach(string(issued.Data[caKey])),
+	g.Eventually(caBundles(t, ns)).WithTimeout(60*time.Second).Should(HaveEach(ContainElement(caSerial(t, issued))),
 		"cainjector to inject the certificate's CA into every webhook")
 
 	certs := filepath.Join(t.TempDir(), "webhook-certs")
@@ -99,8 +99,8 @@ func TestCertManagerIssuesAndRenewsTheWebhookCertificate(t *testing.T) {
 	g.Eventually(func() string { return servedSerial(addr) }).WithTimeout(30*time.Second).Should(Equal(serial(t, renewed).String()),
 		"nudge to serve the renewed certificate")
 	g.Expect(n.Exited()).To(BeFalse(), "without a restart")
-	g.Eventually(caBundles(t, ns)).WithTimeout(60*time.Second).Should(HaveEach(string(renewed.Data[caKey])),
-		"cainjector to inject the renewed CA")
+	g.Eventually(caBundles(t, ns)).WithTimeout(60*time.Second).Should(HaveEach(ContainElement(caSerial(t, renewed))),
+		"cainjector to add the renewed CA to every webhook's caBundle")
 
 	o.change("2", 2)
 	o.webhookServes("TLS verified against the renewed caBundle")
@@ -120,7 +120,7 @@ func TestCertManagerOffHelmKeepsItsCAAcrossUpgrades(t *testing.T) {
 	installed := secret(t, ns)
 	ca := installed.Data[caKey]
 	g.Expect(ca).NotTo(BeEmpty())
-	g.Expect(caBundles(t, ns)()).To(HaveEach(string(ca)), "the generated CA in every webhook's caBundle")
+	g.Expect(caBundles(t, ns)()).To(HaveEach(Equal([]string{caSerial(t, installed)})), "the generated CA in every webhook's caBundle")
 
 	m := helmChart(t, "upgrade", ns, "admissionWebhook.enabled=true", "admissionWebhook.timeoutSeconds=3")
 	for _, h := range webhookConfig(t, ns).Webhooks {
@@ -128,7 +128,7 @@ func TestCertManagerOffHelmKeepsItsCAAcrossUpgrades(t *testing.T) {
 	}
 	upgraded := secret(t, ns)
 	g.Expect(upgraded.Data).To(Equal(installed.Data), "the CA, certificate and key kept")
-	g.Expect(caBundles(t, ns)()).To(HaveEach(string(ca)), "the caBundle kept")
+	g.Expect(caBundles(t, ns)()).To(HaveEach(Equal([]string{caSerial(t, installed)})), "the caBundle kept")
 
 	certs := filepath.Join(t.TempDir(), "webhook-certs")
 	mount(t, certs, upgraded)

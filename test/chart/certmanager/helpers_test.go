@@ -107,13 +107,25 @@ func webhookConfig(t *testing.T, ns string) *admissionregistrationv1.MutatingWeb
 	return cfg
 }
 
-// caBundles returns the caBundle of each of the webhooks of ns's
-// configuration.
-func caBundles(t *testing.T, ns string) func() []string {
-	return func() []string {
-		var out []string
+// caBundles returns, for each webhook of ns's configuration, the serial
+// numbers of the certificates in its caBundle.
+func caBundles(t *testing.T, ns string) func() [][]string {
+	return func() [][]string {
+		var out [][]string
 		for _, h := range webhookConfig(t, ns).Webhooks {
-			out = append(out, string(h.ClientConfig.CABundle))
+			var serials []string
+			for rest := h.ClientConfig.CABundle; ; {
+				var block *pem.Block
+				if block, rest = pem.Decode(rest); block == nil {
+					break
+				}
+				c, err := x509.ParseCertificate(block.Bytes)
+				if err != nil {
+					t.Fatalf("A caBundle of %s holds %v", ns, err)
+				}
+				serials = append(serials, c.SerialNumber.String())
+			}
+			out = append(out, serials)
 		}
 		return out
 	}
@@ -280,6 +292,12 @@ func certificate(t *testing.T, data []byte) *x509.Certificate {
 func serial(t *testing.T, s *corev1.Secret) *big.Int {
 	t.Helper()
 	return certificate(t, s.Data[corev1.TLSCertKey]).SerialNumber
+}
+
+// caSerial returns the serial number of the Secret's ca.crt.
+func caSerial(t *testing.T, s *corev1.Secret) string {
+	t.Helper()
+	return certificate(t, s.Data[caKey]).SerialNumber.String()
 }
 
 // secret reads the webhook's certificate Secret of ns.
