@@ -153,12 +153,14 @@ type process struct {
 	out bytes.Buffer
 }
 
+// Write appends to the output; the process writes through it.
 func (p *process) Write(b []byte) (int, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.out.Write(b)
 }
 
+// String returns the output so far, standard output and error.
 func (p *process) String() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -175,6 +177,7 @@ func startCertManager(t *testing.T, ns string) {
 		p := &process{}
 		cmd := exec.Command(bin, "--kubeconfig="+plane.Kubeconfig(), "--namespace="+ns, "-v=2")
 		cmd.Stdout, cmd.Stderr = p, p
+		cmd.SysProcAttr = sysProcAttr()
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("Starting %s: %v", name, err)
 		}
