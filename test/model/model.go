@@ -206,6 +206,10 @@ type Model struct {
 	// counts none of the rollouts before. By the rule (at most B rollouts
 	// in any sliding hour) they count.
 	UnbrakedForgets bool
+	// ClockLate says nudge's clock runs less than a second after Now (a
+	// world that moves it a microsecond a step, so that two rollouts never
+	// share an instant): see rolledAt.
+	ClockLate bool
 	// Holds counts the holds of rules 14 and 15 that began, by reason.
 	Holds    map[string]int
 	restarts int

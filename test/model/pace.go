@@ -153,11 +153,15 @@ func (m *Model) forgetBirths() {
 
 // rolledAt returns the time a rollout at m.Now is recorded with for the
 // storm brake: nudge.dev/rollouts holds Unix seconds rounded up, so that a
-// budget frees no earlier than StormPeriod after the rollout, and nudge's
-// clock runs a little after m.Now (the world moves it a microsecond a step,
-// so that two rollouts never share an instant): the second after m.Now's.
+// budget frees no earlier than StormPeriod after the rollout. With
+// ClockLate, nudge's clock is a little after m.Now, so the time recorded is
+// the second after m.Now's.
 func (m *Model) rolledAt() time.Time {
-	return m.Now.Truncate(time.Second).Add(time.Second)
+	t := m.Now.Truncate(time.Second)
+	if m.ClockLate || !t.Equal(m.Now) {
+		t = t.Add(time.Second)
+	}
+	return t
 }
 
 // hold returns what of rules 14 and 15 holds w's change of the sources

@@ -140,6 +140,7 @@ func newPacedSequence(t *testing.T, seed uint64) *sequence {
 		t.Fatal(err)
 	}
 	s.m, s.w.clock = model.NewPaced(start, paceBudget), clock
+	s.m.ClockLate = true                  // world.tick adds a microsecond a step
 	s.m.UnbrakedForgets = !*paceKnownFlag // known: see model.Model.UnbrakedForgets
 	known := ""
 	if *paceKnownFlag {
