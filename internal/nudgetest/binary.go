@@ -62,7 +62,8 @@ type Process struct {
 	err  error // the exit status; read only after done is closed
 }
 
-// StartProcess runs bin with args and only the environment env (no
+// StartProcess runs bin (nudge, or another binary a test runs beside it)
+// with args and only the environment env (no
 // $POD_NAMESPACE unless given; $HOME a temporary directory), its standard
 // output and error kept (Output). When t ends it is stopped with SIGTERM
 // (SIGKILL and an error after 30 s) and, if t failed, its output is logged.
@@ -74,7 +75,7 @@ func StartProcess(t testing.TB, bin string, env []string, args ...string) *Proce
 	p.cmd.Stdout, p.cmd.Stderr = p, p
 	p.cmd.SysProcAttr = sysProcAttr()
 	if err := p.cmd.Start(); err != nil {
-		t.Fatalf("starting nudge: %v", err)
+		t.Fatalf("starting %s: %v", filepath.Base(bin), err)
 	}
 	go func() { p.err = p.cmd.Wait(); close(p.done) }()
 	t.Cleanup(func() {
@@ -84,11 +85,11 @@ func StartProcess(t testing.TB, bin string, env []string, args ...string) *Proce
 			case <-p.done:
 			case <-time.After(30 * time.Second):
 				_ = p.Kill()
-				t.Errorf("nudge (pid %d) did not stop within 30 s of SIGTERM", p.PID())
+				t.Errorf("%s (pid %d) did not stop within 30 s of SIGTERM", filepath.Base(bin), p.PID())
 			}
 		}
 		if t.Failed() {
-			KeepOutput(t, fmt.Sprintf("the output of nudge (pid %d) %s", p.PID(), strings.Join(args, " ")), p.Output())
+			KeepOutput(t, fmt.Sprintf("the output of %s (pid %d) %s", filepath.Base(bin), p.PID(), strings.Join(args, " ")), p.Output())
 		}
 	})
 	return p
@@ -101,7 +102,7 @@ func (p *Process) Write(b []byte) (int, error) {
 	return p.out.Write(b)
 }
 
-// Output returns what nudge wrote so far, standard output and error.
+// Output returns what the process wrote so far, standard output and error.
 func (p *Process) Output() string {
 	p.mu.Lock()
 	defer p.mu.Unlock()

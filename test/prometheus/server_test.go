@@ -7,11 +7,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -34,25 +30,6 @@ const (
 type server struct {
 	// url is its HTTP API's base, http://127.0.0.1:PORT.
 	url string
-	out *output
-}
-
-// output keeps what a process writes.
-type output struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (o *output) Write(p []byte) (int, error) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.Write(p)
-}
-
-func (o *output) String() string {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return o.b.String()
 }
 
 // startPrometheus runs Prometheus on a free port of 127.0.0.1 with a data
@@ -83,42 +60,20 @@ scrape_configs:
 		}
 	}
 	addr := nudgetest.FreeAddr(t)
-	s := &server{url: "http://" + addr, out: &output{}}
-	cmd := exec.Command(bin,
+	s := &server{url: "http://" + addr}
+	p := nudgetest.StartProcess(t, bin, nil,
 		"--config.file="+filepath.Join(dir, "prometheus.yaml"),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),
 		"--web.listen-address="+addr,
 		"--log.level=warn",
 	)
-	cmd.Dir = dir
-	cmd.Stdout, cmd.Stderr = s.out, s.out
-	cmd.SysProcAttr = sysProcAttr()
-	if err := cmd.Start(); err != nil {
-		t.Fatalf("starting prometheus: %v", err)
-	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(30 * time.Second):
-			_ = cmd.Process.Kill()
-			t.Errorf("prometheus (pid %d) did not stop within 30 s of SIGTERM", cmd.Process.Pid)
-		}
-		if t.Failed() {
-			nudgetest.KeepOutput(t, fmt.Sprintf("the output of prometheus (pid %d)", cmd.Process.Pid), s.out.String())
-		}
-	})
 	deadline := time.Now().Add(60 * time.Second)
 	for nudgetest.Get(s.url+"/-/ready") == "" {
-		select {
-		case <-done:
-			t.Fatalf("prometheus exited before it was ready:\n%s", s.out.String())
-		default:
+		if p.Exited() {
+			t.Fatalf("prometheus exited before it was ready:\n%s", p.Output())
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("prometheus was not ready on %s within 60 s:\n%s", s.url, s.out.String())
+			t.Fatalf("prometheus was not ready on %s within 60 s:\n%s", s.url, p.Output())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}

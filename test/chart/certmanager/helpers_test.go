@@ -1,7 +1,6 @@
 package certmanager
 
 import (
-	"bytes"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -11,8 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -146,27 +143,6 @@ func pointAt(t *testing.T, ns, addr string) {
 	NewWithT(t).Expect(k8s.Patch(t.Context(), cfg, patch)).To(Succeed(), "pointing the webhooks at %s", addr)
 }
 
-// process is a binary the test runs (cert-manager's): its output kept,
-// stopped with SIGTERM when the test ends, its output logged if it failed.
-type process struct {
-	mu  sync.Mutex
-	out bytes.Buffer
-}
-
-// Write appends to the output; the process writes through it.
-func (p *process) Write(b []byte) (int, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.Write(b)
-}
-
-// String returns the output so far, standard output and error.
-func (p *process) String() string {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.out.String()
-}
-
 // startCertManager runs cert-manager's controller and cainjector (built by
 // hack/certmanager.sh) as the plane's admin, each acting in ns alone, as a
 // namespaced cert-manager install does; leader election is not built in.
@@ -174,28 +150,7 @@ func startCertManager(t *testing.T, ns string) {
 	t.Helper()
 	for _, name := range []string{"cert-manager-controller", "cert-manager-cainjector"} {
 		bin := charttest.Built(t, name, "hack/certmanager.sh")
-		p := &process{}
-		cmd := exec.Command(bin, "--kubeconfig="+plane.Kubeconfig(), "--namespace="+ns, "-v=2")
-		cmd.Stdout, cmd.Stderr = p, p
-		cmd.SysProcAttr = sysProcAttr()
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("Starting %s: %v", name, err)
-		}
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(30 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-				t.Errorf("%s (pid %d) did not stop within 30 s of SIGTERM", name, cmd.Process.Pid)
-			}
-			if t.Failed() {
-				nt.KeepOutput(t, fmt.Sprintf("the output of %s (pid %d)", name, cmd.Process.Pid), p.String())
-			}
-		})
+		nt.StartProcess(t, bin, nil, "--kubeconfig="+plane.Kubeconfig(), "--namespace="+ns, "-v=2")
 	}
 }
 
