@@ -47,7 +47,7 @@ func WrittenBackBy(entries []metav1.ManagedFieldsEntry) string {
 	// owns it, and no entry need be decoded (each update of a workload
 	// decoded nudge's own entry, 3 % of nudge's CPU in a steady stream).
 	if !slices.ContainsFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
-		return (e.Manager != workload.FieldManager || e.Subresource != "") && e.FieldsV1 != nil && bytes.Contains(e.FieldsV1.Raw, appliedKey)
+		return (e.Manager != workload.FieldManager || e.Subresource != "") && bytes.Contains(e.FieldsV1.GetRawBytes(), appliedKey)
 	}) {
 		return ""
 	}
