@@ -81,10 +81,10 @@ func mediaType(header string) string {
 
 // builtin are the API groups of the built-in kinds nudge reads and writes
 // in this test, "core" for the legacy group.
-var builtin = map[string]bool{"core": true, "apps": true, "batch": true, "events.k8s.io": true}
+var builtin = map[string]bool{"core": true, "apps": true, "batch": true, "events.k8s.io": true, "coordination.k8s.io": true}
 
 // TestWireFormats: nudge lists, watches, reads and writes the built-in
-// kinds in protobuf, its Events included, and custom resources (here Argo
+// kinds in protobuf, its Events and Lease included, and custom resources (here Argo
 // Rollouts) in JSON, the only format the API server serves them in besides
 // CBOR; a write's answer, its metadata alone, is protobuf for both.
 func TestWireFormats(t *testing.T) {
@@ -93,7 +93,7 @@ func TestWireFormats(t *testing.T) {
 	w := &wire{calls: map[call]int{}}
 	cfg := plane.Config()
 	cfg.Wrap(w.wrap)
-	e.Nudge = nt.Start(t, cfg, e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
+	e.Nudge = nt.Start(t, cfg, e.NS, func(o *options.Options) { o.RolloutWindow, o.LeaderElect = 0, true })
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
 		nt.Secret(e.NS, "creds", map[string]string{"p": "1"}),
 		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app"), nt.EnvFrom("Secret", "creds")),
@@ -121,6 +121,7 @@ func TestWireFormats(t *testing.T) {
 		}
 	}
 	e.G.Expect(seen).To(HaveKey("events.k8s.io POST"), "Events written")
+	e.G.Expect(seen).To(HaveKey("coordination.k8s.io POST"), "the Lease taken")
 	e.G.Expect(seen).To(HaveKey("apps PATCH"), "Deployments written")
 	e.G.Expect(seen).To(HaveKey("core WATCH"), "sources watched")
 	e.G.Expect(seen).To(HaveKey("argoproj.io WATCH"), "Rollouts watched")
