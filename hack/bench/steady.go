@@ -54,7 +54,13 @@ func (b *bench) steady(ctx context.Context, restart bool) (*SteadyResult, error)
 	if err := b.phase(name); err != nil {
 		return nil, err
 	}
+	wait := func() {}
+	if !restart {
+		// The stream and the Events after it, as perUpdate counts them.
+		wait = b.prof().cpu(ctx, "cpu-steady.pprof", b.cfg.SteadyFor+versusQuiet)
+	}
 	res, err := b.stream(ctx, b.cfg.SteadyFor, restart)
+	wait()
 	if err != nil {
 		return nil, err
 	}

@@ -169,6 +169,7 @@ func newManager(ctx context.Context, cfg *rest.Config, opts options.Options, sch
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofBindAddress(),
 		LeaderElection:                opts.LeaderElect,
+		LeaderElectionConfig:          leaderConfig(cfg, opts),
 		LeaderElectionID:              shardOf(opts).LeaseName(opts.LeaderElectionID),
 		LeaderElectionNamespace:       opts.LeaseNamespace(),
 		LeaderElectionReleaseOnCancel: opts.Reloader.ReleaseOnCancel,
@@ -187,6 +188,21 @@ func newManager(ctx context.Context, cfg *rest.Config, opts options.Options, sch
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	return mgr, nil
+}
+
+// leaderConfig returns the configuration of the leader election's client,
+// nil (cfg's) without leader election: cfg's in protobuf, as the other
+// built-in kinds nudge writes. Its Lease client is client-go's generated
+// one, which asks for JSON unless told otherwise, and the leader renews
+// its Lease every --leader-election-retry-period.
+func leaderConfig(cfg *rest.Config, opts options.Options) *rest.Config {
+	if !opts.LeaderElect {
+		return nil
+	}
+	lcfg := rest.CopyConfig(cfg)
+	lcfg.ContentType = runtime.ContentTypeProtobuf
+	lcfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	return lcfg
 }
 
 // publishSettings publishes nudge's settings in the ConfigMap

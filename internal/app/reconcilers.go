@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
@@ -54,13 +55,15 @@ type reconcilers struct {
 	csi              *csiWatch
 	producers        *producerGate // nil with --producer-ready-timeout=0
 	copts            controller.Options
+	metadata         metadata.Interface // the workload writes' (see controller.Reconciler.Metadata)
 }
 
 // newReconcilers makes what the reconcilers share: the Event recorder
 // (writing through a client of its own made of cfg, waiting on lull), the
 // metrics and nudge_build_info (registered with reg), the notifiers
-// (addNotifiers) and the waves. It returns an error when the recorder's
-// client cannot be made, a metric cannot be registered or a notifier added.
+// (addNotifiers), the waves and the metadata client the workloads are
+// written through (cfg's, on the manager's connection). It returns an error
+// when the recorder's or the metadata client cannot be made, a metric cannot be registered or a notifier added.
 func newReconcilers(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, opts options.Options, key fingerprint.Key, lull, reconciled *record.Lull, reg prometheus.Registerer) (*reconcilers, error) {
 	recorder, err := record.NewRecorder(ctx, cfg, mgr.GetScheme(), opts.QPS, opts.Burst, lull, reg)
 	if err != nil {
@@ -86,7 +89,13 @@ func newReconcilers(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, opt
 	if err != nil {
 		return nil, err
 	}
+	// The manager's connection, as its own metadata client.
+	meta, err := metadata.NewForConfigAndClient(metadata.ConfigFor(cfg), mgr.GetHTTPClient())
+	if err != nil {
+		return nil, fmt.Errorf("creating the workloads' metadata client: %w", err)
+	}
 	return &reconcilers{
+		metadata:  meta,
 		producers: producers,
 		mgr:       mgr, opts: opts, key: key, recorder: recorder, metrics: m, lull: lull, reconciled: reconciled,
 		behaviour: b, waves: waves, watched: watchedNamespaces(opts, mgr.GetClient()), changes: &sources.Changes{Clock: opts.Clock},
@@ -100,6 +109,7 @@ func (rs *reconcilers) newReconciler(k workload.Kind) *controller.Reconciler {
 	r := &controller.Reconciler{
 		CSI:           rs.csi.on,
 		Client:        rs.mgr.GetClient(),
+		Metadata:      rs.metadata,
 		APIReader:     rs.mgr.GetAPIReader(),
 		Kind:          k,
 		Key:           rs.key,

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/metadata"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -36,6 +37,8 @@ var _ reconcile.Reconciler = (*Reconciler)(nil)
 type Reconciler struct {
 	// Client reads from the manager's cache and writes to the API.
 	Client client.Client
+	// Metadata writes workloads, answered with their metadata alone.
+	Metadata metadata.Interface
 	// APIReader reads from the API directly, for the rare write that needs
 	// what the cache trims (see retained.Workload).
 	APIReader client.Reader

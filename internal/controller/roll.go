@@ -63,19 +63,16 @@ func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
 // the API server answers with the metadata alone (PartialObjectMetadata, in
 // protobuf), which is all the rest of a reconcile reads of obj after a
 // write (its resourceVersion, annotations and seal), and obj keeps the spec
-// it was read with. Decoding the whole workload for each rollout of a
-// fan-out cost nudge CPU and allocation (docs/performance.md, "Against
-// the floor"), and the API server encodes less.
+// it was read with: the API server encodes less.
 func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Change) error {
 	body, err := c.Patch(r.Kind)
 	if err != nil {
 		return err
 	}
-	patch, owner := client.RawPatch(types.MergePatchType, body), client.FieldOwner(workload.FieldManager)
 	if r.wholeAnswer() {
-		err = r.Client.Patch(ctx, obj, patch, owner)
+		err = r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(workload.FieldManager))
 	} else {
-		err = r.patchMetadata(ctx, obj, patch, owner)
+		err = r.patchMetadata(ctx, obj, body)
 	}
 	if err != nil {
 		return err
@@ -94,21 +91,21 @@ func (r *Reconciler) wholeAnswer() bool {
 	return r.CronJobStartJob && r.Kind == workload.CronJob
 }
 
-// patchMetadata sends patch for obj, asking for its metadata alone in the
-// answer, and sets on obj the metadata a write may change, as answered:
-// resourceVersion, generation, labels (with nudge's seal), annotations,
-// managedFields and selfLink (which drops the cache's seal mark, see
-// workload.Seal).
-func (r *Reconciler) patchMetadata(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+// patchMetadata sends the merge patch body for obj through r.Metadata to
+// the kind's resource (controller-runtime's metadata client made a REST
+// mapping per write, which allocated more than the whole answer's decoding:
+// BenchmarkApplyAnswer), and sets on obj the metadata a write may change,
+// as answered: resourceVersion, generation, labels (with nudge's seal),
+// annotations, managedFields and selfLink (which drops the cache's seal
+// mark, see workload.Seal).
+func (r *Reconciler) patchMetadata(ctx context.Context, obj client.Object, body []byte) error {
 	gvk, err := r.Client.GroupVersionKindFor(obj)
 	if err != nil {
 		return err
 	}
-	meta := &metav1.PartialObjectMetadata{}
-	meta.SetGroupVersionKind(gvk)
-	meta.SetNamespace(obj.GetNamespace())
-	meta.SetName(obj.GetName())
-	if err := r.Client.Patch(ctx, meta, patch, opts...); err != nil {
+	meta, err := r.Metadata.Resource(gvk.GroupVersion().WithResource(r.Kind.Plural())).Namespace(obj.GetNamespace()).
+		Patch(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{FieldManager: workload.FieldManager})
+	if err != nil {
 		return err
 	}
 	obj.SetResourceVersion(meta.GetResourceVersion())

@@ -1,7 +1,9 @@
 package ownership
 
 import (
+	"bytes"
 	"encoding/json"
+	"slices"
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +16,9 @@ import (
 // retained.Workload keeps of the managedFields entry of a manager that wrote a
 // state back.
 const appliedFields = `{"f:metadata":{"f:annotations":{"f:` + workload.AppliedAnnotation + `":{}}}}`
+
+// appliedKey is the applied annotation's key in a FieldsV1, wherever it is.
+var appliedKey = []byte(`"f:` + workload.AppliedAnnotation + `"`)
 
 // WrittenBackBy returns the manager that wrote a state of nudge's back onto
 // a workload whose managedFields are entries, or "" when none did.
@@ -38,6 +43,14 @@ const appliedFields = `{"f:metadata":{"f:annotations":{"f:` + workload.AppliedAn
 // keeps the applied value (`kubectl rollout undo` to a revision whose state
 // is again the current one) and writes only the seal is nudge's.
 func WrittenBackBy(entries []metav1.ManagedFieldsEntry) string {
+	// Most often no other manager names the applied annotation: then none
+	// owns it, and no entry need be decoded (each update of a workload
+	// decoded nudge's own entry, 3 % of nudge's CPU in a steady stream).
+	if !slices.ContainsFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
+		return (e.Manager != workload.FieldManager || e.Subresource != "") && bytes.Contains(e.FieldsV1.GetRawBytes(), appliedKey)
+	}) {
+		return ""
+	}
 	by, ours := "", false
 	for _, e := range entries {
 		applied, seal := owns(e)

@@ -108,7 +108,7 @@ type Recorder struct {
 var _ events.EventRecorder = (*Recorder)(nil)
 
 // NewRecorder returns a Recorder that writes through its own client (cfg's,
-// limited to eventsQPS and eventsBurst, or to qps and burst, nudge's
+// in protobuf, limited to eventsQPS and eventsBurst, or to qps and burst, nudge's
 // --kube-api-qps and --kube-api-burst, when lower), waiting on lull, and
 // counts the Events it drops in nudge_events_dropped_total, registered with
 // reg (or reused when already there, nudge run twice in one process as in
@@ -123,6 +123,12 @@ func NewRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, 
 	// Events of a fan-out, up to eventsQPS, would otherwise share one HTTP/2
 	// connection with the manager's watches.
 	ecfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	// Protobuf, not the generated client's default JSON, as every other
+	// built-in kind nudge reads and writes (TestWireFormats): fewer bytes
+	// and allocations each way. The request itself costs most of an
+	// Event's CPU, not its encoding (BenchmarkEventWrite).
+	ecfg.ContentType = runtime.ContentTypeProtobuf
+	ecfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	// The events.k8s.io client alone: the whole clientset would link (and
 	// map into memory) a client for every API group.
 	cs, err := eventsv1client.NewForConfig(ecfg)
