@@ -136,12 +136,12 @@ func (b *Births) Decided(key types.NamespacedName, young []refs.Source, d rollou
 	if !ok {
 		return
 	}
-	switch d.Action {
-	case rollout.Roll:
+	switch {
+	case d.Action == rollout.Roll:
 		if written {
 			b.of.Delete(key)
 		}
-	case rollout.Wait, rollout.Hold, rollout.Pending, rollout.Halted, rollout.Deferred, rollout.Braked, rollout.Gated:
+	case d.Action.Waits():
 		if len(young) > 0 {
 			e.held = young
 			b.of.Put(key, e, now)

@@ -14,7 +14,10 @@ import (
 // An entry lives from the source's event until the workload is rolled, or
 // reconciled to a decision that rolls nothing (a baseline, no change), or
 // deleted; waiting for the window, a slot, a missing source or a halt keeps
-// it. The zero value is ready to use; it is safe for concurrent use.
+// it. A rollout put off by policy (a maintenance window, the storm brake, a
+// producer not ready: rollout.Deferred, Braked, Gated) forgets it: the
+// latency measures nudge, and those waits are the user's choice, hours
+// long for a window. The zero value is ready to use; it is safe for concurrent use.
 type Unrolled struct {
 	mu sync.Mutex
 	at map[types.NamespacedName]time.Time

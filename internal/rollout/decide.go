@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"fmt"
 	"maps"
 	"slices"
 	"time"
@@ -62,8 +63,27 @@ const (
 
 var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored", "Pending", "Halted", "Deferred", "Braked", "Gated"}
 
-// String returns the action's name.
-func (a Action) String() string { return actionNames[a] }
+// String returns the action's name, "Action(N)" for a number that names
+// none.
+func (a Action) String() string {
+	if a < 0 || int(a) >= len(actionNames) {
+		return fmt.Sprintf("Action(%d)", int(a))
+	}
+	return actionNames[a]
+}
+
+// Waits reports whether a leaves a change pending with nothing of it
+// written: the workload rolls later, when what holds it ends (the window,
+// a missing source, a slot, a halt, a maintenance window, the storm brake,
+// a producer). What is remembered of the change (memo.Births' young
+// sources) must outlive such a decision.
+func (a Action) Waits() bool {
+	switch a {
+	case Wait, Hold, Pending, Halted, Deferred, Braked, Gated:
+		return true
+	}
+	return false
+}
 
 // Input is what Decide needs to know about one workload.
 type Input struct {

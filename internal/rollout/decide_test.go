@@ -1,6 +1,7 @@
 package rollout_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -626,5 +627,26 @@ func TestRecheck(t *testing.T) {
 			g.Expect(d.Action).To(Equal(rollout.Roll))
 			g.Expect(d.Recheck).To(Equal(tc.want))
 		})
+	}
+}
+
+// TestActionWaits classifies every action: a new action fails here until
+// it says whether it leaves a change pending (memo.Births keeps a
+// workload's young sources across such a decision).
+func TestActionWaits(t *testing.T) {
+	waits := map[rollout.Action]bool{
+		rollout.None: false, rollout.Baseline: false, rollout.Roll: false, rollout.Restored: false,
+		rollout.Wait: true, rollout.Hold: true, rollout.Pending: true, rollout.Halted: true,
+		rollout.Deferred: true, rollout.Braked: true, rollout.Gated: true,
+	}
+	for a := rollout.None; !strings.HasPrefix(a.String(), "Action("); a++ {
+		want, ok := waits[a]
+		if !ok {
+			t.Errorf("action %s is not classified: does it leave a change pending?", a)
+			continue
+		}
+		if got := a.Waits(); got != want {
+			t.Errorf("%s.Waits() = %v, want %v", a, got, want)
+		}
 	}
 }
