@@ -506,17 +506,28 @@ func versusRatios(res *VersusResult) []Ratio {
 	add("restart under the stream: longest time with no rollout", "s", c.RestartGapSeconds, f.RestartGapSeconds, 0, 0, 1.25)
 	// Issue 34's targets: on a machine whose cores are shared, the
 	// controller's CPU is taken from the API server's; its requests are
-	// the rollout and its Event, nothing else.
+	// the rollout and its Event, nothing else: twice a bare floor's, as
+	// many as a floor that records an Event per rollout (--events).
 	n := res.Workloads
+	requests := 2.0
+	if floorEvents(res.FloorCmd) {
+		requests = 1
+	}
 	add("fan-out: CPU per rollout, its Event included", "ms", perRollout(c.FanOutCPU, n.FanOut), perRollout(f.FanOutCPU, n.FanOut), 0, 0, 1.25)
 	add("burst: CPU per rollout, its Event included", "ms", perRollout(c.BurstCPU, n.Burst), perRollout(f.BurstCPU, n.Burst), 0, 0, 1.25)
 	add("sequential changes: CPU per rollout, its Event included", "ms", perRollout(c.LatencyCPU, n.Latency), perRollout(f.LatencyCPU, n.Latency), 0, 0, 1.25)
 	add("steady stream: CPU per change, its Event included", "ms", c.SteadyCPUPerUpdate, f.SteadyCPUPerUpdate, 0, 0, 1.25)
-	add("fan-out: API requests per rollout", "", c.FanOutRequests, f.FanOutRequests, 0, 0, 2)
-	add("burst: API requests per rollout", "", c.BurstRequests, f.BurstRequests, 0, 0, 2)
-	add("sequential changes: API requests per rollout", "", c.LatencyRequests, f.LatencyRequests, 0, 0, 2)
-	add("steady stream: API requests per change", "", c.SteadyRequestsPerUpdate, f.SteadyRequestsPerUpdate, 0, 0, 2)
+	add("fan-out: API requests per rollout", "", c.FanOutRequests, f.FanOutRequests, 0, 0, requests)
+	add("burst: API requests per rollout", "", c.BurstRequests, f.BurstRequests, 0, 0, requests)
+	add("sequential changes: API requests per rollout", "", c.LatencyRequests, f.LatencyRequests, 0, 0, requests)
+	add("steady stream: API requests per change", "", c.SteadyRequestsPerUpdate, f.SteadyRequestsPerUpdate, 0, 0, requests)
 	return out
+}
+
+// floorEvents reports whether the floor's command line asks it to record
+// an Event per rollout (hack/bench/floor's --events).
+func floorEvents(cmd string) bool {
+	return slices.Contains(strings.Fields(cmd), "--events")
 }
 
 // median returns the median of vs (the mean of the middle two of an even

@@ -162,3 +162,18 @@ func TestVersusStreams(t *testing.T) {
 		t.Error("targets lack the restarted streams' missed / doubled")
 	}
 }
+
+func TestFloorEvents(t *testing.T) {
+	for _, c := range []struct {
+		name, cmd string
+		want      bool
+	}{
+		{"the default floor records Events", defaultFloorCmd, true},
+		{"the bare floor records none", "bin/bench-floor --kubeconfig {kubeconfig}", false},
+		{"a flag only named like it is not it", "bin/bench-floor --kubeconfig {kubeconfig} --events-off", false},
+	} {
+		if got := floorEvents(c.cmd); got != c.want {
+			t.Errorf("%s: floorEvents(%q) = %v, want %v", c.name, c.cmd, got, c.want)
+		}
+	}
+}

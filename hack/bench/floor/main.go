@@ -2,8 +2,12 @@
 // watches ConfigMaps and Secrets (keeping a hash of their data, not the
 // data), indexes the Deployments in Reloader's auto mode by the sources
 // their pod spec names, and on a change of a source's data PATCHes the pod
-// template of each Deployment using it. No Event, no first-sight write, no
-// rollout window, no client rate limit. Run it with
+// template of each Deployment using it. No first-sight write, no rollout
+// window, no client rate limit; no Event, unless --events: then one
+// events.k8s.io/v1 Event per rollout, what a reloader that tells its users
+// of each rollout cannot do without, written as nudge writes its Events:
+// off the rollout's path, by a goroutine of its own, once no PATCH has been
+// sent for a second (or 5 s after the rollout). Run it with
 //
 //	go build -o bin/bench-floor ./hack/bench/floor
 //	go run ./hack/bench -name floor -controller-cmd 'bin/bench-floor --kubeconfig {kubeconfig}'
@@ -22,11 +26,13 @@ import (
 	"os"
 	"os/signal"
 	"sort"
+	"sync"
 	"syscall"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/informers"
@@ -45,18 +51,19 @@ const (
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "kubeconfig file")
 	workers := flag.Int("workers", 16, "concurrent PATCHes")
+	withEvents := flag.Bool("events", false, "write an events.k8s.io/v1 Event on each Deployment rolled, once the PATCHes pause")
 	pprofAddr := flag.String("pprof-bind-address", "", "address of /debug/pprof (\"\": none), as nudge's flag, for the benchmark's {pprof-addr}")
 	flag.Parse()
 	if *pprofAddr != "" {
 		go func() { fmt.Fprintln(os.Stderr, "floor: pprof:", http.ListenAndServe(*pprofAddr, nil)) }()
 	}
-	if err := run(*kubeconfig, *workers); err != nil {
+	if err := run(*kubeconfig, *workers, *withEvents); err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		os.Exit(1)
 	}
 }
 
-func run(kubeconfig string, workers int) error {
+func run(kubeconfig string, workers int, withEvents bool) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -99,6 +106,10 @@ func run(kubeconfig string, workers int) error {
 			return err
 		}
 	}
+	rolled := newEvents()
+	if withEvents {
+		go rolled.write(ctx, cs)
+	}
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
 	for range workers {
@@ -110,9 +121,12 @@ func run(kubeconfig string, workers int) error {
 				}
 				body := fmt.Sprintf(`{"spec":{"template":{"metadata":{"annotations":{"floor.bench.nudge.dev/restarted-at":%q}}}}}`,
 					time.Now().Format(time.RFC3339Nano))
-				_, err := cs.AppsV1().Deployments(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
+				d, err := cs.AppsV1().Deployments(key.Namespace).Patch(ctx, key.Name, types.MergePatchType, []byte(body), metav1.PatchOptions{})
 				if err != nil && ctx.Err() == nil {
 					fmt.Fprintln(os.Stderr, "floor: patching", key, err)
+				}
+				if err == nil && withEvents {
+					rolled.add(rolledEvent(d))
 				}
 				queue.Done(key)
 			}
@@ -120,6 +134,67 @@ func run(kubeconfig string, workers int) error {
 	}
 	<-ctx.Done()
 	return nil
+}
+
+// events holds the Events of rollouts until the PATCHes pause.
+type events struct {
+	mu      sync.Mutex
+	waiting []*eventsv1.Event
+	last    time.Time // of the last rollout
+}
+
+func newEvents() *events { return &events{} }
+
+// add queues e, the Event of a rollout just written.
+func (q *events) add(e *eventsv1.Event) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.waiting = append(q.waiting, e)
+	q.last = time.Now()
+}
+
+// write writes the queued Events until ctx is done, each once no rollout
+// has been written for eventsQuiet, or eventsMaxDelay after the oldest
+// waiting was queued (nudge's record.Recorder waits alike).
+func (q *events) write(ctx context.Context, cs kubernetes.Interface) {
+	const eventsQuiet, eventsMaxDelay = time.Second, 5 * time.Second
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		q.mu.Lock()
+		var ready []*eventsv1.Event
+		if len(q.waiting) > 0 && (time.Since(q.last) >= eventsQuiet || time.Since(q.waiting[0].EventTime.Time) >= eventsMaxDelay) {
+			ready, q.waiting = q.waiting, nil
+		}
+		q.mu.Unlock()
+		for _, e := range ready {
+			if _, err := cs.EventsV1().Events(e.Namespace).Create(ctx, e, metav1.CreateOptions{}); err != nil && ctx.Err() == nil {
+				fmt.Fprintln(os.Stderr, "floor: recording the rollout of", e.Regarding.Namespace+"/"+e.Regarding.Name, err)
+			}
+		}
+	}
+}
+
+// rolledEvent returns the Event of d's rollout, as a reloader records it:
+// a Normal Event about d, named after it, at now.
+func rolledEvent(d *appsv1.Deployment) *eventsv1.Event {
+	now := time.Now()
+	return &eventsv1.Event{
+		ObjectMeta:          metav1.ObjectMeta{Namespace: d.Namespace, Name: fmt.Sprintf("%s.%x", d.Name, now.UnixNano())},
+		EventTime:           metav1.NewMicroTime(now),
+		ReportingController: "floor.bench.nudge.dev",
+		ReportingInstance:   "floor",
+		Action:              "Roll",
+		Reason:              "Rolled",
+		Regarding:           corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: d.Namespace, Name: d.Name, UID: d.UID, ResourceVersion: d.ResourceVersion},
+		Note:                "Rolled: a source changed",
+		Type:                corev1.EventTypeNormal,
+	}
 }
 
 // hashData replaces a source's data by a hash of it in an annotation. It is
