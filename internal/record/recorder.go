@@ -97,8 +97,9 @@ type Recorder struct {
 	lull            *Lull
 	quiet, maxDelay time.Duration
 
-	slots chan struct{}        // one per Event waiting or being written
-	queue chan *eventsv1.Event // the Events waiting, oldest first
+	slots   chan struct{}        // one per Event waiting or being written
+	queue   chan *eventsv1.Event // the Events waiting, oldest first
+	stopped chan struct{}        // closed once Start's writers have stopped; nil before Start
 
 	dropped   prometheus.Counter
 	dropCount atomic.Int64
@@ -162,8 +163,54 @@ func NewRecorder(ctx context.Context, cfg *rest.Config, scheme *runtime.Scheme, 
 
 // Start writes the queued Events with eventsWriters goroutines of its own
 // until ctx is done, and returns at once; the Events still waiting when ctx
-// is done are not written.
-func (r *Recorder) Start(ctx context.Context) { go r.run(ctx, eventsWriters) }
+// is done stay queued for Flush.
+func (r *Recorder) Start(ctx context.Context) {
+	r.stopped = make(chan struct{})
+	go func() {
+		defer close(r.stopped)
+		r.run(ctx, eventsWriters)
+	}()
+}
+
+// Flush writes the Events still queued once Start's context is done (nudge
+// stopping: a rolling update of nudge, a node drained), without waiting for
+// a lull, within timeout; it first waits for Start's writers to stop. It
+// returns how many it wrote and how many it could not (the API server
+// refused them, or timeout passed). A rollout's Event is otherwise lost
+// with the process: a rollout made up to eventsMaxDelay before the stop
+// would have none.
+func (r *Recorder) Flush(timeout time.Duration) (written, left int) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	if r.stopped != nil {
+		select {
+		case <-r.stopped:
+		case <-ctx.Done():
+			return 0, r.waiting()
+		}
+	}
+	var ok, failed atomic.Int64
+	var wg sync.WaitGroup
+	for range eventsWriters {
+		wg.Go(func() {
+			for {
+				select {
+				case e := <-r.queue:
+					if r.post(ctx, e) {
+						ok.Add(1)
+					} else {
+						failed.Add(1)
+					}
+					<-r.slots
+				default:
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return int(ok.Load()), int(failed.Load())
+}
 
 // Eventf records an Event about regarding (and related, when not nil) of
 // eventtype (Normal or Warning), with note formatted by fmt.Sprintf, in
@@ -236,7 +283,12 @@ func (r *Recorder) run(ctx context.Context, writers int) {
 				case <-ctx.Done():
 					return
 				case e := <-r.queue:
-					r.write(ctx, e)
+					if !r.write(ctx, e) {
+						// Stopped before it was written: back in
+						// the queue (its slot still held) for Flush.
+						r.queue <- e
+						return
+					}
 					<-r.slots
 				}
 			}
@@ -245,35 +297,46 @@ func (r *Recorder) run(ctx context.Context, writers int) {
 	wg.Wait()
 }
 
-// write creates e once the lull allows it (see eventsQuiet). A refusal of
+// write creates e once the lull allows it (see eventsQuiet), as post does.
+// It returns false when ctx ended before e was written (see Flush), true
+// when e was written or given up on.
+func (r *Recorder) write(ctx context.Context, e *eventsv1.Event) bool {
+	r.lull.Wait(ctx, r.quiet, e.EventTime.Add(r.maxDelay))
+	if ctx.Err() != nil {
+		return false
+	}
+	r.post(ctx, e)
+	return ctx.Err() == nil
+}
+
+// post creates e, and reports whether the API server has it. A refusal of
 // the API server, or a request that could not be built, is final (the same
 // Event would fail again) and logged; a write that did not reach the API
-// server is tried again, up to eventsTries times.
-func (r *Recorder) write(ctx context.Context, e *eventsv1.Event) {
-	r.lull.Wait(ctx, r.quiet, e.EventTime.Add(r.maxDelay))
+// server is tried again, up to eventsTries times, until ctx is done.
+func (r *Recorder) post(ctx context.Context, e *eventsv1.Event) bool {
 	for try := 1; ; try++ {
 		// The created Event in the answer is not decoded: nothing reads it.
 		err := r.client.Post().Namespace(e.Namespace).Resource("events").Body(e).Do(ctx).Error()
 		if err == nil {
-			return
+			return true
 		}
 		if ctx.Err() != nil {
-			return
+			return false
 		}
 		var status apierrors.APIStatus
 		var malformed *rest.RequestConstructionError
 		refused := errors.As(err, &status) || errors.As(err, &malformed)
 		if apierrors.IsAlreadyExists(err) {
-			return
+			return true
 		}
 		if refused || try == eventsTries {
 			r.log.Error(err, "Did not write Event", "reason", e.Reason, "type", e.Type,
 				"regarding", e.Regarding.Kind+" "+e.Regarding.Namespace+"/"+e.Regarding.Name, "tries", try)
-			return
+			return false
 		}
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-time.After(wait.Jitter(eventsRetry, 0.25)):
 		}
 	}

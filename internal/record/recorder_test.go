@@ -107,6 +107,41 @@ func TestRecorder(t *testing.T) {
 			"the Event written no sooner than eventsQuiet after the last write")
 	})
 
+	// nudge stopping (a rolling update of it) while its last rollouts'
+	// Events wait for a lull: Flush writes them, and those recorded after
+	// the stop (reconciles finishing), without the lull.
+	t.Run("Events waiting when nudge stops are written by Flush", func(t *testing.T) {
+		const before, after = 5, 2
+		g := NewWithT(t)
+		ns := namespace(t)
+		lull := &Lull{}
+		stopWrites := writeEvery(t.Context(), lull, 10*time.Millisecond)
+		defer stopWrites()
+		ctx, stop := context.WithCancel(t.Context())
+		r, err := newRecorder(ctx, p.Config(), scheme, options.Default(), lull, prometheus.NewRegistry())
+		g.Expect(err).NotTo(HaveOccurred())
+		r.maxDelay = 10 * time.Minute // only a lull, which the writes above never leave, lets an Event through
+		r.Start(ctx)
+		record := func(i int) {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("cm-%d", i),
+				UID: types.UID(fmt.Sprintf("uid-%d", i)), ResourceVersion: "1"}}
+			r.Eventf(cm, nil, corev1.EventTypeNormal, ReasonRolled, "Roll", "Event %d", i)
+		}
+		for i := range before {
+			record(i)
+		}
+		g.Eventually(r.waiting).WithTimeout(10*time.Second).Should(Equal(before), "the Events wait for a lull")
+		stop()
+		for i := range after {
+			record(before + i)
+		}
+		written, left := r.Flush(30 * time.Second)
+		g.Expect(written).To(Equal(before+after), "Events written by Flush")
+		g.Expect(left).To(BeZero(), "Events Flush could not write")
+		g.Expect(list(g, ns)).To(HaveLen(before+after), "every Event recorded, before the stop and after, is in the API server")
+		g.Expect(r.waiting()).To(BeZero(), "no Event waits any more")
+	})
+
 	// client-go's broadcaster would make the second and third Event a
 	// series of the first (same object reference, type, reason and action)
 	// and lose their notes; nudge records each rollout's sources.
