@@ -119,3 +119,41 @@ func BenchmarkRetained(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTrimWideWorkload reports the CPU of trimming one workload that
+// reads many sources: 40 ConfigMaps, each mounted as a volume by one of
+// four containers and read by env by another (a sidecar-heavy pod, as a
+// service mesh or a Vault agent makes them). Finding each source's
+// container read the pod spec once per source until Containers.
+// `go test -run - -bench TrimWide -benchmem ./internal/retained`.
+func BenchmarkTrimWideWorkload(b *testing.B) {
+	const sources, containers = 40, 4
+	spec := corev1.PodSpec{}
+	for c := range containers {
+		spec.Containers = append(spec.Containers, corev1.Container{Name: fmt.Sprintf("c%d", c), Image: "registry.example/app:1"})
+	}
+	for i := range sources {
+		name := fmt.Sprintf("cm-%02d", i)
+		spec.Volumes = append(spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{
+			ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: name}}}})
+		mounter, reader := &spec.Containers[i%containers], &spec.Containers[(i+1)%containers]
+		mounter.VolumeMounts = append(mounter.VolumeMounts, corev1.VolumeMount{Name: name, MountPath: "/etc/" + name})
+		reader.Env = append(reader.Env, corev1.EnvVar{Name: fmt.Sprintf("V%02d", i), ValueFrom: &corev1.EnvVarSource{
+			ConfigMapKeyRef: &corev1.ConfigMapKeySelector{LocalObjectReference: corev1.LocalObjectReference{Name: name}, Key: "k"}}})
+	}
+	wire, err := (&appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "wide"},
+		Spec: appsv1.DeploymentSpec{Template: corev1.PodTemplateSpec{Spec: spec}}}).Marshal()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		d := &appsv1.Deployment{}
+		if err := d.Unmarshal(wire); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := Workload(d); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

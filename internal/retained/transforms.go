@@ -182,10 +182,11 @@ func trimPodSpec(p *corev1.PodSpec) {
 		containers[i].Name = c.Name
 	}
 	var volumes []corev1.Volume
+	users := workload.Containers("", p)
 	for _, r := range refs.FromPodSpec("", p) {
 		c := &containers[0]
 		if len(p.Containers) > 0 {
-			c = &containers[workload.ContainerFor(p, r.Source)]
+			c = &containers[users[r.Source]]
 		}
 		if r.Kind == refs.SecretProviderClass {
 			volumes = append(volumes, corev1.Volume{Name: r.Name, VolumeSource: corev1.VolumeSource{CSI: &corev1.CSIVolumeSource{

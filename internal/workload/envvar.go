@@ -41,29 +41,42 @@ func EnvVarName(src refs.Source) string {
 
 // ContainerFor returns the index of the first container of pod that uses
 // src, through env, envFrom or a volume it mounts; 0 when none does (a source
-// named only by an annotation).
+// named only by an annotation). For more than one source, Containers reads
+// the pod spec once.
 func ContainerFor(pod *corev1.PodSpec, src refs.Source) int {
-	volumes := map[string]bool{}
+	return Containers(src.Namespace, pod)[src]
+}
+
+// Containers returns, for each source pod reads in namespace, the index of
+// the first container that uses it, through env, envFrom or a volume it
+// mounts, as ContainerFor does for one; a source no container uses (read
+// only by an init container, or by a volume none mounts) is absent, and
+// ContainerFor's 0 stands for it. It reads the pod spec once, whatever the
+// number of sources and volumes.
+func Containers(namespace string, pod *corev1.PodSpec) map[refs.Source]int {
+	byVolume := map[string][]refs.Source{}
 	for _, v := range pod.Volumes {
-		for _, r := range refs.FromPodSpec(src.Namespace, &corev1.PodSpec{Volumes: []corev1.Volume{v}}) {
-			if r.Source == src {
-				volumes[v.Name] = true
-			}
+		for _, r := range refs.FromPodSpec(namespace, &corev1.PodSpec{Volumes: []corev1.Volume{v}}) {
+			byVolume[v.Name] = append(byVolume[v.Name], r.Source)
+		}
+	}
+	first := map[refs.Source]int{}
+	see := func(src refs.Source, i int) {
+		if _, ok := first[src]; !ok {
+			first[src] = i
 		}
 	}
 	for i, c := range pod.Containers {
-		for _, r := range refs.FromPodSpec(src.Namespace, &corev1.PodSpec{Containers: []corev1.Container{{Env: c.Env, EnvFrom: c.EnvFrom}}}) {
-			if r.Source == src {
-				return i
-			}
+		for _, r := range refs.FromPodSpec(namespace, &corev1.PodSpec{Containers: []corev1.Container{{Env: c.Env, EnvFrom: c.EnvFrom}}}) {
+			see(r.Source, i)
 		}
 		for _, m := range c.VolumeMounts {
-			if volumes[m.Name] {
-				return i
+			for _, src := range byVolume[m.Name] {
+				see(src, i)
 			}
 		}
 	}
-	return 0
+	return first
 }
 
 // SetEnv returns a copy of containers with env var name set to value on

@@ -41,21 +41,29 @@ func TestContainerFor(t *testing.T) {
 		Containers: []corev1.Container{
 			{Name: "a"},
 			{Name: "b", VolumeMounts: []corev1.VolumeMount{{Name: "certs"}}},
-			{Name: "c", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}}},
+			{Name: "c", EnvFrom: []corev1.EnvFromSource{{ConfigMapRef: &corev1.ConfigMapEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}},
+				{SecretRef: &corev1.SecretEnvSource{LocalObjectReference: corev1.LocalObjectReference{Name: "tls"}}}}},
+			{Name: "d", VolumeMounts: []corev1.VolumeMount{{Name: "unread"}, {Name: "app"}}},
 		},
-		Volumes: []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls", Optional: ptr.To(true)}}}},
+		Volumes: []corev1.Volume{{Name: "certs", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "tls", Optional: ptr.To(true)}}},
+			{Name: "app", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "app"}}}},
+			{Name: "init-only", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "boot"}}}}},
 	}
 	for name, tc := range map[string]struct {
 		src  refs.Source
 		want int
 	}{
-		"a Secret mounted by the second container": {refs.Source{Kind: refs.Secret, Namespace: "ns", Name: "tls"}, 1},
-		"a ConfigMap read by envFrom of the third": {refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "app"}, 2},
-		"a source no container uses goes first":    {refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "named"}, 0},
+		"a Secret mounted by the second container, and read by the third's envFrom": {refs.Source{Kind: refs.Secret, Namespace: "ns", Name: "tls"}, 1},
+		"a ConfigMap read by envFrom of the third, and mounted by the fourth":       {refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "app"}, 2},
+		"a source no container uses goes first":                                     {refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "named"}, 0},
+		"a volume's source no container mounts goes first":                          {refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "boot"}, 0},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(workload.ContainerFor(pod, tc.src)).To(Equal(tc.want))
+			i, ok := workload.Containers("ns", pod)[tc.src]
+			g.Expect(i).To(Equal(tc.want), "Containers agrees with ContainerFor")
+			g.Expect(ok).To(Equal(tc.want != 0), "Containers holds only the sources a container uses")
 		})
 	}
 }
