@@ -11,7 +11,6 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -74,21 +73,7 @@ func TestStatus(t *testing.T) {
 	// The canary takes the one slot; its rollout misses its deadline, and
 	// web, waiting on the same content, is halted.
 	updateData(t, ns, "app")
-	g.Eventually(func() string {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(canary), canary)).To(Succeed())
-		return canary.Annotations[workload.LastRolloutAnnotation]
-	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to roll the canary first")
-	g.Eventually(func() error {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(canary), canary)).To(Succeed())
-		canary.Status = appsv1.DeploymentStatus{ObservedGeneration: canary.Generation, Replicas: 2, UpdatedReplicas: 1,
-			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}}
-		return k8s.Status().Update(ctx, canary)
-	}).WithTimeout(10*time.Second).Should(Succeed(), "writing the canary's status")
-	g.Eventually(func() string {
-		d := &appsv1.Deployment{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
-		return d.Annotations[fleet.HaltedAnnotation]
-	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to halt web")
+	nt.HaltWave(t, k8s, canary, "web")
 	g.Eventually(func() string {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(valueBindingGVK)

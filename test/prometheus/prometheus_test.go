@@ -42,21 +42,7 @@ func TestPrometheusHaltedWaveFiresItsAlerts(t *testing.T) {
 	// The canary takes the one slot; its rollout misses its deadline, and
 	// web, waiting on the same content, is halted.
 	changeConfigMap(t, ns, "app")
-	g.Eventually(func() string {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(canary), canary)).To(Succeed())
-		return canary.Annotations[workload.LastRolloutAnnotation]
-	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to roll the canary first")
-	g.Eventually(func() error {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(canary), canary)).To(Succeed())
-		canary.Status = appsv1.DeploymentStatus{ObservedGeneration: canary.Generation, Replicas: 2, UpdatedReplicas: 1,
-			Conditions: []appsv1.DeploymentCondition{{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionFalse, Reason: "ProgressDeadlineExceeded"}}}
-		return k8s.Status().Update(ctx, canary)
-	}).WithTimeout(10*time.Second).Should(Succeed(), "writing the canary's status")
-	g.Eventually(func() string {
-		d := &appsv1.Deployment{}
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, d)).To(Succeed())
-		return d.Annotations[fleet.HaltedAnnotation]
-	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to halt web")
+	nt.HaltWave(t, k8s, canary, "web")
 
 	// NudgeRolloutHalted is pending first, until its `for:` elapses: the
 	// halted gauge holds across evaluations.
