@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 	"unicode"
 
@@ -119,11 +120,31 @@ func Parse(s string) (Window, error) {
 		return Window{}, errors.New(`time zone "Local" is the machine's: name the zone`)
 	}
 	if zoneName != "" {
-		if zone, err = time.LoadLocation(zoneName); err != nil {
+		if zone, err = loadLocation(zoneName); err != nil {
 			return Window{}, fmt.Errorf("time zone %q: %w", zoneName, err)
 		}
 	}
 	return Window{schedule: strings.Join(sched, " "), spec: spec, duration: d, zone: zone}, nil
+}
+
+// zones holds the time zones loadLocation loaded, by name: a zone is read
+// from the system's (or Go's embedded) tz database, tens of microseconds
+// and several file reads, and every reconcile of a workload with a window
+// reads it again. Only zones that exist are kept, so it holds at most the
+// database's few hundred names.
+var zones sync.Map // string → *time.Location
+
+// loadLocation is time.LoadLocation, each zone loaded once.
+func loadLocation(name string) (*time.Location, error) {
+	if z, ok := zones.Load(name); ok {
+		return z.(*time.Location), nil
+	}
+	z, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, err
+	}
+	zones.Store(name, z)
+	return z, nil
 }
 
 // errCount is the error of a window with too many or too few words.

@@ -283,3 +283,15 @@ func TestNextIsTheFirstOpenInstant(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkParse reports the cost of reading a window with a time zone, as
+// every reconcile of a workload with one does (its annotation, or its
+// Namespace's). `go test -run - -bench Parse -benchmem ./internal/maintenance`.
+func BenchmarkParse(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := maintenance.Parse("0 2 * * 1-5 2h Europe/Berlin"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
