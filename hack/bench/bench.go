@@ -283,7 +283,13 @@ func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
 	if b.watchDyn, err = dynamic.NewForConfig(watches); err != nil {
 		return err
 	}
-	wcs, err := kubernetes.NewForConfig(watches)
+	// The Deployment watch in protobuf: kube-apiserver then encodes each
+	// event once for the benchmark and the controllers alike, not a JSON
+	// copy for the benchmark alone.
+	protoWatches := rest.CopyConfig(watches)
+	protoWatches.ContentType = runtime.ContentTypeProtobuf
+	protoWatches.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	wcs, err := kubernetes.NewForConfig(protoWatches)
 	if err != nil {
 		return err
 	}
