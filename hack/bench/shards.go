@@ -205,6 +205,7 @@ func (b *bench) shards(ctx context.Context) error {
 		}
 		f.ReadySeconds = ptrSeconds(at.Sub(c.started))
 		res.Shards = append(res.Shards, f)
+		logf("Shard %s ready in %.1f s (%d namespaces, %d workloads)", f.Shard, *f.ReadySeconds, f.Namespaces, f.Workloads)
 	}
 	// Ready is synced caches; each shard then reconciles every workload
 	// of its namespaces once, writing its first-sight baseline with
@@ -212,7 +213,9 @@ func (b *bench) shards(ctx context.Context) error {
 	// until every workload is baselined and every shard is quiet, then
 	// cfg.Idle (as the single controller idled), then sample.
 	if b.cfg.BaselineAnnotation != "" {
+		stop := b.logBaselines(res.Workloads)
 		n, last := b.watcher.WaitBaselined(ctx, res.Workloads, time.Until(deadline))
+		stop()
 		if res.Baselined = n; n < res.Workloads {
 			return fmt.Errorf("%d of %d workloads baselined within %v of the shards' start", n, res.Workloads, b.cfg.SyncTimeout)
 		}
@@ -309,6 +312,26 @@ func (b *bench) shards(ctx context.Context) error {
 	logf("Shards: %d rollouts at their start; %d changes, %d late, %d misses, %d other rollouts",
 		res.StartRollouts, res.Changes, res.Late, res.Misses, res.OtherRollouts)
 	return nil
+}
+
+// logBaselines logs how many of n workloads carry the baseline annotation
+// every planeLogEvery until the returned function is called.
+func (b *bench) logBaselines(n int) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(planeLogEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				got, _ := b.watcher.Baselined()
+				logf("Shards: %d of %d workloads baselined", got, n)
+			}
+		}
+	}()
+	return func() { close(done) }
 }
 
 // ownedWorkloads returns the Deployments (namespace/name) in the
