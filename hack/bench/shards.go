@@ -192,6 +192,14 @@ func (b *bench) shards(ctx context.Context) error {
 			return errors.Join(err, cgroup.removeIfAny())
 		}
 	}
+	// Every shard's /readyz is polled at once, so that each one's time is
+	// its own, not when the poll of the shard before it ended.
+	readyAt := make([]time.Time, len(ctrls))
+	var ready sync.WaitGroup
+	for i, c := range ctrls {
+		ready.Go(func() { readyAt[i] = c.WaitReady(ctx, time.Until(deadline)) })
+	}
+	ready.Wait()
 	for i, c := range ctrls {
 		f := ShardFigures{Shard: ranges[i].Name, Workloads: len(owned[i])}
 		for j := range b.cfg.Namespaces {
@@ -199,7 +207,7 @@ func (b *bench) shards(ctx context.Context) error {
 				f.Namespaces++
 			}
 		}
-		at := c.WaitReady(ctx, time.Until(deadline))
+		at := readyAt[i]
 		if at.IsZero() {
 			return fmt.Errorf("shard %s not ready within %v: %w", ranges[i].Name, b.cfg.SyncTimeout, c.Exited())
 		}
