@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -36,7 +37,11 @@ type bench struct {
 	layout Layout
 	alloc  allocator
 	cs     kubernetes.Interface
-	dyn    dynamic.Interface
+	// creators is the admin client populate creates the population
+	// through, in protobuf: kube-apiserver decodes a Secret's bytes as
+	// they are, not from base64 in JSON.
+	creators kubernetes.Interface
+	dyn      dynamic.Interface
 	// watchDyn is the client of the benchmark's watches of custom
 	// resources, on connections of their own (see connect).
 	watchDyn dynamic.Interface
@@ -66,6 +71,8 @@ type bench struct {
 	ctrlCmd      string  // ctrl's command line (the floor scenario runs two)
 	cpuOffset    float64 // CPU seconds of controller processes already stopped
 	cgroups      int     // memory cgroups made so far (-cgroup)
+	// monitor samples the plane's processes from the population's start.
+	monitor *planeMonitor
 
 	phases   []Phase
 	phaseCPU float64 // total controller CPU when the current phase began
@@ -117,15 +124,25 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 			err = errors.Join(err, b.ctrl.Stop(stopGrace))
 		}
 		b.proxy.Close()
+		if b.monitor != nil {
+			b.monitor.end(ctx, res.Plane)
+		}
 		err = errors.Join(err, plane.Stop(cfg.Keep || err != nil))
 	}()
 	if err := b.connect(ctx, plane); err != nil {
 		return nil, err
 	}
+	if b.monitor, err = startPlaneMonitor(plane, b.cs.CoreV1().RESTClient()); err != nil {
+		return nil, err
+	}
+	res.Plane = &PlaneResult{Env: goEnv(os.Environ())}
 	data := newContent(cfg.Keys, cfg.SourceBytes)
 	b.changer = &changer{cs: b.cs, data: data}
-	if res.Population, err = populate(ctx, b.cs, cfg, b.layout, data); err != nil {
-		return nil, err
+	if res.Population, err = populate(ctx, b.creators, cfg, b.layout, data); err != nil {
+		return res, err
+	}
+	if err := b.monitor.populated(res.Plane); err != nil {
+		return res, err
 	}
 	if cfg.Has("bindings") {
 		if err := installCRDs(ctx, b.dyn, bindingCRDs, harborGVR, bindingGVR); err != nil {
@@ -138,11 +155,40 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 		}
 	}
 
-	if err := b.sync(ctx); err != nil {
+	if !cfg.ShardsOnly {
+		if err := b.single(ctx); err != nil {
+			return res, err
+		}
+	}
+	if cfg.Shards > 0 {
+		if err := b.shards(ctx); err != nil {
+			return res, fmt.Errorf("scenario shards: %w", err)
+		}
+	}
+	if err := b.endPhase(); err != nil {
 		return res, err
 	}
+	if n := b.layout.Shared(); n > 1 {
+		res.Notes = append(res.Notes, fmt.Sprintf("Sources are shared by up to %d Deployments (fewer than 2 Secrets and 2 ConfigMaps per Deployment in a namespace): a change rolls each of them, and the scenarios expect it.", n))
+	}
+	if b.alloc.wrapped {
+		res.Notes = append(res.Notes, "The scenarios needed more Deployments than the population has: some Deployments changed in two scenarios.")
+	}
+	res.Machine.LoadEnd = loadAvg()
+	res.Seconds = seconds(time.Since(res.Started))
+	res.Targets = targets(res)
+	return res, nil
+}
+
+// single runs the controller under test through sync, idle and the
+// scenarios, then the controllers of -restart-cmd.
+func (b *bench) single(ctx context.Context) error {
+	cfg, res := b.cfg, b.res
+	if err := b.sync(ctx); err != nil {
+		return err
+	}
 	if err := b.idle(ctx); err != nil {
-		return res, err
+		return err
 	}
 	b.idleReceived = b.proxy.Received()
 	scenarios := map[string]func(context.Context) error{
@@ -172,40 +218,23 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 			continue
 		}
 		if err := scenarios[name](ctx); err != nil {
-			return res, fmt.Errorf("scenario %s: %w", name, err)
+			return fmt.Errorf("scenario %s: %w", name, err)
 		}
 		if err := b.ctrl.Exited(); err != nil {
-			return res, fmt.Errorf("after scenario %s: %w", name, err)
+			return fmt.Errorf("after scenario %s: %w", name, err)
 		}
 	}
 	if res.Process == nil {
 		s, err := b.ctrl.Stats()
 		if err != nil {
-			return res, err
+			return err
 		}
 		res.Process = processResult(s)
 	}
 	if err := b.restarts(ctx); err != nil {
-		return res, fmt.Errorf("restarts: %w", err)
+		return fmt.Errorf("restarts: %w", err)
 	}
-	if cfg.Shards > 0 {
-		if err := b.shards(ctx); err != nil {
-			return res, fmt.Errorf("scenario shards: %w", err)
-		}
-	}
-	if err := b.endPhase(); err != nil {
-		return res, err
-	}
-	if n := b.layout.Shared(); n > 1 {
-		res.Notes = append(res.Notes, fmt.Sprintf("Sources are shared by up to %d Deployments (fewer than 2 Secrets and 2 ConfigMaps per Deployment in a namespace): a change rolls each of them, and the scenarios expect it.", n))
-	}
-	if b.alloc.wrapped {
-		res.Notes = append(res.Notes, "The scenarios needed more Deployments than the population has: some Deployments changed in two scenarios.")
-	}
-	res.Machine.LoadEnd = loadAvg()
-	res.Seconds = seconds(time.Since(res.Started))
-	res.Targets = targets(res)
-	return res, nil
+	return nil
 }
 
 // connect builds the admin client, writes the controller's kubeconfig, opens
@@ -218,6 +247,12 @@ func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
 		return err
 	}
 	b.cs = cs
+	proto := rest.CopyConfig(admin)
+	proto.ContentType = runtime.ContentTypeProtobuf
+	proto.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	if b.creators, err = kubernetes.NewForConfig(proto); err != nil {
+		return err
+	}
 	if b.dyn, err = dynamic.NewForConfig(admin); err != nil {
 		return err
 	}
@@ -248,7 +283,13 @@ func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
 	if b.watchDyn, err = dynamic.NewForConfig(watches); err != nil {
 		return err
 	}
-	wcs, err := kubernetes.NewForConfig(watches)
+	// The Deployment watch in protobuf: kube-apiserver then encodes each
+	// event once for the benchmark and the controllers alike, not a JSON
+	// copy for the benchmark alone.
+	protoWatches := rest.CopyConfig(watches)
+	protoWatches.ContentType = runtime.ContentTypeProtobuf
+	protoWatches.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+	wcs, err := kubernetes.NewForConfig(protoWatches)
 	if err != nil {
 		return err
 	}

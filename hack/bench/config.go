@@ -97,10 +97,13 @@ type Config struct {
 	// Shards, when above 0, runs the shards scenario last (see
 	// bench.shards): that many controllers with --shard; ShardGate runs
 	// kube-apiserver with ShardedListAndWatch; ShardChanges are the
-	// changes made while the shards run.
+	// changes made while the shards run. ShardsOnly skips the single
+	// controller (sync, idle, scenarios): the shards start on the freshly
+	// populated cluster and write the first-sight baselines themselves.
 	Shards       int
 	ShardGate    bool
 	ShardChanges int
+	ShardsOnly   bool
 	// MemoryWindow is how long the shards scenario samples each process's
 	// memory, every second, once it is quiet.
 	MemoryWindow time.Duration
@@ -199,6 +202,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.BoolVar(&c.ScaleRun, "scale-run", false, "scale run: 250 namespaces × (200 Secrets + 200 ConfigMaps), 25,000 Deployments; sync, idle and latency (flags given explicitly win)")
 	fs.IntVar(&c.Shards, "shards", 0, "after the scenarios, stop the controller and start this many with --shard over the same cluster: each one's memory and bytes received, and a round of changes (0: no shards scenario)")
 	fs.BoolVar(&c.ShardGate, "shard-gate", true, "with -shards, run kube-apiserver with the ShardedListAndWatch feature gate")
+	fs.BoolVar(&c.ShardsOnly, "shards-only", false, "with -shards, start the shards on the freshly populated cluster without running the single controller first (no sync, idle, scenarios nor ratios to it): the shards write the first-sight baselines themselves, and must roll nothing at their start")
 	fs.IntVar(&c.ShardChanges, "shard-changes", 40, "with -shards, sources changed while the shards run, each used by one Deployment")
 	fs.DurationVar(&c.MemoryWindow, "memory-window", 40*time.Second, "with -shards, how long each controller's memory is sampled, every second, once it is quiet (the ratios compare the maxima, and the medians); longer than anything an idle controller does periodically")
 	fs.StringVar(&c.Cgroup, "cgroup", "", "memory cgroup directory (v2, or v1's memory controller, e.g. /sys/fs/cgroup/memory/…) in which to run the controller under test in a child of its own, its binary first dropped from the page cache as a container's: the idle figures add its working set as the kubelet computes it (usage minus inactive file pages), now and at its peak since start")
@@ -215,10 +219,13 @@ func parseConfig(args []string) (Config, error) {
 	}
 	c.Scenarios = splitList(*scenarios)
 	c.Kinds = splitList(*kinds)
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if c.ScaleRun {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		scalePreset(&c, set)
+	}
+	if c.ShardsOnly && !set["scenarios"] {
+		c.Scenarios = nil // they need the single controller
 	}
 	if c.ControllerName == "" {
 		c.ControllerName = strings.Fields(c.ControllerCmd + " controller")[0]
@@ -302,6 +309,9 @@ func (c *Config) validate() error {
 	}
 	if c.Shards < 0 || (c.Shards > 0 && c.ShardChanges < 1) {
 		errs = append(errs, errors.New("-shards must not be negative, and -shard-changes must be at least 1 with -shards"))
+	}
+	if c.ShardsOnly && (c.Shards < 1 || len(c.Scenarios) > 0 || len(c.RestartCmds) > 0) {
+		errs = append(errs, errors.New("-shards-only needs -shards of at least 1, and runs no scenario (-scenarios '') nor -restart-cmd: they need the single controller"))
 	}
 	if c.Shards > 0 && c.MemoryWindow < time.Second {
 		errs = append(errs, errors.New("-memory-window must be at least 1s with -shards"))

@@ -179,13 +179,32 @@ type ProcStats struct {
 	PeakWorkingSetBytes int64
 }
 
-// Stats reads the controller's memory and CPU from /proc.
+// Stats reads the controller's memory and CPU from /proc, and with
+// -cgroup its cgroup's.
 func (c *Controller) Stats() (ProcStats, error) {
-	s := ProcStats{At: time.Now()}
-	pid := strconv.Itoa(c.cmd.Process.Pid)
-	status, err := os.ReadFile("/proc/" + pid + "/status")
+	s, err := readProcStats(c.cmd.Process.Pid)
 	if err != nil {
-		return s, fmt.Errorf("reading the controller's status: %w", err)
+		return s, fmt.Errorf("reading the controller's memory and CPU: %w", err)
+	}
+	if c.cgroup != nil {
+		m, err := c.cgroup.read()
+		if err != nil {
+			return s, fmt.Errorf("reading the controller's cgroup: %w", err)
+		}
+		s.Cgroup = &m
+		s.PeakWorkingSetBytes = max(c.peakWorkingSet.Load(), m.WorkingSet())
+	}
+	return s, nil
+}
+
+// readProcStats reads the memory and CPU of process pid from
+// /proc/PID/status and /proc/PID/stat (proc(5)).
+func readProcStats(pid int) (ProcStats, error) {
+	s := ProcStats{At: time.Now()}
+	dir := "/proc/" + strconv.Itoa(pid)
+	status, err := os.ReadFile(dir + "/status")
+	if err != nil {
+		return s, err // the path is in it
 	}
 	for _, line := range strings.Split(string(status), "\n") {
 		field, value, ok := strings.Cut(line, ":")
@@ -206,27 +225,19 @@ func (c *Controller) Stats() (ProcStats, error) {
 			s.Threads = int(n)
 		}
 	}
-	stat, err := os.ReadFile("/proc/" + pid + "/stat")
+	stat, err := os.ReadFile(dir + "/stat")
 	if err != nil {
-		return s, fmt.Errorf("reading the controller's stat: %w", err)
+		return s, err
 	}
 	// Fields after the command name, which is in parentheses and may hold
 	// spaces: state is field 3, utime 14 and stime 15 (proc(5)).
 	fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
 	if len(fields) < 13 {
-		return s, fmt.Errorf("short /proc/%s/stat", pid)
+		return s, fmt.Errorf("short %s/stat", dir)
 	}
 	utime, _ := strconv.ParseInt(fields[11], 10, 64)
 	stime, _ := strconv.ParseInt(fields[12], 10, 64)
 	s.CPUSeconds = float64(utime+stime) / clockTicks
-	if c.cgroup != nil {
-		m, err := c.cgroup.read()
-		if err != nil {
-			return s, fmt.Errorf("reading the controller's cgroup: %w", err)
-		}
-		s.Cgroup = &m
-		s.PeakWorkingSetBytes = max(c.peakWorkingSet.Load(), m.WorkingSet())
-	}
 	return s, nil
 }
 

@@ -26,11 +26,13 @@ type Population struct {
 
 // populate creates every namespace, source and Deployment of the run with
 // cfg.Creators parallel workers: namespaces first, then sources, then
-// Deployments, so that no Deployment ever names a missing source.
+// Deployments, so that no Deployment ever names a missing source. Each
+// object is made as it is sent, so that a population of millions is never
+// held whole in memory.
 func populate(ctx context.Context, cs kubernetes.Interface, cfg Config, l Layout, data content) (Population, error) {
 	begin := time.Now()
 	var pop Population
-	var namespaces, sources, deployments []metav1.Object
+	var namespaces []metav1.Object
 	for _, ns := range []string{systemNamespace, probeNamespace, fanoutNamespace} {
 		if ns == fanoutNamespace && cfg.FanOut == 0 {
 			continue
@@ -39,38 +41,56 @@ func populate(ctx context.Context, cs kubernetes.Interface, cfg Config, l Layout
 	}
 	for i := range cfg.Namespaces {
 		namespaces = append(namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: l.Namespace(i)}})
-		for s := range cfg.Secrets {
-			sources = append(sources, data.object(Source{secretKind, l.Namespace(i), l.SecretName(s)}))
+	}
+	// The sources: each namespace's Secrets, then its ConfigMaps, then the
+	// probe's ConfigMap and the fan-out's.
+	probe := l.ProbeUse()
+	extra := []Source{probe.Source}
+	if cfg.FanOut > 0 {
+		extra = append(extra, l.FanOutUse(0).Source)
+	}
+	perNamespace := cfg.Secrets + cfg.ConfigMaps
+	populationSources := cfg.Namespaces * perNamespace
+	source := func(i int) metav1.Object {
+		if i >= populationSources {
+			return data.object(extra[i-populationSources])
 		}
-		for s := range cfg.ConfigMaps {
-			sources = append(sources, data.object(Source{configMapKind, l.Namespace(i), l.ConfigMapName(s)}))
+		ns, j := l.Namespace(i/perNamespace), i%perNamespace
+		if j < cfg.Secrets {
+			return data.object(Source{secretKind, ns, l.SecretName(j)})
 		}
+		return data.object(Source{configMapKind, ns, l.ConfigMapName(j - cfg.Secrets)})
 	}
 	pop.Secrets, pop.ConfigMaps = cfg.Namespaces*cfg.Secrets, cfg.Namespaces*cfg.ConfigMaps
-	probe := l.ProbeUse()
-	sources = append(sources, data.object(probe.Source))
-	// The probe rolls at every start of a controller, many times an hour
-	// over a run: nudge's storm brake must not hold it.
-	probeDeployment := deployment(probeNamespace, probeName, []Use{probe})
-	probeDeployment.Annotations["nudge.dev/max-rollouts-per-hour"] = "0"
-	deployments = append(deployments, probeDeployment)
-	if cfg.FanOut > 0 {
-		sources = append(sources, data.object(l.FanOutUse(0).Source))
-		for i := range cfg.FanOut {
-			d := l.FanOutDeployment(i)
-			deployments = append(deployments, deployment(d.Namespace, d.Name, []Use{l.FanOutUse(i)}))
+	// The Deployments: the probe, the fan-out's, then the population's.
+	deploymentOf := func(i int) metav1.Object {
+		switch {
+		case i == 0:
+			// The probe rolls at every start of a controller, many
+			// times an hour over a run: nudge's storm brake must not
+			// hold it.
+			d := deployment(probeNamespace, probeName, []Use{probe})
+			d.Annotations["nudge.dev/max-rollouts-per-hour"] = "0"
+			return d
+		case i <= cfg.FanOut:
+			d := l.FanOutDeployment(i - 1)
+			return deployment(d.Namespace, d.Name, []Use{l.FanOutUse(i - 1)})
 		}
-	}
-	for g := range cfg.Deployments {
+		g := i - 1 - cfg.FanOut
 		d, uses := l.Deployment(g), l.Uses(g)
-		deployments = append(deployments, deployment(d.Namespace, d.Name, uses[:]))
+		return deployment(d.Namespace, d.Name, uses[:])
 	}
-	pop.Namespaces, pop.Deployments = len(namespaces), len(deployments)
+	pop.Namespaces, pop.Deployments = len(namespaces), 1+cfg.FanOut+cfg.Deployments
 	for _, batch := range []struct {
 		what string
-		objs []metav1.Object
-	}{{"namespaces", namespaces}, {"sources", sources}, {"Deployments", deployments}} {
-		if err := createAll(ctx, cs, cfg.Creators, batch.what, batch.objs); err != nil {
+		n    int
+		obj  func(int) metav1.Object
+	}{
+		{"namespaces", len(namespaces), func(i int) metav1.Object { return namespaces[i] }},
+		{"sources", populationSources + len(extra), source},
+		{"Deployments", pop.Deployments, deploymentOf},
+	} {
+		if err := createAll(ctx, cs, cfg.Creators, batch.what, batch.n, batch.obj); err != nil {
 			return pop, err
 		}
 	}
@@ -78,9 +98,10 @@ func populate(ctx context.Context, cs kubernetes.Interface, cfg Config, l Layout
 	return pop, nil
 }
 
-// createAll creates objs with workers parallel creators, logging progress
-// every 10 seconds; it stops at the first error.
-func createAll(ctx context.Context, cs kubernetes.Interface, workers int, what string, objs []metav1.Object) error {
+// createAll creates n objects, object i made by obj(i) just before it is
+// sent, with workers parallel creators, logging progress every 10 seconds;
+// it stops at the first error.
+func createAll(ctx context.Context, cs kubernetes.Interface, workers int, what string, n int, obj func(i int) metav1.Object) error {
 	begin := time.Now()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -101,13 +122,15 @@ func createAll(ctx context.Context, cs kubernetes.Interface, workers int, what s
 	ticker := time.NewTicker(10 * time.Second)
 	defer ticker.Stop()
 feed:
-	for _, obj := range objs {
+	for i := range n {
+		o := obj(i)
 		for {
 			select {
-			case jobs <- obj:
+			case jobs <- o:
 				continue feed
 			case <-ticker.C:
-				logf("Created %d of %d %s", done.Load(), len(objs), what)
+				d := done.Load()
+				logf("Created %d of %d %s (%.0f a second)", d, n, what, float64(d)/time.Since(begin).Seconds())
 			case <-ctx.Done():
 				break feed
 			}
@@ -118,8 +141,14 @@ feed:
 	if err := context.Cause(ctx); err != nil {
 		return fmt.Errorf("creating %s: %w", what, err)
 	}
-	logf("Created %d %s in %v", len(objs), what, time.Since(begin).Round(time.Millisecond))
+	elapsed := time.Since(begin)
+	logf("Created %d %s in %v (%.0f a second)", n, what, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds())
 	return nil
+}
+
+// createEach creates objs as createAll does.
+func createEach(ctx context.Context, cs kubernetes.Interface, workers int, what string, objs []metav1.Object) error {
+	return createAll(ctx, cs, workers, what, len(objs), func(i int) metav1.Object { return objs[i] })
 }
 
 // createOne creates obj, retrying a few times when the API server is

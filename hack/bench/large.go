@@ -78,7 +78,7 @@ func (b *bench) large(ctx context.Context) error {
 		what string
 		objs []metav1.Object
 	}{{"namespaces", []metav1.Object{ns}}, {"large sources", sources}, {"Deployments", deployments}} {
-		if err := createAll(ctx, b.cs, c.Creators, batch.what, batch.objs); err != nil {
+		if err := createEach(ctx, b.cs, c.Creators, batch.what, batch.objs); err != nil {
 			return err
 		}
 	}

@@ -13,12 +13,15 @@ import (
 // alone. The window is longer than anything an idle nudge does
 // periodically (the discovery poll was every 30 s), so its maximum holds
 // whatever an idle process maps back: the figure a memory limit must hold.
+// WorkingSet is its memory cgroup's working set (usage minus inactive file
+// pages, as the kubelet computes it), nil when it runs in none (-cgroup).
 type MemoryWindow struct {
-	Seconds float64  `json:"seconds"`
-	Samples int      `json:"samples"`
-	RSS     MemStats `json:"rss_mib"`
-	Anon    MemStats `json:"anon_mib"`
-	File    MemStats `json:"file_mib"`
+	Seconds    float64   `json:"seconds"`
+	Samples    int       `json:"samples"`
+	RSS        MemStats  `json:"rss_mib"`
+	Anon       MemStats  `json:"anon_mib"`
+	File       MemStats  `json:"file_mib"`
+	WorkingSet *MemStats `json:"working_set_mib,omitempty"`
 }
 
 // MemStats are the maximum and the median of one figure's samples, in MiB.
@@ -29,14 +32,20 @@ type MemStats struct {
 
 func (m MemStats) String() string { return fmt.Sprintf("%.1f (median %.1f)", m.Max, m.Median) }
 
-// String is "RSS max (median …), anonymous …, file-backed …" in MiB.
+// String is "RSS max (median …), anonymous …, file-backed …[, working
+// set …] MiB over … s".
 func (w MemoryWindow) String() string {
-	return fmt.Sprintf("RSS %v, anonymous %v, file-backed %v MiB over %.0f s", w.RSS, w.Anon, w.File, w.Seconds)
+	ws := ""
+	if w.WorkingSet != nil {
+		ws = fmt.Sprintf(", working set %v", *w.WorkingSet)
+	}
+	return fmt.Sprintf("RSS %v, anonymous %v, file-backed %v%s MiB over %.0f s", w.RSS, w.Anon, w.File, ws, w.Seconds)
 }
 
 // summarize returns the window of samples, taken in time order: the
 // maximum and the median (of an even count, the mean of the middle two) of
-// each figure, and the time from the first sample to the last.
+// each figure, and the time from the first sample to the last. The working
+// set is summarised when every sample has its cgroup's.
 func summarize(samples []ProcStats) MemoryWindow {
 	w := MemoryWindow{Samples: len(samples)}
 	if len(samples) == 0 {
@@ -55,19 +64,29 @@ func summarize(samples []ProcStats) MemoryWindow {
 	w.RSS = stats(func(s ProcStats) int64 { return s.RSSBytes })
 	w.Anon = stats(func(s ProcStats) int64 { return s.AnonBytes })
 	w.File = stats(func(s ProcStats) int64 { return s.FileBytes })
+	if !slices.ContainsFunc(samples, func(s ProcStats) bool { return s.Cgroup == nil }) {
+		ws := stats(func(s ProcStats) int64 { return s.Cgroup.WorkingSet() })
+		w.WorkingSet = &ws
+	}
 	return w
 }
 
-// sampleMemory reads each of ctrls from /proc every second for window
-// (window/1 s + 1 samples each, all taken together) and returns each one's
-// summary, in the order of ctrls; an error when one exits or ctx ends.
-func sampleMemory(ctx context.Context, ctrls []*Controller, window time.Duration) ([]MemoryWindow, error) {
-	samples := make([][]ProcStats, len(ctrls))
+// measured is a process whose memory and CPU the benchmark reads: a
+// controller, or a process of the plane.
+type measured interface {
+	Stats() (ProcStats, error)
+}
+
+// sampleMemory reads each of procs every second for window (window/1 s + 1
+// samples each, all taken together) and returns each one's summary, in the
+// order of procs; an error when one exits or ctx ends.
+func sampleMemory(ctx context.Context, procs []measured, window time.Duration) ([]MemoryWindow, error) {
+	samples := make([][]ProcStats, len(procs))
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for start := time.Now(); ; {
-		for i, c := range ctrls {
-			s, err := c.Stats()
+		for i, p := range procs {
+			s, err := p.Stats()
 			if err != nil {
 				return nil, err
 			}
@@ -82,8 +101,8 @@ func sampleMemory(ctx context.Context, ctrls []*Controller, window time.Duration
 			return nil, ctx.Err()
 		}
 	}
-	out := make([]MemoryWindow, len(ctrls))
-	for i := range ctrls {
+	out := make([]MemoryWindow, len(procs))
+	for i := range procs {
 		out[i] = summarize(samples[i])
 	}
 	return out, nil

@@ -39,6 +39,28 @@ func TestSummarize(t *testing.T) {
 			want:    MemoryWindow{Seconds: 3, Samples: 4, RSS: MemStats{Max: 40, Median: 25}, Anon: MemStats{Max: 40, Median: 25}},
 		},
 	}
+	// inCgroup is sample with its cgroup's usage and inactive file pages
+	// in MiB.
+	inCgroup := func(s ProcStats, usage, inactive float64) ProcStats {
+		s.Cgroup = &CgroupMemory{Usage: int64(usage * (1 << 20)), InactiveFile: int64(inactive * (1 << 20))}
+		return s
+	}
+	tests["in a cgroup: the working set is usage less inactive file pages, summarised alone"] = struct {
+		samples []ProcStats
+		want    MemoryWindow
+	}{
+		samples: []ProcStats{inCgroup(sample(0, 40, 20), 70, 25), inCgroup(sample(1, 40, 20), 80, 20), inCgroup(sample(2, 40, 20), 60, 25)},
+		want: MemoryWindow{Seconds: 2, Samples: 3, RSS: MemStats{Max: 60, Median: 60}, Anon: MemStats{Max: 40, Median: 40},
+			File: MemStats{Max: 20, Median: 20}, WorkingSet: &MemStats{Max: 60, Median: 45}},
+	}
+	tests["a sample without its cgroup's: no working set"] = struct {
+		samples []ProcStats
+		want    MemoryWindow
+	}{
+		samples: []ProcStats{inCgroup(sample(0, 40, 20), 70, 25), sample(1, 40, 20)},
+		want: MemoryWindow{Seconds: 1, Samples: 2, RSS: MemStats{Max: 60, Median: 60}, Anon: MemStats{Max: 40, Median: 40},
+			File: MemStats{Max: 20, Median: 20}},
+	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)

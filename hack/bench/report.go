@@ -77,14 +77,27 @@ func figures(res *Results) []figure {
 			optSeconds(bd.SetupStatusSeconds), optSeconds(bd.FanOutStatusSeconds))
 	}
 	if sh := res.Shards; sh != nil {
-		add("shards", "single controller: RSS / received from the API server", &sh.Load, "%.1f MiB / %.1f MiB", sh.Single.RSSMiB, sh.Single.ReceivedMiB)
+		if !sh.ShardsOnly {
+			add("shards", "single controller: RSS / received from the API server", &sh.Load, "%.1f MiB / %.1f MiB", sh.Single.RSSMiB, sh.Single.ReceivedMiB)
+		}
 		for _, f := range sh.Shards {
 			add("shards", fmt.Sprintf("shard %s (%d namespaces): ready / RSS / received", f.Shard, f.Namespaces), &sh.Load, "%s s / %.1f MiB / %.1f MiB",
 				optSeconds(f.ReadySeconds), f.RSSMiB, f.ReceivedMiB)
 		}
-		add("shards", "largest shard over the single controller: RSS / received", &sh.Load, "%.2f× / %.2f× (ShardedListAndWatch %s)", sh.MaxRSSRatio, sh.MaxBytesRatio, map[bool]string{true: "on", false: "off"}[sh.Gate])
+		if !sh.ShardsOnly {
+			add("shards", "largest shard over the single controller: RSS / received", &sh.Load, "%.2f× / %.2f× (ShardedListAndWatch %s)", sh.MaxRSSRatio, sh.MaxBytesRatio, map[bool]string{true: "on", false: "off"}[sh.Gate])
+		}
+		add("shards", "workloads baselined (all, s from the first shard's start)", &sh.Load, "%d of %d (%s s)", sh.Baselined, sh.Workloads, optSeconds(sh.BaselinedSeconds))
 		add("shards", "quiet after the last shard was ready (first reconciles done)", &sh.Load, "%.1f s", sh.QuietSeconds)
+		add("shards", "rollouts at the shards' start", &sh.Load, "%d", sh.StartRollouts)
 		add("shards", fmt.Sprintf("%d changes: late / misses / other rollouts", sh.Changes), &sh.Load, "%d / %d / %d", sh.Late, sh.Misses, sh.OtherRollouts)
+	}
+	if p := res.Plane; p != nil {
+		for _, name := range planeProcNames {
+			f := p.process(name)
+			add("plane", name+": RSS once populated / peak since start", nil, "%.1f / %.1f MiB", f.PopulatedRSSMiB, f.PeakRSSMiB)
+		}
+		add("plane", "etcd's database (in use) / audit log", nil, "%.1f (%.1f) / %.1f MiB", p.EtcdDBMiB, p.EtcdDBInUseMiB, p.AuditLogMiB)
 	}
 	steady := func(scenario string, s *SteadyResult) {
 		if s == nil {
@@ -183,6 +196,12 @@ func markdown(res *Results) string {
 	}
 	if res.Versus != nil {
 		b.WriteString(versusMarkdown(res.Versus, res.Controller))
+	}
+	if res.Shards != nil {
+		b.WriteString(shardsMarkdown(res.Shards))
+	}
+	if res.Plane != nil {
+		b.WriteString(planeMarkdown(res.Plane))
 	}
 	b.WriteString("\nThe controller's API requests (audit log, its own identity), by phase:\n\n")
 	b.WriteString("| phase | s | load at start | controller CPU s | rollouts | writes / Events per rollout | requests | watches closed by the API server |\n|---|---|---|---|---|---|---|---|\n")

@@ -35,6 +35,7 @@ type Results struct {
 	Kinds         *KindsResult    `json:"kinds,omitempty"`
 	Process       *ProcessResult  `json:"process,omitempty"`
 	Shards        *ShardsResult   `json:"shards,omitempty"`
+	Plane         *PlaneResult    `json:"plane,omitempty"`
 	Restarts      []RestartResult `json:"restarts,omitempty"`
 
 	Phases  []Phase  `json:"phases"`

@@ -7,12 +7,15 @@ import (
 	"io"
 	"net"
 	"net/url"
+	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 
 	"nudge.dev/nudge/internal/shard"
 )
@@ -22,11 +25,16 @@ import (
 // --shard set to one of N ranges cut at the population namespaces' hash
 // quantiles (shard.Balanced: the bench's namespaces, bench-000, bench-001,
 // ..., differ in their last characters alone, which equal ranges split
-// unevenly), and a round of changes each rolled exactly once.
+// unevenly), and a round of changes each rolled exactly once. With
+// -shards-only the shards start on the freshly populated cluster instead,
+// and write the first-sight baselines themselves.
 type ShardsResult struct {
 	Load Load `json:"load"`
 	// Gate says whether kube-apiserver ran with ShardedListAndWatch.
 	Gate bool `json:"gate"`
+	// ShardsOnly says the single controller did not run first
+	// (-shards-only): Single and the ratios are then zero.
+	ShardsOnly bool `json:"shards_only,omitempty"`
 	// Single is the unsharded controller, measured as the shards are: its
 	// memory over a window of -memory-window once quiet and idle, and the
 	// bytes it received from the API server until the end of its idle
@@ -44,7 +52,19 @@ type ShardsResult struct {
 	// QuietSeconds is the time from the last shard ready until every
 	// shard's CPU was quiet (its first reconcile of every workload done).
 	QuietSeconds float64 `json:"quiet_seconds"`
-	Changes      int     `json:"changes"`
+	// Workloads are the cluster's Deployments (the probe's and the
+	// fan-out's included) and Baselined those carrying the baseline
+	// annotation once the shards were ready; with -shards-only,
+	// BaselinedSeconds is the time from the first shard's start until
+	// the last of them was seen with it.
+	Workloads        int      `json:"workloads"`
+	Baselined        int      `json:"baselined"`
+	BaselinedSeconds *float64 `json:"baselined_seconds,omitempty"`
+	// StartRollouts are the rollouts of any Deployment but the probe from
+	// the first shard's start until the changes: there must be none (a
+	// first-sight baseline is a write, not a rollout).
+	StartRollouts int `json:"start_rollouts"`
+	Changes       int `json:"changes"`
 	// Late are Deployments using a changed source that did not roll within
 	// -change-timeout; Misses those that did not roll within -wait-timeout.
 	Late          int `json:"late"`
@@ -54,45 +74,64 @@ type ShardsResult struct {
 
 // ShardFigures are one controller's figures in the shards scenario.
 type ShardFigures struct {
-	Shard        string   `json:"shard,omitempty"` // its --shard range
-	Namespaces   int      `json:"namespaces"`      // population namespaces it owns
-	ReadySeconds *float64 `json:"ready_seconds,omitempty"`
+	Shard      string `json:"shard,omitempty"`     // its --shard range
+	Namespaces int    `json:"namespaces"`          // population namespaces it owns
+	Workloads  int    `json:"workloads,omitempty"` // Deployments in the namespaces it owns
+	// ReadySeconds is the time from its start until its /readyz answered
+	// 200 (caches synced); BaselinedSeconds until the last workload of
+	// its namespaces carried the baseline annotation, when it wrote them
+	// (-shards-only).
+	ReadySeconds     *float64 `json:"ready_seconds,omitempty"`
+	BaselinedSeconds *float64 `json:"baselined_seconds,omitempty"`
 	// RSSMiB is the maximum of Memory's RSS samples; PeakRSSMiB the peak
 	// since start (VmHWM) at the window's end.
-	RSSMiB      float64      `json:"rss_mib"`
-	PeakRSSMiB  float64      `json:"peak_rss_mib"`
-	Memory      MemoryWindow `json:"memory"`
-	ReceivedMiB float64      `json:"received_mib"` // from the API server, start to idle end
+	RSSMiB     float64 `json:"rss_mib"`
+	PeakRSSMiB float64 `json:"peak_rss_mib"`
+	// PeakWorkingSetMiB is the largest working set of its memory cgroup
+	// (-cgroup) sampled every 250 ms from its start to the window's end;
+	// its idle working set is Memory.WorkingSet. Nil without -cgroup.
+	PeakWorkingSetMiB *float64     `json:"peak_working_set_mib,omitempty"`
+	CPUSeconds        float64      `json:"cpu_seconds"` // from its start to the window's end
+	Memory            MemoryWindow `json:"memory"`
+	ReceivedMiB       float64      `json:"received_mib"` // from the API server, start to idle end
 }
 
-// measure sets f's memory figures from w and the process's peak.
-func (f *ShardFigures) measure(w MemoryWindow, peak int64) {
-	f.Memory, f.RSSMiB, f.PeakRSSMiB = w, w.RSS.Max, mib(peak)
+// measure sets f's memory and CPU figures from its window w and its stats
+// s at the window's end.
+func (f *ShardFigures) measure(w MemoryWindow, s ProcStats) {
+	f.Memory, f.RSSMiB, f.PeakRSSMiB, f.CPUSeconds = w, w.RSS.Max, mib(s.PeakBytes), round(s.CPUSeconds, 2)
+	if s.Cgroup != nil {
+		f.PeakWorkingSetMiB = ptr.To(mib(s.PeakWorkingSetBytes))
+	}
 }
 
 // shards samples the single controller's memory over cfg.MemoryWindow
 // once it is quiet (after its idle phase), stops it, then starts cfg.Shards
-// controllers over the same cluster, waits until each is ready, quiet and
-// has idled cfg.Idle, samples theirs over the same window, changes
-// cfg.ShardChanges sources and counts the rollouts: each Deployment using a
+// controllers over the same cluster (on the freshly populated cluster with
+// cfg.ShardsOnly), waits until each is ready, every workload is baselined,
+// every shard is quiet and has idled cfg.Idle, samples their memory and the
+// plane's over the same window, changes cfg.ShardChanges sources and counts
+// the rollouts: none before the changes, and each Deployment using a
 // changed source must roll exactly once, by its shard. The ratios compare
 // the same statistic of every process's window.
 func (b *bench) shards(ctx context.Context) error {
-	res := &ShardsResult{Load: loadAvg(), Gate: b.cfg.ShardGate}
+	res := &ShardsResult{Load: loadAvg(), Gate: b.cfg.ShardGate, ShardsOnly: b.cfg.ShardsOnly, Workloads: b.res.Population.Deployments}
 	b.res.Shards = res
 	if err := b.phase("shards"); err != nil {
 		return err
 	}
-	res.Single = ShardFigures{Namespaces: b.cfg.Namespaces, ReceivedMiB: mib(b.idleReceived)}
-	if b.res.Sync != nil {
-		res.Single.ReadySeconds = b.res.Sync.ReadySeconds
-	}
-	if err := b.sampleIdle(ctx, []*Controller{b.ctrl}, []*ShardFigures{&res.Single}); err != nil {
-		return err
-	}
-	logf("Single controller: %v", res.Single.Memory)
-	if _, err := b.stopController(); err != nil {
-		return err
+	if !b.cfg.ShardsOnly {
+		res.Single = ShardFigures{Namespaces: b.cfg.Namespaces, ReceivedMiB: mib(b.idleReceived)}
+		if b.res.Sync != nil {
+			res.Single.ReadySeconds = b.res.Sync.ReadySeconds
+		}
+		if err := b.sampleIdle(ctx, []*Controller{b.ctrl}, []*ShardFigures{&res.Single}, false); err != nil {
+			return err
+		}
+		logf("Single controller: %v", res.Single.Memory)
+		if _, err := b.stopController(); err != nil {
+			return err
+		}
 	}
 
 	names := []string{systemNamespace, probeNamespace, fanoutNamespace}
@@ -103,8 +142,10 @@ func (b *bench) shards(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	owned := b.ownedWorkloads(ranges)
 	ctrls := make([]*Controller, len(ranges))
 	proxies := make([]*countingProxy, len(ranges))
+	var binaries []string // the shards' own copies of the binary (-cgroup)
 	defer func() {
 		for _, c := range ctrls {
 			if c != nil {
@@ -116,7 +157,12 @@ func (b *bench) shards(ctx context.Context) error {
 				p.Close()
 			}
 		}
+		for _, bin := range binaries {
+			_ = os.Remove(bin)
+		}
 	}()
+	start := time.Now()
+	deadline := start.Add(b.cfg.SyncTimeout)
 	for i, r := range ranges {
 		if proxies[i], err = newCountingProxy(b.apiHost); err != nil {
 			return err
@@ -128,33 +174,79 @@ func (b *bench) shards(ctx context.Context) error {
 			return err
 		}
 		cmd := b.cfg.ControllerCmd + " --shard=" + r.Name
-		if ctrls[i], err = startController(cmd, kubeconfig, filepath.Join(b.workDir, fmt.Sprintf("shard-%d.log", i)), nil); err != nil {
-			return err
+		var cgroup *memCgroup
+		if b.cfg.Cgroup != "" {
+			bin := ""
+			if cmd, bin, err = ownBinary(cmd, filepath.Join(b.workDir, fmt.Sprintf("shard-%d", i))); err != nil {
+				return err
+			}
+			if bin != "" {
+				binaries = append(binaries, bin)
+			}
+			b.cgroups++
+			if cgroup, err = newMemCgroup(b.cfg.Cgroup, fmt.Sprintf("nudge-bench-%d-%d-shard-%d", os.Getpid(), b.cgroups, i)); err != nil {
+				return err
+			}
+		}
+		if ctrls[i], err = startController(cmd, kubeconfig, filepath.Join(b.workDir, fmt.Sprintf("shard-%d.log", i)), cgroup); err != nil {
+			return errors.Join(err, cgroup.removeIfAny())
 		}
 	}
+	// Every shard's /readyz is polled at once, so that each one's time is
+	// its own, not when the poll of the shard before it ended.
+	readyAt := make([]time.Time, len(ctrls))
+	var ready sync.WaitGroup
 	for i, c := range ctrls {
-		f := ShardFigures{Shard: ranges[i].Name}
+		ready.Go(func() { readyAt[i] = c.WaitReady(ctx, time.Until(deadline)) })
+	}
+	ready.Wait()
+	for i, c := range ctrls {
+		f := ShardFigures{Shard: ranges[i].Name, Workloads: len(owned[i])}
 		for j := range b.cfg.Namespaces {
 			if ranges[i].Owns(b.layout.Namespace(j)) {
 				f.Namespaces++
 			}
 		}
-		at := c.WaitReady(ctx, b.cfg.SyncTimeout)
+		at := readyAt[i]
 		if at.IsZero() {
 			return fmt.Errorf("shard %s not ready within %v: %w", ranges[i].Name, b.cfg.SyncTimeout, c.Exited())
 		}
 		f.ReadySeconds = ptrSeconds(at.Sub(c.started))
 		res.Shards = append(res.Shards, f)
+		logf("Shard %s ready in %.1f s (%d namespaces, %d workloads)", f.Shard, *f.ReadySeconds, f.Namespaces, f.Workloads)
 	}
 	// Ready is synced caches; each shard then reconciles every workload
-	// of its namespaces once (baselined already: nothing to write). Wait
-	// until every shard is quiet, then cfg.Idle (as the single controller
-	// idled), then sample.
-	quiet, err := waitQuiet(ctx, ctrls, b.cfg.SyncTimeout)
+	// of its namespaces once, writing its first-sight baseline with
+	// -shards-only (nothing to write after the single controller). Wait
+	// until every workload is baselined and every shard is quiet, then
+	// cfg.Idle (as the single controller idled), then sample.
+	if b.cfg.BaselineAnnotation != "" {
+		stop := b.logBaselines(res.Workloads)
+		n, last := b.watcher.WaitBaselined(ctx, res.Workloads, time.Until(deadline))
+		stop()
+		if res.Baselined = n; n < res.Workloads {
+			return fmt.Errorf("%d of %d workloads baselined within %v of the shards' start", n, res.Workloads, b.cfg.SyncTimeout)
+		}
+		if b.cfg.ShardsOnly {
+			res.BaselinedSeconds = ptrSeconds(last.Sub(start))
+			for i, c := range ctrls {
+				if _, last := b.watcher.BaselinedAt(owned[i]); !last.IsZero() {
+					res.Shards[i].BaselinedSeconds = ptrSeconds(last.Sub(c.started))
+				}
+			}
+		}
+		logf("Shards: %d of %d workloads baselined", n, res.Workloads)
+	}
+	quiet, err := waitQuiet(ctx, ctrls, time.Until(deadline))
 	if err != nil {
 		return err
 	}
 	res.QuietSeconds = seconds(quiet)
+	if m := b.monitor; m != nil {
+		for i, p := range m.procs {
+			b.res.Plane.process(p.name).StartPeakMiB = ptr.To(m.peak(i, start, time.Now()))
+		}
+	}
 	select {
 	case <-time.After(b.cfg.Idle):
 	case <-ctx.Done():
@@ -165,20 +257,32 @@ func (b *bench) shards(ctx context.Context) error {
 		res.Shards[i].ReceivedMiB = mib(proxies[i].Received())
 		figures[i] = &res.Shards[i]
 	}
-	if err := b.sampleIdle(ctx, ctrls, figures); err != nil {
+	if err := b.sampleIdle(ctx, ctrls, figures, true); err != nil {
 		return err
+	}
+	if b.res.Plane != nil {
+		if live, err := apiserverLiveHeap(ctx, b.cs.CoreV1().RESTClient(), true); err != nil {
+			logf("Plane: %v", err)
+		} else {
+			b.res.Plane.APIServer.LiveHeapMiB = ptr.To(mib(live))
+			logf("Plane: kube-apiserver's live heap %.1f MiB after a forced collection", mib(live))
+		}
 	}
 	single := res.Single.Memory
 	for _, f := range res.Shards {
-		res.MaxRSSRatio = max(res.MaxRSSRatio, ratio(f.Memory.RSS.Max, single.RSS.Max))
-		res.MedianRSSRatio = max(res.MedianRSSRatio, ratio(f.Memory.RSS.Median, single.RSS.Median))
-		res.MaxAnonRatio = max(res.MaxAnonRatio, ratio(f.Memory.Anon.Max, single.Anon.Max))
-		res.MaxBytesRatio = max(res.MaxBytesRatio, ratio(f.ReceivedMiB, res.Single.ReceivedMiB))
-		logf("Shard %s: %d namespaces, ready in %.2f s, %v (peak %.1f), received %.1f MiB",
-			f.Shard, f.Namespaces, *f.ReadySeconds, f.Memory, f.PeakRSSMiB, f.ReceivedMiB)
+		if !b.cfg.ShardsOnly {
+			res.MaxRSSRatio = max(res.MaxRSSRatio, ratio(f.Memory.RSS.Max, single.RSS.Max))
+			res.MedianRSSRatio = max(res.MedianRSSRatio, ratio(f.Memory.RSS.Median, single.RSS.Median))
+			res.MaxAnonRatio = max(res.MaxAnonRatio, ratio(f.Memory.Anon.Max, single.Anon.Max))
+			res.MaxBytesRatio = max(res.MaxBytesRatio, ratio(f.ReceivedMiB, res.Single.ReceivedMiB))
+		}
+		logf("Shard %s: %d namespaces, %d workloads, ready in %s s, baselined in %s s, %v (peak RSS %.1f%s), CPU %.1f s, received %.1f MiB",
+			f.Shard, f.Namespaces, f.Workloads, optSeconds(f.ReadySeconds), optSeconds(f.BaselinedSeconds), f.Memory, f.PeakRSSMiB,
+			optMiB(", peak working set ", f.PeakWorkingSetMiB), f.CPUSeconds, f.ReceivedMiB)
 	}
 
 	begin := time.Now()
+	res.StartRollouts = len(b.rollouts(start, begin))
 	expected := map[string]bool{}
 	res.Changes = b.cfg.ShardChanges
 	for _, g := range b.alloc.take(b.cfg.ShardChanges) {
@@ -209,18 +313,133 @@ func (b *bench) shards(ctx context.Context) error {
 			return err
 		}
 	}
-	logf("Shards: largest RSS %.2f× the single controller's (maxima over %v; medians %.2f×, anonymous maxima %.2f×), bytes received %.2f×; %d changes, %d late, %d misses, %d other rollouts",
-		res.MaxRSSRatio, b.cfg.MemoryWindow, res.MedianRSSRatio, res.MaxAnonRatio, res.MaxBytesRatio, res.Changes, res.Late, res.Misses, res.OtherRollouts)
+	if !b.cfg.ShardsOnly {
+		logf("Shards: largest RSS %.2f× the single controller's (maxima over %v; medians %.2f×, anonymous maxima %.2f×), bytes received %.2f×",
+			res.MaxRSSRatio, b.cfg.MemoryWindow, res.MedianRSSRatio, res.MaxAnonRatio, res.MaxBytesRatio)
+	}
+	logf("Shards: %d rollouts at their start; %d changes, %d late, %d misses, %d other rollouts",
+		res.StartRollouts, res.Changes, res.Late, res.Misses, res.OtherRollouts)
 	return nil
 }
 
+// logBaselines logs how many of n workloads carry the baseline annotation
+// every planeLogEvery until the returned function is called.
+func (b *bench) logBaselines(n int) (stop func()) {
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(planeLogEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				got, _ := b.watcher.Baselined()
+				logf("Shards: %d of %d workloads baselined", got, n)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// ownedWorkloads returns the Deployments (namespace/name) in the
+// namespaces of each of ranges: the population's, the probe and the
+// fan-out's.
+func (b *bench) ownedWorkloads(ranges []shard.Shard) [][]string {
+	owner := map[string]int{}
+	of := func(namespace string) int {
+		i, ok := owner[namespace]
+		if !ok {
+			i = -1
+			for j, r := range ranges {
+				if r.Owns(namespace) {
+					i = j
+					break
+				}
+			}
+			owner[namespace] = i
+		}
+		return i
+	}
+	out := make([][]string, len(ranges))
+	add := func(namespace, name string) {
+		if i := of(namespace); i >= 0 {
+			out[i] = append(out[i], namespace+"/"+name)
+		}
+	}
+	add(probeNamespace, probeName)
+	for i := range b.cfg.FanOut {
+		d := b.layout.FanOutDeployment(i)
+		add(d.Namespace, d.Name)
+	}
+	for g := range b.cfg.Deployments {
+		d := b.layout.Deployment(g)
+		add(d.Namespace, d.Name)
+	}
+	return out
+}
+
+// ownBinary copies the binary that cmdline runs (its first word, when it
+// is a path; the benchmark splits command lines at spaces) into dir and
+// returns cmdline running the copy, and the copy's path; cmdline and ""
+// when the first word is no path. The copy is
+// dropped from the page cache (see dropPageCache): each shard then pays
+// for its own binary's pages in its cgroup, as a pod on a node of its own
+// does, rather than the first shard to touch a page paying for every one
+// (a page cache page is charged to the first cgroup that reads it).
+func ownBinary(cmdline, dir string) (string, string, error) {
+	cmdline = strings.TrimLeft(cmdline, " ")
+	first := strings.Fields(cmdline)[0]
+	if !strings.Contains(first, "/") {
+		return cmdline, "", nil
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", "", err
+	}
+	copied := filepath.Join(dir, filepath.Base(first))
+	if err := copyFile(first, copied); err != nil {
+		return "", "", fmt.Errorf("copying the controller's binary: %w", err)
+	}
+	if err := dropPageCache(copied); err != nil {
+		return "", "", err
+	}
+	return copied + cmdline[len(first):], copied, nil
+}
+
+// copyFile copies the file at from to a new executable file at to.
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(to, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		return errors.Join(err, dst.Close())
+	}
+	return dst.Close()
+}
+
 // sampleIdle waits until every one of ctrls is quiet, samples their memory
-// over cfg.MemoryWindow and sets each one's figures.
-func (b *bench) sampleIdle(ctx context.Context, ctrls []*Controller, figures []*ShardFigures) error {
+// (and the plane's, with plane) over cfg.MemoryWindow and sets each one's
+// figures (and the plane's idle windows).
+func (b *bench) sampleIdle(ctx context.Context, ctrls []*Controller, figures []*ShardFigures, plane bool) error {
 	if _, err := waitQuiet(ctx, ctrls, b.cfg.SyncTimeout); err != nil {
 		return err
 	}
-	windows, err := sampleMemory(ctx, ctrls, b.cfg.MemoryWindow)
+	procs := make([]measured, 0, len(ctrls)+len(planeProcNames))
+	for _, c := range ctrls {
+		procs = append(procs, c)
+	}
+	if plane && b.monitor != nil {
+		for _, p := range b.monitor.procs {
+			procs = append(procs, p)
+		}
+	}
+	windows, err := sampleMemory(ctx, procs, b.cfg.MemoryWindow)
 	if err != nil {
 		return err
 	}
@@ -229,9 +448,22 @@ func (b *bench) sampleIdle(ctx context.Context, ctrls []*Controller, figures []*
 		if err != nil {
 			return err
 		}
-		figures[i].measure(windows[i], s.PeakBytes)
+		figures[i].measure(windows[i], s)
+	}
+	for i := len(ctrls); i < len(procs); i++ {
+		p := procs[i].(planeProc)
+		b.res.Plane.process(p.name).Idle = &windows[i]
+		logf("Plane, %s: %v", p.name, windows[i])
 	}
 	return nil
+}
+
+// optMiB returns label followed by *v in MiB, or "" when v is nil.
+func optMiB(label string, v *float64) string {
+	if v == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s%.1f MiB", label, *v)
 }
 
 // ratio returns a / b to three digits, 0 when b is 0.

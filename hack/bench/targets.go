@@ -75,6 +75,15 @@ func targets(res *Results) []Target {
 	if s := res.Sync; s != nil && res.Idle != nil {
 		add(fmt.Sprintf("rollouts at first start over %d workloads", s.Workloads-1), "0", fmt.Sprint(s.FirstStartRollouts), true, s.FirstStartRollouts == 0)
 	}
+	if sh := res.Shards; sh != nil && len(sh.Shards) > 0 {
+		// Issue 34's: every shard within 512 MiB of working set, at its
+		// peak (what its memory limit must hold), and exactly once.
+		largest, what := largestShardMemory(sh)
+		add(fmt.Sprintf("largest %s of %d shards", what, len(sh.Shards)), "≤ 512 MiB", fmt.Sprintf("%.1f MiB", largest), true, largest <= 512)
+		add("rollouts at the shards' start", "0", fmt.Sprint(sh.StartRollouts), true, sh.StartRollouts == 0)
+		add(fmt.Sprintf("%d changes while the shards run: late / lost / other rollouts", sh.Changes), "0 / 0 / 0",
+			fmt.Sprintf("%d / %d / %d", sh.Late, sh.Misses, sh.OtherRollouts), true, sh.Late == 0 && sh.Misses == 0 && sh.OtherRollouts == 0)
+	}
 	if n := res.NoOp; n != nil {
 		add(fmt.Sprintf("rollouts from %d label-only changes", n.Changes), "0", fmt.Sprint(n.Rollouts), true, n.Rollouts == 0)
 	}

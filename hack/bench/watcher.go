@@ -261,6 +261,21 @@ func (w *Watcher) WaitKeysBaselined(ctx context.Context, keys []string, timeout 
 	return missing
 }
 
+// BaselinedAt returns how many of keys carry the baseline annotation and
+// when the last of those was first seen with it.
+func (w *Watcher) BaselinedAt(keys []string) (int, time.Time) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	n, last := 0, time.Time{}
+	for _, k := range keys {
+		if at, ok := w.baselined[k]; ok {
+			n++
+			last = later(last, at)
+		}
+	}
+	return n, last
+}
+
 // Baselined returns how many Deployments carry the baseline annotation and
 // when the last of them was first seen with it.
 func (w *Watcher) Baselined() (int, time.Time) {
