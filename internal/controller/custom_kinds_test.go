@@ -251,14 +251,10 @@ func watchSpecs(t *testing.T, k workload.CustomKind, ns string) *specWrites {
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(k.GroupVersionKind().GroupVersion().WithKind(k.Kind + "List"))
-	w, err := k8s.Watch(t.Context(), list, client.InNamespace(ns))
-	if err != nil {
-		t.Fatalf("watching %s: %v", k, err)
-	}
+	events := nt.Watch(t, k8s, list, client.InNamespace(ns))
 	sw := &specWrites{last: map[string]any{}, counts: map[string]int64{}}
-	t.Cleanup(w.Stop)
 	go func() {
-		for ev := range w.ResultChan() {
+		for ev := range events {
 			u, ok := ev.Object.(*unstructured.Unstructured)
 			if !ok {
 				continue

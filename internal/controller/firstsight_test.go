@@ -212,14 +212,10 @@ func (s *appliedStates) count(name string) int {
 // from a watch, until the test ends.
 func watchApplied(t *testing.T, e *env) *appliedStates {
 	t.Helper()
-	w, err := e.K8s.Watch(t.Context(), &appsv1.DeploymentList{}, client.InNamespace(e.NS))
-	if err != nil {
-		t.Fatalf("watching Deployments: %v", err)
-	}
-	t.Cleanup(w.Stop)
+	events := nt.Watch(t, e.K8s, &appsv1.DeploymentList{}, client.InNamespace(e.NS))
 	s := &appliedStates{seen: map[string]map[string]bool{}}
 	go func() {
-		for ev := range w.ResultChan() {
+		for ev := range events {
 			d, ok := ev.Object.(*appsv1.Deployment)
 			if !ok || d.Annotations[workload.AppliedAnnotation] == "" {
 				continue

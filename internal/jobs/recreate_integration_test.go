@@ -111,13 +111,11 @@ func (e *env) recreated(job *batchv1.Job) *batchv1.Job {
 // namespace has had since it was called.
 func (e *env) jobUIDs(name string) func() []types.UID {
 	e.T.Helper()
-	w, err := k8s.Watch(e.Ctx, &batchv1.JobList{}, client.InNamespace(e.NS))
-	e.G.Expect(err).NotTo(HaveOccurred())
-	e.T.Cleanup(w.Stop)
+	events := nt.Watch(e.T, k8s, &batchv1.JobList{}, client.InNamespace(e.NS))
 	var mu sync.Mutex
 	var uids []types.UID
 	go func() {
-		for ev := range w.ResultChan() {
+		for ev := range events {
 			j, ok := ev.Object.(*batchv1.Job)
 			if !ok || j.Name != name {
 				continue

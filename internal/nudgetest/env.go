@@ -260,14 +260,10 @@ func WatchTemplates(t *testing.T, k8s client.WithWatch, ns string) *TemplateWrit
 // DaemonSetList), until t ends.
 func WatchTemplatesOf(t *testing.T, k8s client.WithWatch, ns string, list client.ObjectList) *TemplateWrites {
 	t.Helper()
-	w, err := k8s.Watch(t.Context(), list, client.InNamespace(ns))
-	if err != nil {
-		t.Fatalf("watching %T: %v", list, err)
-	}
+	events := Watch(t, k8s, list, client.InNamespace(ns))
 	tw := &TemplateWrites{last: map[string]corev1.PodTemplateSpec{}, counts: map[string]int64{}}
-	t.Cleanup(w.Stop)
 	go func() {
-		for ev := range w.ResultChan() {
+		for ev := range events {
 			var name string
 			var tmpl corev1.PodTemplateSpec
 			switch o := ev.Object.(type) {

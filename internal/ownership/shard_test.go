@@ -234,12 +234,10 @@ func (c *shardedCluster) rolledBy(m *nt.Member, n *nt.Space, want int) {
 // n (its creation included).
 func (c *shardedCluster) writes(n *nt.Space) func() int64 {
 	c.T.Helper()
-	w, err := k8s.Watch(c.Ctx, &appsv1.DeploymentList{}, client.InNamespace(n.Name))
-	c.G.Expect(err).NotTo(HaveOccurred())
-	c.T.Cleanup(w.Stop)
+	events := nt.Watch(c.T, k8s, &appsv1.DeploymentList{}, client.InNamespace(n.Name))
 	var count atomic.Int64
 	go func() {
-		for range w.ResultChan() {
+		for range events {
 			count.Add(1)
 		}
 	}()

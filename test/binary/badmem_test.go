@@ -129,8 +129,11 @@ func TestBadInputMemory(t *testing.T) {
 	ns, err := plane.GenerateNamespace(ctx, "bin-mem-")
 	g.Expect(err).NotTo(HaveOccurred())
 	metrics, pprof := nt.FreeAddr(t), nt.FreeAddr(t)
+	// No rollout window and no storm brake: each of the 32 changes of the
+	// big Secrets below may be a rollout of its own, more than the default
+	// budget of an hour, whose brake would hold the last ones.
 	p := start(t, nil, "--kubeconfig="+kubeconfig(t, ns), "--namespaces="+ns, "--metrics-bind-address="+metrics,
-		"--pprof-bind-address="+pprof, "--health-probe-bind-address=0", "--rollout-window=0")
+		"--pprof-bind-address="+pprof, "--health-probe-bind-address=0", "--rollout-window=0", "--max-rollouts-per-hour=0")
 	create := func(objs ...client.Object) {
 		t.Helper()
 		for _, o := range objs {

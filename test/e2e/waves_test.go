@@ -55,14 +55,10 @@ func watchFleet(t *testing.T, ns string) *fleetWatch {
 	if err != nil {
 		t.Fatalf("creating a watch client: %v", err)
 	}
-	w, err := c.Watch(t.Context(), &appsv1.DeploymentList{}, client.InNamespace(ns))
-	if err != nil {
-		t.Fatalf("watching Deployments: %v", err)
-	}
-	t.Cleanup(w.Stop)
+	events := nt.Watch(t, c, &appsv1.DeploymentList{}, client.InNamespace(ns))
 	f := &fleetWatch{last: map[string]*appsv1.Deployment{}, incomplete: map[string]bool{}, rollouts: map[string]int{}}
 	go func() {
-		for ev := range w.ResultChan() {
+		for ev := range events {
 			d, ok := ev.Object.(*appsv1.Deployment)
 			if !ok {
 				continue

@@ -292,16 +292,12 @@ func watchRollouts(t *testing.T, namespace, name string) func() []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w, err := wc.Watch(t.Context(), &appsv1.DeploymentList{}, client.InNamespace(namespace),
+	events := nudgetest.Watch(t, wc, &appsv1.DeploymentList{}, client.InNamespace(namespace),
 		client.MatchingFields{"metadata.name": name})
-	if err != nil {
-		t.Fatalf("Watching Deployment %s/%s: %v", namespace, name, err)
-	}
-	t.Cleanup(w.Stop)
 	var mu sync.Mutex
 	var seen []string
 	go func() {
-		for ev := range w.ResultChan() {
+		for ev := range events {
 			d, ok := ev.Object.(*appsv1.Deployment)
 			if !ok {
 				continue
