@@ -122,14 +122,14 @@ clean:
 ## $(KUBE_BINS_DIR); a no-op when that version is there. test/alerts runs
 ## it on charts/nudge/files/alerts.yaml.
 promtool:
-	hack/promtool.sh $(KUBE_BINS_DIR)
+	hack/prometheus.sh $(KUBE_BINS_DIR) promtool
 
 .PHONY: prometheus
 ## prometheus: build the Prometheus server (no web UI), of the module and
 ## version hack/promtool/go.mod pins, into $(KUBE_BINS_DIR); a no-op when
 ## that version is there. test/prometheus runs it against a running nudge.
 prometheus:
-	hack/prometheus.sh $(KUBE_BINS_DIR)
+	hack/prometheus.sh $(KUBE_BINS_DIR) prometheus
 
 ## certmanager: build cert-manager's controller and cainjector, pinned in
 ## hack/certmanager/go.mod, into $(KUBE_BINS_DIR); a no-op when that version

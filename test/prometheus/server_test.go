@@ -41,7 +41,7 @@ type server struct {
 // failed.
 func startPrometheus(t *testing.T, target, ns string, rules []byte) *server {
 	t.Helper()
-	bin := charttest.Built(t, "prometheus", "hack/prometheus.sh")
+	bin := charttest.Built(t, "prometheus", "hack/prometheus.sh", "prometheus")
 	dir := t.TempDir()
 	config := fmt.Sprintf(`global:
   scrape_interval: %[1]s

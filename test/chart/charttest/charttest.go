@@ -42,15 +42,15 @@ func Bin(t testing.TB, name string) string {
 
 // Built returns the path of the binary name in the directory Bin reads,
 // after running the repository's script that builds it there (a path
-// relative to the repository's root, run with that directory as its one
-// argument, as the Makefile's target runs it): `go test -run` of one
+// relative to the repository's root, run with that directory and then args
+// as its arguments, as the Makefile's target runs it): `go test -run` of one
 // integration builds what it needs. The script is a no-op when a binary of
 // its pinned version is there. It fails t when the build fails.
-func Built(t testing.TB, name, script string) string {
+func Built(t testing.TB, name, script string, args ...string) string {
 	t.Helper()
 	dir := binDir(t)
 	root := Root(t)
-	cmd := exec.Command(filepath.Join(root, script), dir)
+	cmd := exec.Command(filepath.Join(root, script), append([]string{dir}, args...)...)
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("Building %s with %s: %v\n%s", name, script, err, out)
