@@ -14,8 +14,6 @@ import (
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/yaml"
@@ -38,10 +36,7 @@ func TestMain(m *testing.M) {
 	ctrllog.SetLogger(logr.Discard())
 	os.Exit(nudgetest.MainWithBinary(m, testbed.Options{Mode: testbed.APIServer}, func(p *testbed.Plane, bin string) {
 		plane, nudgeBin = p, bin
-		scheme := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(scheme)
-		_ = apiextensionsv1.AddToScheme(scheme)
-		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
+		c, err := nudgetest.Client(p.Config())
 		if err != nil {
 			panic(err)
 		}

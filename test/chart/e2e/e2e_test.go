@@ -8,21 +8,16 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/testbed"
 	"nudge.dev/nudge/internal/workload"
 	"nudge.dev/nudge/test/chart/charttest"
@@ -40,23 +35,9 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "nudge-chart-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	nudgeBin = filepath.Join(dir, "nudge")
-	if out, err := exec.Command("go", "build", "-o", nudgeBin, "nudge.dev/nudge/cmd/nudge").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "building nudge: %v\n%s", err, out)
-		return 1
-	}
-	return testbed.Main(m, testbed.Options{Mode: testbed.Cluster, Nodes: 1, AuditLog: true}, func(p *testbed.Plane) {
-		plane = p
-		scheme := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(scheme)
-		_ = apiextensionsv1.AddToScheme(scheme)
-		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
+	return nudgetest.MainWithBinary(m, testbed.Options{Mode: testbed.Cluster, Nodes: 1, AuditLog: true}, func(p *testbed.Plane, bin string) {
+		plane, nudgeBin = p, bin
+		c, err := nudgetest.Client(p.Config())
 		if err != nil {
 			panic(err)
 		}
