@@ -74,8 +74,7 @@ type PlaneProcess struct {
 	LiveHeapMiB          *float64 `json:"live_heap_mib,omitempty"`
 }
 
-// planeProc is a process the plane started, found by its command name
-// among the benchmark's children.
+// planeProc is a process the plane started (testbed.Plane.PID).
 type planeProc struct {
 	name string
 	pid  int
@@ -93,58 +92,6 @@ func (p planeProc) Stats() (ProcStats, error) {
 // planeProcNames are the processes of an apiserver-mode plane, in the
 // order of planeMonitor.procs.
 var planeProcNames = []string{"kube-apiserver", "etcd"}
-
-// findChildren returns, for each of names, the process ID of the child of
-// process parent with that command name (comm, as /proc/PID/stat has it);
-// an error when one has none or several.
-func findChildren(parent int, names []string) ([]int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	found := map[string][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue // gone since the listing
-		}
-		comm, ppid, err := parseStat(stat)
-		if err == nil && ppid == parent {
-			found[comm] = append(found[comm], pid)
-		}
-	}
-	pids := make([]int, len(names))
-	for i, n := range names {
-		if len(found[n]) != 1 {
-			return nil, fmt.Errorf("found %d children of process %d named %s, want 1", len(found[n]), parent, n)
-		}
-		pids[i] = found[n][0]
-	}
-	return pids, nil
-}
-
-// parseStat returns the command name and the parent's process ID in the
-// contents of /proc/PID/stat (proc(5): "pid (comm) state ppid …", comm
-// being at most 15 bytes that may hold spaces and parentheses).
-func parseStat(stat []byte) (comm string, ppid int, err error) {
-	open, end := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
-	if open < 0 || end < open {
-		return "", 0, fmt.Errorf("no command name in %q", stat)
-	}
-	fields := strings.Fields(string(stat[end+1:]))
-	if len(fields) < 2 {
-		return "", 0, fmt.Errorf("no parent in %q", stat)
-	}
-	ppid, err = strconv.Atoi(fields[1])
-	if err != nil {
-		return "", 0, fmt.Errorf("parent of %q: %w", stat, err)
-	}
-	return string(stat[open+1 : end]), ppid, nil
-}
 
 // planeMonitor samples the memory of the plane's processes every second,
 // from its start until Stop, and logs it with the audit log's size and the
@@ -168,17 +115,16 @@ type planeMonitor struct {
 // planeLogEvery is how often the plane monitor logs.
 const planeLogEvery = 30 * time.Second
 
-// startPlaneMonitor finds the plane's processes among the benchmark's
-// children and starts sampling them; api is the admin's client, through
+// startPlaneMonitor starts sampling the plane's processes; api is the admin's client, through
 // which kube-apiserver's live heap is read each time the monitor logs.
 func startPlaneMonitor(plane *testbed.Plane, api rest.Interface) (*planeMonitor, error) {
-	pids, err := findChildren(os.Getpid(), planeProcNames)
-	if err != nil {
-		return nil, fmt.Errorf("finding the plane's processes: %w", err)
-	}
-	m := &planeMonitor{plane: plane, api: api, samples: make([][]ProcStats, len(pids)), stop: make(chan struct{}), done: make(chan struct{})}
-	for i, pid := range pids {
-		m.procs = append(m.procs, planeProc{name: planeProcNames[i], pid: pid})
+	m := &planeMonitor{plane: plane, api: api, samples: make([][]ProcStats, len(planeProcNames)), stop: make(chan struct{}), done: make(chan struct{})}
+	for _, name := range planeProcNames {
+		pid := plane.PID(name)
+		if pid == 0 {
+			return nil, fmt.Errorf("the plane runs no %s", name)
+		}
+		m.procs = append(m.procs, planeProc{name: name, pid: pid})
 	}
 	go m.run()
 	return m, nil

@@ -7,42 +7,6 @@ import (
 	. "github.com/onsi/gomega"
 )
 
-func TestParseStat(t *testing.T) {
-	tests := map[string]struct {
-		stat     string
-		wantComm string
-		wantPPID int
-		wantErr  string // "" for none
-	}{
-		"kube-apiserver, a child of the benchmark": {
-			stat:     "4242 (kube-apiserver) S 4200 4242 4200 0 -1 4194560 1000 0 0 0 12 3 0 0 20 0 30 0",
-			wantComm: "kube-apiserver", wantPPID: 4200,
-		},
-		"a command name with spaces and parentheses is read to its last parenthesis": {
-			stat:     "7 (a (b) c) R 1 7 7 0 -1",
-			wantComm: "a (b) c", wantPPID: 1,
-		},
-		"no command name":        {stat: "7 etcd S 1", wantErr: "no command name"},
-		"nothing after the name": {stat: "7 (etcd) S", wantErr: "no parent"},
-		"a parent that is no number": {
-			stat: "7 (etcd) S x 7", wantErr: "parent of",
-		},
-	}
-	for name, tt := range tests {
-		t.Run(name, func(t *testing.T) {
-			g := NewWithT(t)
-			comm, ppid, err := parseStat([]byte(tt.stat))
-			if tt.wantErr != "" {
-				g.Expect(err).To(MatchError(ContainSubstring(tt.wantErr)))
-				return
-			}
-			g.Expect(err).NotTo(HaveOccurred())
-			g.Expect(comm).To(Equal(tt.wantComm))
-			g.Expect(ppid).To(Equal(tt.wantPPID))
-		})
-	}
-}
-
 func TestPromValues(t *testing.T) {
 	tests := map[string]struct {
 		page    string

@@ -54,6 +54,20 @@ func (p *Plane) RestartAPIServer(ctx context.Context) error {
 	return nil
 }
 
+// PID returns the process ID of the plane's component name ("etcd",
+// "kube-apiserver"; in cluster mode also "kube-controller-manager",
+// "kube-scheduler" and "kwok"), 0 when it has none: for a caller that reads
+// a component's memory or CPU from /proc. After RestartAPIServer it is the
+// new kube-apiserver's.
+func (p *Plane) PID(name string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.component(name); c != nil && c.cmd.Process != nil {
+		return c.cmd.Process.Pid
+	}
+	return 0
+}
+
 // component returns the running process of the component name, nil if there
 // is none. The caller holds p.mu.
 func (p *Plane) component(name string) *process {

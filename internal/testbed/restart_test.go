@@ -1,6 +1,9 @@
 package testbed
 
 import (
+	"fmt"
+	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,9 +51,15 @@ func TestCompactEtcdAndRestartAPIServer(t *testing.T) {
 	}
 	g.Expect(apierrors.IsResourceExpired(err) || apierrors.IsGone(err)).To(BeTrue(), "410 Gone, got %v", err)
 
+	oldPID := p.PID("kube-apiserver")
+	g.Expect(comm(oldPID)).To(Equal("kube-apiserver"), "PID names kube-apiserver's process")
+	g.Expect(comm(p.PID("etcd"))).To(Equal("etcd"), "PID names etcd's process")
+	g.Expect(p.PID("kube-scheduler")).To(BeZero(), "no scheduler in apiserver mode")
 	begin := time.Now()
 	g.Expect(p.RestartAPIServer(ctx)).To(Succeed())
 	t.Logf("Measured: kube-apiserver restarted in %v", time.Since(begin).Round(time.Millisecond))
+	g.Expect(p.PID("kube-apiserver")).NotTo(Equal(oldPID), "PID names the new kube-apiserver")
+	g.Expect(comm(p.PID("kube-apiserver"))).To(Equal("kube-apiserver"))
 	got, err := cs.CoreV1().ConfigMaps(ns).Get(ctx, "before", metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred(), "the client from before the restart reads through the new kube-apiserver")
 	g.Expect(got.Data).To(Equal(cm.Data), "the data is etcd's, kept across the restart")
@@ -59,4 +68,14 @@ func TestCompactEtcdAndRestartAPIServer(t *testing.T) {
 	g.Expect(after).To(BeNumerically(">=", rev))
 
 	stopAndExpectNoProcess(t, p)
+}
+
+// comm returns the command name of process pid (/proc/PID/comm), "" when
+// it cannot be read.
+func comm(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
