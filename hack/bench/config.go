@@ -198,7 +198,7 @@ func parseConfig(args []string) (Config, error) {
 	fs.StringVar(&c.MD, "md", "", "write the markdown report to this file too")
 	fs.StringVar(&c.WorkDir, "workdir", "", "directory for the controller's kubeconfig and log (temporary when empty)")
 	fs.BoolVar(&c.Keep, "keep", false, "keep the plane's logs (audit log included) and the work directory")
-	fs.DurationVar(&c.ProfileFor, "profile", 10*time.Second, "with {pprof-addr} in -controller-cmd: length of the CPU profile of the start (fan-out and burst get 4 s each, idle a heap profile), saved in the work directory")
+	fs.DurationVar(&c.ProfileFor, "profile", 10*time.Second, "with {pprof-addr} in -controller-cmd: length of the CPU profiles of the start and of the latency scenario (fan-out and burst get 4 s each, idle a heap profile), saved in the work directory")
 	fs.BoolVar(&c.ScaleRun, "scale-run", false, "scale run: 250 namespaces × (200 Secrets + 200 ConfigMaps), 25,000 Deployments; sync, idle and latency (flags given explicitly win)")
 	fs.IntVar(&c.Shards, "shards", 0, "after the scenarios, stop the controller and start this many with --shard over the same cluster: each one's memory and bytes received, and a round of changes (0: no shards scenario)")
 	fs.BoolVar(&c.ShardGate, "shard-gate", true, "with -shards, run kube-apiserver with the ShardedListAndWatch feature gate")

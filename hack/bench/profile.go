@@ -16,10 +16,11 @@ import (
 // profiler fetches Go profiles from the controller's pprof endpoints, when
 // its command line has {pprof-addr} (nudge: --pprof-bind-address), into the
 // work directory: a heap profile at the end of idle, and CPU profiles of the
-// start and of the fan-out, burst, steady (its stream and the 2 s after,
-// which the phase then counts too) and large scenarios, and of the value-binding
-// fan-out (with one of kube-apiserver beside it). Read them with
-// `go tool pprof -top bin/nudge FILE`.
+// start, of the latency scenario's sequential changes, of the fan-out,
+// burst, steady (its stream and the 2 s after, which the phase then counts
+// too) and large scenarios, and of the value-binding fan-out (with one of
+// kube-apiserver beside it). Read them with `go tool pprof -top bin/nudge
+// FILE`.
 type profiler struct {
 	base string // http://addr/debug/pprof, "" when profiling is off
 	dir  string

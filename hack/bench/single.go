@@ -18,6 +18,7 @@ func (b *bench) latency(ctx context.Context) error {
 	if err := b.phase("latency"); err != nil {
 		return err
 	}
+	defer b.prof().cpu(ctx, "cpu-latency.pprof", b.cfg.ProfileFor)()
 	begin := time.Now()
 	c, err := b.changeEach(ctx, b.alloc.take(b.cfg.Latency))
 	if err != nil {
