@@ -12,6 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/workload"
@@ -91,7 +93,9 @@ func startTimeline(ctx context.Context, p *printer, cs kubernetes.Interface, n *
 	if err != nil {
 		return nil, fmt.Errorf("listing Events: %w", err)
 	}
-	// Each watch starts where its list ended: no change in between is lost.
+	// Each watch starts where its list ended, and resumes from the last
+	// version it saw when the API server closes it (client-go's
+	// RetryWatcher): no change in between is lost.
 	for _, w := range []struct {
 		start func(context.Context, metav1.ListOptions) (watch.Interface, error)
 		from  string
@@ -101,7 +105,7 @@ func startTimeline(ctx context.Context, p *printer, cs kubernetes.Interface, n *
 		{cs.CoreV1().Pods(ns).Watch, pods.ResourceVersion},
 		{cs.EventsV1().Events(ns).Watch, events.ResourceVersion},
 	} {
-		watcher, err := w.start(ctx, metav1.ListOptions{ResourceVersion: w.from})
+		watcher, err := watchtools.NewRetryWatcherWithContext(ctx, w.from, &cache.ListWatch{WatchFuncWithContext: w.start})
 		if err != nil {
 			t.stop()
 			return nil, fmt.Errorf("watching namespace %s: %w", ns, err)
