@@ -39,10 +39,10 @@ func Urgent(sourceAnnotations map[string]string) bool {
 	return isTrue(sourceAnnotations[NudgeUrgent])
 }
 
-func isTrue(v string) bool {
-	b, err := parseBool(v)
-	return err == nil && b
-}
+// isTrue reports whether v is "true" as parseBool reads it. It builds no
+// error for any other value: the source handlers ask it several times of
+// every source event, mostly of an annotation that is not there.
+func isTrue(v string) bool { return strings.EqualFold(strings.TrimSpace(v), "true") }
 
 // parseBool reads "true" or "false" in any case, spaces around it trimmed.
 func parseBool(v string) (bool, error) {

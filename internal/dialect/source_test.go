@@ -47,3 +47,22 @@ func TestMatched(t *testing.T) {
 		})
 	}
 }
+
+// TestSourceMarksAllocateNothing: the source handlers read a source's marks
+// several times for every event of it, mostly of annotations that are not
+// there or say "false"; reading them must not build an error each time (it
+// did: a fmt.Errorf per unset mark).
+func TestSourceMarksAllocateNothing(t *testing.T) {
+	for name, annotations := range map[string]map[string]string{
+		"none":          nil,
+		"others":        {"app": "web"},
+		"marks false":   {NudgeIgnore: "false", ReloaderMatch: "False", NudgeUrgent: " false "},
+		"a mark of yes": {NudgeUrgent: "yes"},
+	} {
+		if n := testing.AllocsPerRun(100, func() {
+			_, _, _ = Ignored(annotations), Matched(annotations), Urgent(annotations)
+		}); n != 0 {
+			t.Errorf("%s: reading the marks allocated %.0f times, want none", name, n)
+		}
+	}
+}
