@@ -29,7 +29,8 @@ func (r Resolver) Maintenance(ctx context.Context, namespace string, spec dialec
 	case r.NamespaceWindows:
 		ns := &metav1.PartialObjectMetadata{}
 		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		err := r.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns)
+		// Read, not changed: from a cache, the cached object itself.
+		err := r.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns, client.UnsafeDisableDeepCopy)
 		if client.IgnoreNotFound(err) != nil {
 			return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
 		}
