@@ -263,10 +263,13 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 		result.RequeueAfter = d.RequeueAfter
 	case rollout.Roll:
 		applied := d.Write.Format(o.key.Namespace)
+		r.memory.History.Writing(o.key)
+		defer r.memory.History.Unwritten(o.key) // a panic's: the reconcile is retried anyway
 		if err := r.roll(ctx, obj, d, applied, o.in.Now, r.stakater(o.spec)); err != nil {
+			r.again(o.key, r.memory.History.Unwritten(o.key))
 			return r.retry(ctx, err)
 		}
-		r.memory.History.Wrote(o.key, over, r.made(obj), false)
+		r.again(o.key, r.memory.History.Wrote(o.key, over, r.made(obj), false))
 		made := obj.GetResourceVersion() // of the rollout's write: the pods start after it
 		if r.NotifyOnly {
 			made = "" // no pods started
@@ -274,6 +277,15 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 		r.memory.Rollouts.Made(o.key, o.in.Now, made)
 	}
 	return r.resume(ctx, obj, result)
+}
+
+// again reconciles the workload key once more after this reconcile when
+// held says that one of its events was held back during a write (see
+// memo.History.Writing).
+func (r *Reconciler) again(key types.NamespacedName, held bool) {
+	if held && r.queue != nil {
+		r.queue.Add(reconcile.Request{NamespacedName: key})
+	}
 }
 
 // stakater reports whether Reloader's annotations (or its

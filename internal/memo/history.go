@@ -27,6 +27,9 @@ type History struct {
 	mu   sync.Mutex
 	over map[types.NamespacedName]string
 	made map[types.NamespacedName]madeVersion
+	// writing holds, per write in flight (see Writing), the versions of
+	// the update events held back until its answer tells which is its own.
+	writing map[types.NamespacedName][]string
 }
 
 // madeVersion is the resourceVersion one of nudge's writes made; awaited
@@ -42,17 +45,30 @@ type madeVersion struct {
 // events are reconciled). A first sight of a workload not yet known is not
 // recorded, so that the start over many workloads stays lean: a second
 // reconcile on the stale version would be a first sight again, whose patch,
-// guarded by that version, the API server refuses. (A made version whose
-// event came before wrote stays until the workload's next event: one
+// guarded by that version, the API server refuses. (Without Writing, a
+// made version whose event came before Wrote stays until the workload's
+// next event: one
 // entry per workload at most, where first sights would leave one per
 // workload of the cluster.)
-func (h *History) Wrote(key types.NamespacedName, over, made string, firstSight bool) {
+//
+// It reports whether an update event held back since Writing (see there)
+// was not the write's own: the caller must reconcile key again.
+func (h *History) Wrote(key types.NamespacedName, over, made string, firstSight bool) (again bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if _, known := h.over[key]; firstSight && !known {
-		return
+	seen := false // the write's own event came before its answer
+	for _, v := range h.writing[key] {
+		if made != "" && v == made {
+			seen = true
+		} else {
+			again = true
+		}
 	}
-	if made != "" && made != over {
+	delete(h.writing, key)
+	if _, known := h.over[key]; firstSight && !known {
+		return again
+	}
+	if made != "" && made != over && !seen {
 		if h.made == nil {
 			h.made = map[types.NamespacedName]madeVersion{}
 		}
@@ -62,6 +78,35 @@ func (h *History) Wrote(key types.NamespacedName, over, made string, firstSight 
 		h.over = map[types.NamespacedName]string{}
 	}
 	h.over[key] = over
+	return again
+}
+
+// Writing records that nudge is about to write the workload key. The watch
+// may deliver the write's event before the write's answer, which names the
+// version it made, reaches Wrote: an event OwnWrites passed then would
+// reconcile the workload once more, to decide nothing (it did so for 2 of
+// 3 rollouts of the benchmark's sequential changes, 28 Nov 2026). So, until
+// Wrote or Unwritten, OwnWrites holds back the key's update events, and
+// Wrote, knowing the version made, tells whether one was another's. A
+// caller must end every Writing with one of the two, even on a panic.
+func (h *History) Writing(key types.NamespacedName) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.writing == nil {
+		h.writing = map[types.NamespacedName][]string{}
+	}
+	h.writing[key] = nil
+}
+
+// Unwritten ends a write of key that failed (see Writing), and reports
+// whether an update event was held back meanwhile: the caller must
+// reconcile key again. It does nothing after Wrote.
+func (h *History) Unwritten(key types.NamespacedName) (again bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	held, ok := h.writing[key]
+	delete(h.writing, key)
+	return ok && len(held) > 0
 }
 
 // Stale reports whether version is the one nudge last patched on key: the
@@ -89,7 +134,8 @@ func (h *History) Stale(key types.NamespacedName, version string) (stale, awaite
 // reconcile awaits it (see stale). Such an event changes nothing nudge
 // decides on: the workload is as nudge wrote it, and a change of its
 // sources since comes by the sources' own events. Any event of the workload
-// ends what is remembered of the write.
+// ends what is remembered of the write. While a write of the workload is in
+// flight (see Writing), its update events are held back for Wrote.
 func (h *History) OwnWrites() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -99,6 +145,10 @@ func (h *History) OwnWrites() predicate.Funcs {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			key := client.ObjectKeyFromObject(e.ObjectNew)
+			if held, ok := h.writing[key]; ok {
+				h.writing[key] = append(held, e.ObjectNew.GetResourceVersion())
+				return false
+			}
 			m, ok := h.made[key]
 			if !ok {
 				return true
@@ -123,4 +173,5 @@ func (h *History) Forget(key types.NamespacedName) {
 	defer h.mu.Unlock()
 	delete(h.over, key)
 	delete(h.made, key)
+	delete(h.writing, key)
 }

@@ -90,6 +90,10 @@ func TestOwnWrites(t *testing.T) {
 		of      string     // the update's workload when not web
 		deleted bool       // the watch delivers web's deletion
 		want    bool       // the update passes the predicate
+
+		writing   bool // a write of web starts (Writing)
+		unwritten bool // the write failed (Unwritten)
+		again     bool // Wrote or Unwritten asks for another reconcile
 	}
 	tests := map[string]struct {
 		steps     []step
@@ -130,6 +134,36 @@ func TestOwnWrites(t *testing.T) {
 		"a write that made no new version is not awaited": {
 			steps: []step{{wrote: &[3]string{"1", "1"}}, {update: [2]string{"0", "1"}, want: true}},
 		},
+		"the write's own event, come before its answer, is held back and reconciles nothing": {
+			steps: []step{{writing: true}, {update: [2]string{"1", "2"}}, {wrote: &[3]string{"1", "2"}}, {update: [2]string{"2", "3"}, want: true}},
+		},
+		"another's event held back during a write asks for another reconcile": {
+			steps: []step{{writing: true}, {update: [2]string{"2", "3"}}, {wrote: &[3]string{"1", "2"}, again: true}},
+		},
+		"the write's own event and a later one held back ask for another reconcile": {
+			steps: []step{{writing: true}, {update: [2]string{"1", "2"}}, {update: [2]string{"2", "3"}}, {wrote: &[3]string{"1", "2"}, again: true}},
+		},
+		"a write whose made version is not known takes every event held back for another's": {
+			steps: []step{{writing: true}, {update: [2]string{"1", "2"}}, {wrote: &[3]string{"1", ""}, again: true}},
+		},
+		"a write answered before its event holds nothing back, and its event is dropped": {
+			steps: []step{{writing: true}, {wrote: &[3]string{"1", "2"}}, {update: [2]string{"1", "2"}}, {update: [2]string{"2", "3"}, want: true}},
+		},
+		"a failed write asks for another reconcile when an event was held back": {
+			steps: []step{{writing: true}, {update: [2]string{"1", "2"}}, {unwritten: true, again: true}, {update: [2]string{"2", "3"}, want: true}},
+		},
+		"a failed write with nothing held back asks for nothing": {
+			steps: []step{{writing: true}, {unwritten: true}, {update: [2]string{"1", "2"}, want: true}},
+		},
+		"Unwritten after Wrote does nothing": {
+			steps: []step{{writing: true}, {update: [2]string{"2", "3"}}, {wrote: &[3]string{"1", "2"}, again: true}, {unwritten: true}},
+		},
+		"a first sight's write tells of another's event held back too": {
+			steps: []step{{writing: true}, {update: [2]string{"2", "3"}}, {wrote: &[3]string{"1", "2", "true"}, again: true}, {update: [2]string{"3", "4"}, want: true}},
+		},
+		"another workload's events are not held back during web's write": {
+			steps: []step{{writing: true}, {update: [2]string{"1", "2"}, of: "api", want: true}},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -139,8 +173,12 @@ func TestOwnWrites(t *testing.T) {
 			var stale [2]bool
 			for i, s := range tc.steps {
 				switch {
+				case s.writing:
+					h.Writing(web)
 				case s.wrote != nil:
-					h.Wrote(web, s.wrote[0], s.wrote[1], s.wrote[2] == "true")
+					g.Expect(h.Wrote(web, s.wrote[0], s.wrote[1], s.wrote[2] == "true")).To(Equal(s.again), "step %d: wrote asks for another reconcile", i)
+				case s.unwritten:
+					g.Expect(h.Unwritten(web)).To(Equal(s.again), "step %d: unwritten asks for another reconcile", i)
 				case s.read != "":
 					stale[0], stale[1] = h.Stale(web, s.read)
 				case s.deleted:
