@@ -239,10 +239,9 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 		if _, held := obj.GetAnnotations()[workload.HeldAnnotation]; held {
 			c.Annotations[workload.HeldAnnotation] = nil // the change held is no change any more
 		}
-		if err := r.apply(ctx, obj, c); err != nil {
+		if err := r.written(o.key, obj, d.FirstSight, func() error { return r.apply(ctx, obj, c) }); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.memory.History.Wrote(o.key, over, r.made(obj), d.FirstSight)
 		r.memory.Taken.Took(o.key, o.in, r.Key.ID())
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.None:
@@ -263,13 +262,9 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 		result.RequeueAfter = d.RequeueAfter
 	case rollout.Roll:
 		applied := d.Write.Format(o.key.Namespace)
-		r.memory.History.Writing(o.key)
-		defer r.memory.History.Unwritten(o.key) // a panic's: the reconcile is retried anyway
-		if err := r.roll(ctx, obj, d, applied, o.in.Now, r.stakater(o.spec)); err != nil {
-			r.again(o.key, r.memory.History.Unwritten(o.key))
+		if err := r.written(o.key, obj, false, func() error { return r.roll(ctx, obj, d, applied, o.in.Now, r.stakater(o.spec)) }); err != nil {
 			return r.retry(ctx, err)
 		}
-		r.again(o.key, r.memory.History.Wrote(o.key, over, r.made(obj), false))
 		made := obj.GetResourceVersion() // of the rollout's write: the pods start after it
 		if r.NotifyOnly {
 			made = "" // no pods started
@@ -279,9 +274,25 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 	return r.resume(ctx, obj, result)
 }
 
+// written makes write, a baseline's or a rollout's write of obj, the
+// workload key, and remembers it (see memo.History.Wrote). The workload's
+// events that come meanwhile are held back (memo.History.Writing): its own
+// is dropped, and any other reconciles it once more after this reconcile.
+// It returns write's error.
+func (r *Reconciler) written(key types.NamespacedName, obj client.Object, firstSight bool, write func() error) error {
+	over := obj.GetResourceVersion()
+	r.memory.History.Writing(key)
+	defer r.memory.History.Unwritten(key) // after a panic; the reconcile is retried then anyway
+	if err := write(); err != nil {
+		r.again(key, r.memory.History.Unwritten(key))
+		return err
+	}
+	r.again(key, r.memory.History.Wrote(key, over, r.made(obj), firstSight))
+	return nil
+}
+
 // again reconciles the workload key once more after this reconcile when
-// held says that one of its events was held back during a write (see
-// memo.History.Writing).
+// held says that one of its events was held back during a write.
 func (r *Reconciler) again(key types.NamespacedName, held bool) {
 	if held && r.queue != nil {
 		r.queue.Add(reconcile.Request{NamespacedName: key})
