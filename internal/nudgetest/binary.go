@@ -164,11 +164,24 @@ func WriteKubeconfig(path string, cfg *rest.Config, namespace string) error {
 // (testbed.FreePorts), for a server a test starts.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
-	ports, err := testbed.FreePorts(1)
+	return FreeAddrs(t, 1)[0]
+}
+
+// FreeAddrs returns n 127.0.0.1 addresses of different ports, each free a
+// moment ago, for the servers of one process: two FreeAddr calls may
+// return the same port (it happened: a nudge's metrics and probe servers
+// on one port, test/image, 28 Nov 2026).
+func FreeAddrs(t testing.TB, n int) []string {
+	t.Helper()
+	ports, err := testbed.FreePorts(n)
 	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
+		t.Fatalf("finding %d free ports: %v", n, err)
 	}
-	return "127.0.0.1:" + strconv.Itoa(ports[0])
+	addrs := make([]string, n)
+	for i, p := range ports {
+		addrs[i] = "127.0.0.1:" + strconv.Itoa(p)
+	}
+	return addrs
 }
 
 // Get returns the body of an HTTP GET of url, "" when it fails or its

@@ -128,7 +128,8 @@ func TestBadInputMemory(t *testing.T) {
 	ctx := t.Context()
 	ns, err := plane.GenerateNamespace(ctx, "bin-mem-")
 	g.Expect(err).NotTo(HaveOccurred())
-	metrics, pprof := nt.FreeAddr(t), nt.FreeAddr(t)
+	addrs := nt.FreeAddrs(t, 2)
+	metrics, pprof := addrs[0], addrs[1]
 	// No rollout window and no storm brake: each of the 32 changes of the
 	// big Secrets below may be a rollout of its own, more than the default
 	// budget of an hour, whose brake would hold the last ones.

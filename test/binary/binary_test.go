@@ -129,7 +129,8 @@ func TestReloaderArgsStartTheBinary(t *testing.T) {
 	g := NewWithT(t)
 	ns, err := plane.GenerateNamespace(t.Context(), "bin-reloader-")
 	g.Expect(err).NotTo(HaveOccurred())
-	metrics, probe, pprof := nudgetest.FreeAddr(t), nudgetest.FreeAddr(t), nudgetest.FreeAddr(t)
+	addrs := nudgetest.FreeAddrs(t, 3)
+	metrics, probe, pprof := addrs[0], addrs[1], addrs[2]
 	p := start(t, []string{"POD_NAMESPACE=" + ns, "KUBERNETES_NAMESPACE=" + ns, "METRICS_COUNT_BY_NAMESPACE=enabled"},
 		"--kubeconfig="+kubeconfig(t, ""), "--metrics-addr="+metrics, "--health-addr="+probe,
 		"--log-format=json", "--resources-to-ignore=secrets", "--namespaces-to-ignore=kube-system",

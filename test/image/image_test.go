@@ -253,7 +253,8 @@ func TestImageBinaryRollsOncePerChangeWithTheChartsArgs(t *testing.T) {
 
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	g.Expect(nudgetest.WriteKubeconfig(kubeconfig, plane.Config(), "")).To(Succeed())
-	metrics, probe := nudgetest.FreeAddr(t), nudgetest.FreeAddr(t)
+	addrs := nudgetest.FreeAddrs(t, 2)
+	metrics, probe := addrs[0], addrs[1]
 	p := nudgetest.StartProcess(t, extract(t, l), []string{"POD_NAMESPACE=" + ns},
 		localArgs(t, c, ns, metrics, probe, kubeconfig)...)
 	g.Eventually(func() string { return nudgetest.Get("http://" + probe + "/readyz") }).WithTimeout(60*time.Second).Should(Equal("ok"), "nudge ready")
