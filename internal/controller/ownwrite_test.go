@@ -15,7 +15,7 @@ import (
 
 // TestOwnRolloutIsNotReconciledAgain: the watch event of nudge's own
 // rollout reconciles nothing, even when it comes before the PATCH's answer
-// (memo.History.Writing): 20 changes one after another give 20 decisions
+// (memo.History.Write): 20 changes one after another give 20 decisions
 // to roll and no other, but for the first sight's one or two (its
 // baseline, and its write's event when that comes after the answer, as
 // first sights are not remembered). Before, 2 of 3 rollouts were

@@ -206,11 +206,8 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (c
 }
 
 // remember records in r's memory of workload o what became of decision d:
-// written says that a write went through (act sets o's resourceVersion
-// from its answer). A write conflict is retried without an error, and wrote
-// nothing: a baseline read from a cache behind the API server, taken for
-// written, made births remember content the workload never got
-// (TestChangeJustBeforeCreationRollsNothing, clean-clone make test).
+// written says that a write went through, a conflict (retried without an
+// error) not (TestChangeJustBeforeCreationRollsNothing).
 func (r *Reconciler) remember(o *observed, d rollout.Decision, written bool) {
 	r.memory.Unrolled.Settle(o.key, d.Action)
 	r.memory.Births.Decided(o.key, o.in.Young, d, written, o.in.Now)
@@ -223,10 +220,9 @@ func (r *Reconciler) remember(o *observed, d rollout.Decision, written bool) {
 }
 
 // act carries out decision d, taken on o's inputs, on o's workload: a
-// baseline or a rollout is written and remembered (see memo.History); a
-// hold for a maintenance window or the storm brake is recorded on the
-// workload (see hold); a wait asks to be called back. A pause nudge started ends when due,
-// whatever the decision.
+// baseline or a rollout is written and remembered (see written); a hold is
+// recorded on the workload (see hold); a wait asks to be called back. A
+// pause nudge started ends when due, whatever the decision.
 func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (ctrl.Result, error) {
 	obj, over := o.obj, o.obj.GetResourceVersion()
 	var result ctrl.Result
@@ -274,29 +270,20 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 	return r.resume(ctx, obj, result)
 }
 
-// written makes write, a baseline's or a rollout's write of obj, the
-// workload key, and remembers it (see memo.History.Wrote). The workload's
-// events that come meanwhile are held back (memo.History.Writing): its own
-// is dropped, and any other reconciles it once more after this reconcile.
-// It returns write's error.
+// written makes write of obj through memo.History.Write, and requeues key if
+// an event held back meanwhile was another's (made is "" with waves).
 func (r *Reconciler) written(key types.NamespacedName, obj client.Object, firstSight bool, write func() error) error {
 	over := obj.GetResourceVersion()
-	r.memory.History.Writing(key)
-	defer r.memory.History.Unwritten(key) // after a panic; the reconcile is retried then anyway
-	if err := write(); err != nil {
-		r.again(key, r.memory.History.Unwritten(key))
-		return err
-	}
-	r.again(key, r.memory.History.Wrote(key, over, r.made(obj), firstSight))
-	return nil
-}
-
-// again reconciles the workload key once more after this reconcile when
-// held says that one of its events was held back during a write.
-func (r *Reconciler) again(key types.NamespacedName, held bool) {
-	if held && r.queue != nil {
+	again, err := r.memory.History.Write(key, firstSight, func() (_, made string, err error) {
+		if err = write(); r.Waves == nil {
+			made = obj.GetResourceVersion()
+		}
+		return over, made, err
+	})
+	if again && r.queue != nil {
 		r.queue.Add(reconcile.Request{NamespacedName: key})
 	}
+	return err
 }
 
 // stakater reports whether Reloader's annotations (or its
@@ -324,16 +311,6 @@ func (r *Reconciler) afterWave(ctx context.Context, obj client.Object, d rollout
 		result.RequeueAfter = after
 	}
 	return result, nil
-}
-
-// made returns the resourceVersion of obj, as nudge's write returned it, for
-// memo.History.Wrote: "" when nudge reconciles its own writes' events
-// (with waves, which follow each rollout's progress from its events).
-func (r *Reconciler) made(obj client.Object) string {
-	if r.Waves != nil {
-		return ""
-	}
-	return obj.GetResourceVersion()
 }
 
 // retry turns a conflict (the cache was behind the API) into a prompt

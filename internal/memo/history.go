@@ -27,9 +27,9 @@ type History struct {
 	mu   sync.Mutex
 	over map[types.NamespacedName]string
 	made map[types.NamespacedName]madeVersion
-	// writing holds, per write in flight (see Writing), the versions of
+	// inFlight holds, per write in flight (see Write), the versions of
 	// the update events held back until its answer tells which is its own.
-	writing map[types.NamespacedName][]string
+	inFlight map[types.NamespacedName][]string
 }
 
 // madeVersion is the resourceVersion one of nudge's writes made; awaited
@@ -45,26 +45,26 @@ type madeVersion struct {
 // events are reconciled). A first sight of a workload not yet known is not
 // recorded, so that the start over many workloads stays lean: a second
 // reconcile on the stale version would be a first sight again, whose patch,
-// guarded by that version, the API server refuses. (Without Writing, a
+// guarded by that version, the API server refuses. (Without Write, a
 // made version whose event came before Wrote stays until the workload's
 // next event: one
 // entry per workload at most, where first sights would leave one per
 // workload of the cluster.)
 //
-// It reports whether an update event held back since Writing (see there)
+// It reports whether an update event held back during Write
 // was not the write's own: the caller must reconcile key again.
 func (h *History) Wrote(key types.NamespacedName, over, made string, firstSight bool) (again bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	seen := false // the write's own event came before its answer
-	for _, v := range h.writing[key] {
+	for _, v := range h.inFlight[key] {
 		if made != "" && v == made {
 			seen = true
 		} else {
 			again = true
 		}
 	}
-	delete(h.writing, key)
+	delete(h.inFlight, key)
 	if _, known := h.over[key]; firstSight && !known {
 		return again
 	}
@@ -81,31 +81,44 @@ func (h *History) Wrote(key types.NamespacedName, over, made string, firstSight 
 	return again
 }
 
-// Writing records that nudge is about to write the workload key. The watch
-// may deliver the write's event before the write's answer, which names the
-// version it made, reaches Wrote: an event OwnWrites passed then would
-// reconcile the workload once more, to decide nothing (it did so for 2 of
-// 3 rollouts of the benchmark's sequential changes, 28 Nov 2026). So, until
-// Wrote or Unwritten, OwnWrites holds back the key's update events, and
-// Wrote, knowing the version made, tells whether one was another's. A
-// caller must end every Writing with one of the two, even on a panic.
-func (h *History) Writing(key types.NamespacedName) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.writing == nil {
-		h.writing = map[types.NamespacedName][]string{}
+// Write makes write, nudge's write of the workload key, which returns the
+// version it wrote over and the version it made (as Wrote takes them), and
+// records it as Wrote does. The watch may deliver the write's event before
+// the write's answer names the version it made: an event OwnWrites passed
+// then would reconcile the workload once more, to decide nothing (2 of 3
+// rollouts of the benchmark's sequential changes, 28 Nov 2026). So while
+// write runs, OwnWrites holds back the key's update events, and once it
+// returns, the write's own is dropped. Write reports whether another was
+// held back (or any, when write failed): the caller must reconcile key
+// again. It returns write's error.
+func (h *History) Write(key types.NamespacedName, firstSight bool, write func() (over, made string, err error)) (again bool, err error) {
+	h.writing(key)
+	defer h.unwritten(key) // after a panic in write
+	over, made, err := write()
+	if err != nil {
+		return h.unwritten(key), err
 	}
-	h.writing[key] = nil
+	return h.Wrote(key, over, made, firstSight), nil
 }
 
-// Unwritten ends a write of key that failed (see Writing), and reports
-// whether an update event was held back meanwhile: the caller must
-// reconcile key again. It does nothing after Wrote.
-func (h *History) Unwritten(key types.NamespacedName) (again bool) {
+// writing starts holding back key's update events (see Write).
+func (h *History) writing(key types.NamespacedName) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	held, ok := h.writing[key]
-	delete(h.writing, key)
+	if h.inFlight == nil {
+		h.inFlight = map[types.NamespacedName][]string{}
+	}
+	h.inFlight[key] = nil
+}
+
+// unwritten ends a write of key that failed (see Write), and reports
+// whether an update event was held back meanwhile. It does nothing after
+// Wrote.
+func (h *History) unwritten(key types.NamespacedName) (again bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	held, ok := h.inFlight[key]
+	delete(h.inFlight, key)
 	return ok && len(held) > 0
 }
 
@@ -135,7 +148,7 @@ func (h *History) Stale(key types.NamespacedName, version string) (stale, awaite
 // decides on: the workload is as nudge wrote it, and a change of its
 // sources since comes by the sources' own events. Any event of the workload
 // ends what is remembered of the write. While a write of the workload is in
-// flight (see Writing), its update events are held back for Wrote.
+// flight (see Write), its update events are held back for Wrote.
 func (h *History) OwnWrites() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -145,8 +158,8 @@ func (h *History) OwnWrites() predicate.Funcs {
 			h.mu.Lock()
 			defer h.mu.Unlock()
 			key := client.ObjectKeyFromObject(e.ObjectNew)
-			if held, ok := h.writing[key]; ok {
-				h.writing[key] = append(held, e.ObjectNew.GetResourceVersion())
+			if held, ok := h.inFlight[key]; ok {
+				h.inFlight[key] = append(held, e.ObjectNew.GetResourceVersion())
 				return false
 			}
 			m, ok := h.made[key]
@@ -173,5 +186,5 @@ func (h *History) Forget(key types.NamespacedName) {
 	defer h.mu.Unlock()
 	delete(h.over, key)
 	delete(h.made, key)
-	delete(h.writing, key)
+	delete(h.inFlight, key)
 }

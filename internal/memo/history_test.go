@@ -91,9 +91,9 @@ func TestOwnWrites(t *testing.T) {
 		deleted bool       // the watch delivers web's deletion
 		want    bool       // the update passes the predicate
 
-		writing   bool // a write of web starts (Writing)
-		unwritten bool // the write failed (Unwritten)
-		again     bool // Wrote or Unwritten asks for another reconcile
+		writing   bool // a write of web starts (writing)
+		unwritten bool // the write failed (unwritten)
+		again     bool // Wrote or unwritten asks for another reconcile
 	}
 	tests := map[string]struct {
 		steps     []step
@@ -155,7 +155,7 @@ func TestOwnWrites(t *testing.T) {
 		"a failed write with nothing held back asks for nothing": {
 			steps: []step{{writing: true}, {unwritten: true}, {update: [2]string{"1", "2"}, want: true}},
 		},
-		"Unwritten after Wrote does nothing": {
+		"unwritten after Wrote does nothing": {
 			steps: []step{{writing: true}, {update: [2]string{"2", "3"}}, {wrote: &[3]string{"1", "2"}, again: true}, {unwritten: true}},
 		},
 		"a first sight's write tells of another's event held back too": {
@@ -174,11 +174,11 @@ func TestOwnWrites(t *testing.T) {
 			for i, s := range tc.steps {
 				switch {
 				case s.writing:
-					h.Writing(web)
+					h.writing(web)
 				case s.wrote != nil:
 					g.Expect(h.Wrote(web, s.wrote[0], s.wrote[1], s.wrote[2] == "true")).To(Equal(s.again), "step %d: wrote asks for another reconcile", i)
 				case s.unwritten:
-					g.Expect(h.Unwritten(web)).To(Equal(s.again), "step %d: unwritten asks for another reconcile", i)
+					g.Expect(h.unwritten(web)).To(Equal(s.again), "step %d: unwritten asks for another reconcile", i)
 				case s.read != "":
 					stale[0], stale[1] = h.Stale(web, s.read)
 				case s.deleted:
