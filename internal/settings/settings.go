@@ -39,19 +39,42 @@ const (
 	NotifyOnlyKey = "notifyOnly"
 )
 
-// private are the flags Args leaves out: secret (a webhook URL may carry a
-// token), meaningful only inside nudge's pod (paths, bind addresses), or
-// different in each pod of one install (--shard: every shard publishes to
-// the same ConfigMap).
-var private = []string{
-	"kubeconfig", "webhook-url", "custom-kinds-file", "shard",
-	"metrics-bind-address", "metrics-addr", "health-probe-bind-address", "health-addr",
-	"pprof-bind-address", "pprof-addr", "admission-webhook-bind-address", "admission-webhook-cert-dir",
+// published are the flags Args may publish: the settings that decide a
+// workload (dialects, selectors, limits, strategies) and the harmless ones
+// of nudge's own running (workers, leader election, logging). It is an
+// allow-list: a flag not named here, such as a new one, is never published.
+// Left out on purpose, and so checked by TestEveryFlagIsClassified: what may
+// hold a credential (--webhook-url, --alert-webhook-url, --alert-proxy, whose
+// URLs may carry a token or a password, and --alert-additional-info, free
+// text), what means something only inside nudge's pod (--kubeconfig, files,
+// directories, bind addresses), and what differs between the pods of one
+// install (--shard: every shard publishes to the same ConfigMap).
+var published = map[string]bool{
+	"admission-webhook": true, "alert-on-reload": true, "alert-sink": true, "alert-structured": true,
+	"auto-annotation": true, "auto-reload-all": true, "auto-search-annotation": true,
+	"configmap-annotation": true, "configmap-auto-annotation": true, "configmap-exclude-annotation": true,
+	"cronjob-start-job": true, "discovery-interval": true, "enable-csi-integration": true, "enable-ha": true,
+	"enable-pprof": true, "event-reasons": true, "ignore-annotation": true, "ignored-workload-types": true,
+	"is-Argo-Rollouts": true, "is-openshift": true, "key-secret": true, "kube-api-burst": true, "kube-api-qps": true,
+	"leader-elect": true, "leader-election-id": true, "leader-election-lease-duration": true,
+	"leader-election-namespace": true, "leader-election-release-on-cancel": true,
+	"leader-election-renew-deadline": true, "leader-election-retry-period": true,
+	"log-format": true, "log-level": true, "maintenance-window": true, "max-concurrent-rollouts": true,
+	"max-rollouts-per-hour": true, "namespace-selector": true, "namespaces": true, "namespaces-to-ignore": true,
+	"pause-deployment-annotation": true, "pause-deployment-time-annotation": true,
+	"producer-ready-timeout": true, "recreate-jobs": true, "reload-on-create": true, "reload-on-delete": true,
+	"reload-strategy": true, "resource-label-selector": true, "resources-to-ignore": true,
+	"rollout-timeout": true, "rollout-window": true, "search-match-annotation": true,
+	"secret-annotation": true, "secret-auto-annotation": true, "secret-exclude-annotation": true,
+	"secretproviderclass-annotation": true, "secretproviderclass-auto-annotation": true,
+	"secretproviderclass-exclude-annotation": true, "settings-configmap": true, "sync-after-restart": true,
+	"system-namespace": true, "value-binding-targets": true, "value-binding-workers": true,
+	"value-bindings": true, "workers": true,
 }
 
 // Args returns opts as the flags that give it, "--name=value" for every
-// flag whose value differs from its default, sorted, without the private
-// ones. options.Options parsed from them (see Parse) decide every workload
+// flag whose value differs from its default, sorted, among the published
+// ones only. options.Options parsed from them (see Parse) decide every workload
 // as opts does.
 func Args(opts options.Options) []string {
 	defaults := options.Default()
@@ -61,7 +84,7 @@ func Args(opts options.Options) []string {
 	opts.BindFlags(eff)
 	var args []string
 	eff.VisitAll(func(f *pflag.Flag) {
-		if slices.Contains(private, f.Name) {
+		if !published[f.Name] {
 			return
 		}
 		if d := def.Lookup(f.Name); d != nil && d.Value.String() == f.Value.String() {

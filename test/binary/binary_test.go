@@ -148,3 +148,23 @@ func TestReloaderArgsStartTheBinary(t *testing.T) {
 		"--enable-csi-integration waits for (or watches) the Secrets Store CSI driver's kind")
 	g.Expect(p.Exited()).To(BeFalse())
 }
+
+// A nudge started with an alert sink publishes its settings without the
+// sink's token or its proxy's password: anyone who may read ConfigMaps in
+// nudge's namespace reads that ConfigMap, and kubectl nudge explain prints it.
+func TestSettingsHoldNoAlertCredential(t *testing.T) {
+	g := NewWithT(t)
+	ns, err := plane.GenerateNamespace(t.Context(), "bin-settings-")
+	g.Expect(err).NotTo(HaveOccurred())
+	start(t, []string{"POD_NAMESPACE=" + ns}, "--kubeconfig="+kubeconfig(t, ""), "--metrics-bind-address=0",
+		"--health-probe-bind-address=0", "--namespaces="+ns, "--alert-sink=slack",
+		"--alert-webhook-url=https://hooks.example/T0KEN", "--alert-proxy=http://u:pw@proxy:3128")
+	var cm corev1.ConfigMap
+	g.Eventually(func() error {
+		return k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "nudge-settings"}, &cm)
+	}).WithTimeout(30*time.Second).Should(Succeed(), "nudge's settings ConfigMap in namespace %s", ns)
+	g.Expect(cm.Data["args"]).To(ContainSubstring("--alert-sink=slack"), "the settings are published")
+	for k, v := range cm.Data {
+		g.Expect(v).NotTo(Or(ContainSubstring("T0KEN"), ContainSubstring("pw@")), "data key %s", k)
+	}
+}
