@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/fingerprint"
+	"nudge.dev/nudge/internal/memo"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/resolve"
@@ -171,13 +174,17 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	if behind {
 		return in, nil, nil, errCacheBehind
 	}
-	var counted []refs.Reference
+	var reads []memo.Read
 	versions := map[refs.Source]string{}
 	for _, c := range resolved {
-		if c.Outcome == resolve.Counted {
-			counted = append(counted, c.Reference)
+		switch c.Outcome {
+		case resolve.Counted:
 			versions[c.Source] = c.Version
+		case resolve.AbsentOptional, resolve.Missing, resolve.Kept:
+		default:
+			continue
 		}
+		reads = append(reads, memo.Read{Reference: c.Reference, AbsenceCounts: c.AbsenceCounts})
 	}
 	in.Maintenance, err = res.Maintenance(ctx, obj.GetNamespace(), spec)
 	switch {
@@ -187,7 +194,17 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 		return in, nil, nil, err
 	}
 	key := client.ObjectKeyFromObject(obj)
-	in.Young = r.memory.Births.Young(key, counted, r.Changes, r.now())
+	in.Young = r.memory.Births.Young(key, reads, r.Changes, r.now())
+	missing := slices.Concat(in.Missing, in.Kept)
+	gone := r.memory.Births.Gone(key, missing, r.Changes, r.now())
+	for _, ref := range missing {
+		if d, ok := gone[ref.Source]; ok {
+			if in.Gone == nil {
+				in.Gone = map[refs.Source]fingerprint.Entry{}
+			}
+			in.Gone[ref.Source] = fingerprint.Entry{Shape: fingerprint.Shape(ref), Digest: res.Key.Source(ref, d)}
+		}
+	}
 	in.Settled = r.memory.Births.Settled(key, in.Applied, versions, r.now())
 	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...) // written before the pods of nudge's last rollout started
 	late := r.producers(key, resolved, &in)

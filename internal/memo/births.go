@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
@@ -74,10 +75,24 @@ func (b *Births) born(key types.NamespacedName, version string, now time.Time) {
 	b.of.Put(key, birth{version: version, at: now}, now)
 }
 
-// Young returns, sorted, the sources of counted (references whose source
-// exists) of which nudge saw what the reference reads change after key's
-// creation, while key is young or holds such a change.
-func (b *Births) Young(key types.NamespacedName, counted []refs.Reference, changes *sources.Changes, now time.Time) []refs.Source {
+// Read is one reference of a workload, as Young needs it.
+type Read struct {
+	refs.Reference
+	// AbsenceCounts is true when the workload's applied state records the
+	// source's absence (see sources.Changes.After): its creation then
+	// changes what the pods run with.
+	AbsenceCounts bool
+}
+
+// Young returns, sorted, the sources of reads (the references whose
+// source was read: found, absent or missing) of which nudge saw what the
+// reference reads change after key's creation, while key is young or
+// holds such a change: an update, a deletion, a re-creation with other
+// content, or a creation of a source whose absence counts (see
+// sources.Changes.After). A creation or deletion just after the workload's
+// rolls it as an update does, whether nudge's first sight of the workload
+// came before it or after.
+func (b *Births) Young(key types.NamespacedName, reads []Read, changes *sources.Changes, now time.Time) []refs.Source {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
@@ -85,13 +100,40 @@ func (b *Births) Young(key types.NamespacedName, counted []refs.Reference, chang
 		return nil
 	}
 	var out []refs.Source
-	for _, ref := range counted {
-		if slices.Contains(e.held, ref.Source) ||
-			!slices.Contains(e.entered, ref.Source) && changes.After(ref, e.version, now) {
-			out = append(out, ref.Source)
+	for _, r := range reads {
+		if slices.Contains(out, r.Source) {
+			continue
+		}
+		if slices.Contains(e.held, r.Source) ||
+			!slices.Contains(e.entered, r.Source) && changes.After(r.Reference, e.version, r.AbsenceCounts, now) {
+			out = append(out, r.Source)
 		}
 	}
 	slices.SortFunc(out, refs.Source.Compare)
+	return out
+}
+
+// Gone returns the content of each source of missing (the required and
+// kept sources not found) that existed at key's creation and was deleted
+// since, while key is young (see sources.Changes.Gone): what its pods
+// started with, which a first sight records as a baseline made before the
+// deletion would have kept it (rollout.Input.Gone).
+func (b *Births) Gone(key types.NamespacedName, missing []refs.Reference, changes *sources.Changes, now time.Time) map[refs.Source]fingerprint.Digests {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.of.Get(key, now)
+	if !ok {
+		return nil
+	}
+	var out map[refs.Source]fingerprint.Digests
+	for _, ref := range missing {
+		if d, ok := changes.Gone(ref.Source, e.version, now); ok {
+			if out == nil {
+				out = map[refs.Source]fingerprint.Digests{}
+			}
+			out[ref.Source] = d
+		}
+	}
 	return out
 }
 

@@ -30,9 +30,40 @@ func TestBirths(t *testing.T) {
 	}
 	tests := map[string]struct {
 		listed bool // the creation came in the informer's initial list
-		steps  func(b *Births, c *sources.Changes, clk *clocktesting.FakePassiveClock)
-		want   []refs.Source // young
+		// absence: the workload's applied state records the source's absence.
+		absence bool
+		steps   func(b *Births, c *sources.Changes, clk *clocktesting.FakePassiveClock)
+		want    []refs.Source // young
 	}{
+		"a deletion after the creation counts": {
+			steps: func(_ *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("105", "a")})
+			},
+			want: []refs.Source{app},
+		},
+		"a deletion before the creation does not": {
+			steps: func(_ *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("95", "a")})
+			},
+		},
+		"a creation after the creation counts where the absence does": {
+			absence: true,
+			steps: func(_ *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Create(event.CreateEvent{Object: cm("105", "a")})
+			},
+			want: []refs.Source{app},
+		},
+		"a creation after the creation of a required source does not: the pods start with it": {
+			steps: func(_ *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Create(event.CreateEvent{Object: cm("105", "a")})
+			},
+		},
+		"a creation before the creation does not": {
+			absence: true,
+			steps: func(_ *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Create(event.CreateEvent{Object: cm("95", "a")})
+			},
+		},
 		"a change after the creation counts": {
 			steps: func(_ *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
@@ -114,7 +145,7 @@ func TestBirths(t *testing.T) {
 			b, c := &Births{}, &sources.Changes{Clock: clk}
 			b.Recorder(clk.Now).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
 			tc.steps(b, c, clk)
-			g.Expect(b.Young(web, []refs.Reference{{Source: app}}, c, clk.Now())).To(Equal(tc.want), "young")
+			g.Expect(b.Young(web, []Read{{Reference: refs.Reference{Source: app}, AbsenceCounts: tc.absence}}, c, clk.Now())).To(Equal(tc.want), "young")
 		})
 	}
 }

@@ -72,7 +72,12 @@ type Resolved struct {
 	// NamedOnly: an annotation names the source and the pod spec does not
 	// read it.
 	NamedOnly bool
-	Outcome   Outcome
+	// AbsenceCounts: the applied state records the source's absence
+	// (fingerprint.Absent), so that its creation is a change: an optional
+	// reference the pod spec reads, or any with --reload-on-create or
+	// --reload-on-delete; never one only Reloader's search mode selects.
+	AbsenceCounts bool
+	Outcome       Outcome
 	// Version is the source's resourceVersion as read, for Counted; "" for
 	// the other outcomes.
 	Version string
@@ -215,7 +220,8 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 		if err != nil {
 			return in, nil, err
 		}
-		res := Resolved{Reference: c.Reference, NeedsMatch: c.needsMatch, NamedOnly: c.namedOnly, Outcome: outcome}
+		res := Resolved{Reference: c.Reference, NeedsMatch: c.needsMatch, NamedOnly: c.namedOnly, Outcome: outcome,
+			AbsenceCounts: !c.needsMatch && (r.ReloadOnCreate || r.ReloadOnDelete || c.Optional && !c.namedOnly)}
 		if outcome == Counted {
 			res.Version, res.Producer = versions[c.Source], producers[c.Source]
 		}

@@ -114,6 +114,13 @@ type Input struct {
 	// that the pod spec does not read. Like Missing, each keeps its applied
 	// entry, so its return with other content rolls.
 	Kept []refs.Reference
+	// Gone holds, of the Missing and Kept sources, those that existed when
+	// the workload was created and were deleted since (for a minute after
+	// the creation; see controller's births), each with the entry of the
+	// content its pods started with. A first sight records it, as a
+	// baseline made before the deletion would have kept it: the source's
+	// return with other content then rolls, and with the same does not.
+	Gone map[refs.Source]fingerprint.Entry
 	// CreateRolls records a missing required or kept source as absent
 	// instead of keeping its applied entry, so that its return rolls
 	// whatever its content (Reloader's --reload-on-create).
@@ -312,6 +319,8 @@ func decide(in Input) Decision {
 			write.Entries[ref.Source] = e
 		} else if in.CreateRolls {
 			write.Entries[ref.Source] = fingerprint.Entry{Shape: fingerprint.Shape(ref), Digest: fingerprint.Absent}
+		} else if e, ok := in.Gone[ref.Source]; ok && first {
+			write.Entries[ref.Source] = e
 		}
 	}
 	var changed, entered []refs.Source

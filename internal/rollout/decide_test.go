@@ -47,6 +47,25 @@ func TestDecide(t *testing.T) {
 			wantWrite: base,
 			wantFirst: true,
 		},
+		"first sight of a workload whose required source was deleted after its creation records what its pods started with": {
+			in: rollout.Input{
+				Desired: state("k", entries{cm: {Digest: "aaaa"}}),
+				Missing: []refs.Reference{{Source: secret, Keys: []string{"p"}}},
+				Gone:    entries{secret: {Shape: "k1", Digest: "bbbb"}},
+			},
+			want:      rollout.Baseline,
+			wantWrite: base,
+			wantFirst: true,
+		},
+		"a deleted source's content is not recorded over an applied state": {
+			in: rollout.Input{
+				Applied: applied("k", entries{cm: {Digest: "aaaa"}}),
+				Desired: state("k", entries{cm: {Digest: "aaaa"}}),
+				Missing: []refs.Reference{{Source: secret, Keys: []string{"p"}}},
+				Gone:    entries{secret: {Shape: "k1", Digest: "bbbb"}},
+			},
+			want: rollout.None,
+		},
 		"an applied state of another key is first sight": {
 			in:        rollout.Input{Applied: applied("old", entries{cm: {Digest: "zzzz"}}), Desired: state("k", base)},
 			want:      rollout.Baseline,

@@ -23,15 +23,16 @@ import (
 //     (Times, rule 1 in docs/design.md);
 //   - at which resourceVersion each key of its content (data and
 //     binaryData, see ContentChanged) last changed, a key added or removed
-//     being a key changed, to tell a change made after a workload's
-//     creation (After, rule 3).
+//     being a key changed, and at which the source was last created and
+//     deleted, to tell a change made after a workload's creation (After,
+//     rule 3).
 //
-// A creation after the informer's initial list is a change in time, of no
-// key: a source created after its workload is what the workload's pods
-// start with. A deletion forgets the source. Memory is one entry per source
-// changed in the last Young, one resourceVersion per key changed; it is
-// kept in memory only: after a restart nothing is remembered and every
-// change is lone.
+// A creation after the informer's initial list is a change in time; a
+// deletion forgets the times, and keeps the content the source had (Gone), so that
+// its re-creation counts as an update of the keys whose content differs.
+// Memory is one entry per source changed, created or deleted in the last
+// Young, one resourceVersion per key changed; it is kept in memory only:
+// after a restart nothing is remembered and every change is lone.
 //
 // Every workload kind's controller watches the same sources, so the same
 // event is offered once per kind: it is recorded once, by the first
@@ -51,12 +52,54 @@ type change struct {
 	version    string            // resourceVersion of the last event recorded
 	last, prev time.Time         // when the last content change and the one before were seen
 	keys       map[string]string // per key changed, the resourceVersion it last changed at
+	// created and deleted are the resourceVersions of the source's last
+	// creation after the initial list and its last deletion, "" for none;
+	// moved is when the later of them was seen.
+	created, deleted string
+	moved            time.Time
+	// gone is the content the source had when it was deleted, nil while
+	// it exists.
+	gone fingerprint.Digests
 }
 
-// Old reports whether the last content change was seen more than Young
-// before now.
+// Old reports whether the last content change, creation or deletion was
+// seen more than Young before now.
 func (c change) Old(now time.Time) bool {
-	return now.Sub(c.last) > Young
+	return now.Sub(c.last) > Young && now.Sub(c.moved) > Young
+}
+
+// existed reports whether the source existed at resourceVersion version,
+// as far as its last creation and deletion tell: known is false when
+// neither came after version (then it existed as it does now). Of a
+// deletion and a re-creation both after version, the source existed at
+// version when the deletion came first.
+func (c change) existed(version string) (existed, known bool) {
+	created, deleted := after(c.created, version), after(c.deleted, version)
+	switch {
+	case created && deleted:
+		return newer(c.created, c.deleted), true
+	case created:
+		return false, true
+	case deleted:
+		return true, true
+	}
+	return false, false
+}
+
+// exists reports whether the source exists, as far as its last creation
+// and deletion tell.
+func (c change) exists() bool {
+	return c.deleted == "" || c.created != "" && newer(c.created, c.deleted)
+}
+
+// after reports whether resourceVersion v is set and greater than version;
+// a version that cannot be compared is not.
+func after(v, version string) bool {
+	if v == "" {
+		return false
+	}
+	n, err := resourceversion.CompareResourceVersion(v, version)
+	return err == nil && n > 0
 }
 
 // Times returns when src's content was seen to change, the last two times
@@ -93,14 +136,24 @@ func nonZero(ts ...time.Time) []time.Time {
 }
 
 // After reports whether nudge saw, in the Young before now, a change of
-// what ref reads of its source (any key for a whole reference) to a
-// resourceVersion greater than version (a workload's, taken at its
-// creation). Resource versions are compared as integers
+// what ref reads of its source after resourceVersion version (a
+// workload's, taken at its creation): an update of a key ref reads (any key
+// for a whole reference), a re-creation with other content in such a key,
+// or a deletion of a source that existed at version. A creation of a source
+// that did not exist at version counts only when absenceCounts: when the
+// workload's applied state records the source's absence (an optional
+// reference, Reloader's --reload-on-create or --reload-on-delete), so that
+// its appearance changes what the pods would run with; a required source
+// created after the workload is what its pods start with.
+//
+// Resource versions are compared as integers
 // (resourceversion.CompareResourceVersion, promised since Kubernetes 1.35
 // for objects of one resource): across resources, as here, the comparison
 // holds when both are stored in one etcd, the default, whose revision is
-// every object's resourceVersion. A malformed version answers false.
-func (c *Changes) After(ref refs.Reference, version string, now time.Time) bool {
+// every object's resourceVersion, a deletion's included (a watch delivers a
+// deleted object at the revision of its deletion). A malformed version
+// answers false.
+func (c *Changes) After(ref refs.Reference, version string, absenceCounts bool, now time.Time) bool {
 	if c == nil {
 		return false
 	}
@@ -110,21 +163,52 @@ func (c *Changes) After(ref refs.Reference, version string, now time.Time) bool 
 	if !ok {
 		return false
 	}
+	if existed, known := e.existed(version); known {
+		switch exists := e.exists(); {
+		case !existed && exists:
+			return absenceCounts
+		case !existed:
+			return false
+		case !exists:
+			return true
+		}
+	}
 	for k, v := range e.keys {
 		if !ref.Whole() && !slices.Contains(ref.Keys, k) {
 			continue
 		}
-		if n, err := resourceversion.CompareResourceVersion(v, version); err == nil && n > 0 {
+		if after(v, version) {
 			return true
 		}
 	}
 	return false
 }
 
+// Gone returns the content src had when it was deleted, when it existed at
+// resourceVersion version (a workload's creation), was deleted since, in
+// the Young before now, and does not exist again: what the pods of a
+// workload created before the deletion started with. ok is false
+// otherwise.
+func (c *Changes) Gone(src refs.Source, version string, now time.Time) (fingerprint.Digests, bool) {
+	if c == nil {
+		return nil, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.of.Get(src, now)
+	if !ok || e.exists() || e.gone == nil {
+		return nil, false
+	}
+	if existed, known := e.existed(version); !known || !existed {
+		return nil, false
+	}
+	return e.gone, true
+}
+
 // Recorder returns a predicate that records every content change of a
 // ConfigMap or Secret it is offered (creations after the initial list, and
 // updates of data or binaryData), notes the resourceVersion of every other
-// update of a source it remembers, and forgets a deleted source. It passes
+// update of a source it remembers, and records deletions. It passes
 // every event: put it before the predicates that filter them, so that it
 // sees every version, and records a change before any reconcile it causes.
 func (c *Changes) Recorder() predicate.Funcs {
@@ -142,7 +226,9 @@ func (c *Changes) Recorder() predicate.Funcs {
 			return true
 		},
 		DeleteFunc: func(e event.DeleteEvent) bool {
-			c.forget(e.Object)
+			if e.Object != nil {
+				c.deleted(e.Object)
+			}
 			return true
 		},
 	}
@@ -150,7 +236,9 @@ func (c *Changes) Recorder() predicate.Funcs {
 
 // record notes the version of obj that follows old (nil for a creation):
 // when its content changed, that it changed now, and at which version each
-// key did. A version not newer than the one noted was recorded already.
+// key did; a creation, that it was created, and, of a source remembered as
+// deleted, the keys whose content differs from what it had then. A version
+// not newer than the one noted was recorded already.
 func (c *Changes) record(old, obj client.Object) {
 	src, ok := SourceOf(obj)
 	if c == nil || !ok {
@@ -165,8 +253,11 @@ func (c *Changes) record(old, obj client.Object) {
 		return
 	}
 	var keys []string
-	if old != nil && ContentChanged(old, obj) {
+	switch {
+	case old != nil && ContentChanged(old, obj):
 		keys = changedKeys(Digests(old), Digests(obj))
+	case old == nil && e.gone != nil:
+		keys = changedKeys(e.gone, Digests(obj))
 	}
 	if old != nil && len(keys) == 0 {
 		if ok { // the version of a source changed lately, for Times
@@ -181,7 +272,34 @@ func (c *Changes) record(old, obj client.Object) {
 	for _, k := range keys {
 		e.keys[k] = version
 	}
+	if old == nil {
+		e.created, e.moved, e.gone = version, now, nil
+	}
 	e.version, e.last, e.prev = version, now, e.last
+	c.of.Put(src, e, now)
+}
+
+// deleted notes obj's deletion, at its resourceVersion (the deletion's, as
+// a watch delivers it), with the content it had.
+func (c *Changes) deleted(obj client.Object) {
+	src, ok := SourceOf(obj)
+	if c == nil || !ok {
+		return
+	}
+	version := obj.GetResourceVersion()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.now()
+	e, ok := c.of.Get(src, now)
+	if ok && !newer(version, e.version) {
+		return
+	}
+	// Its times go: a source created again starts with a lone change.
+	e.version, e.last, e.prev = version, time.Time{}, time.Time{}
+	e.deleted, e.moved, e.gone = version, now, Digests(obj)
+	if e.gone == nil {
+		e.gone = fingerprint.Digests{}
+	}
 	c.of.Put(src, e, now)
 }
 
@@ -210,20 +328,6 @@ func changedKeys(old, new fingerprint.Digests) []string {
 		}
 	}
 	return out
-}
-
-// forget drops what is remembered of obj.
-func (c *Changes) forget(obj client.Object) {
-	if c == nil || obj == nil {
-		return
-	}
-	src, ok := SourceOf(obj)
-	if !ok {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.of.Delete(src)
 }
 
 func (c *Changes) now() time.Time {

@@ -79,9 +79,15 @@ func TestChanges(t *testing.T) {
 			events:  []func(predicate.Funcs){func(p predicate.Funcs) { p.Create(event.CreateEvent{Object: cm("1", "x"), IsInInitialList: true}) }},
 			version: "1",
 		},
-		"a deleted source is forgotten": {
-			events:  []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y")), func(p predicate.Funcs) { p.Delete(event.DeleteEvent{Object: cm("2", "y")}) }},
-			version: "2",
+		"a deleted source's times are forgotten": {
+			events:  []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y")), func(p predicate.Funcs) { p.Delete(event.DeleteEvent{Object: cm("3", "y")}) }},
+			version: "3",
+		},
+		"a source created again starts with a lone change": {
+			events: []func(predicate.Funcs){update(cm("1", "x"), cm("2", "y")), func(p predicate.Funcs) { p.Delete(event.DeleteEvent{Object: cm("3", "y")}) },
+				func(p predicate.Funcs) { p.Create(event.CreateEvent{Object: cm("4", "x")}) }},
+			version: "4",
+			want:    []time.Time{t0.Add(3 * time.Second)},
 		},
 	}
 	for name, tt := range tests {
@@ -118,13 +124,15 @@ func TestNilChanges(t *testing.T) {
 	new := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "app", ResourceVersion: "2"}, Data: map[string]string{"a": "1"}}
 	g.Expect(c.Recorder().Update(event.UpdateEvent{ObjectOld: old, ObjectNew: new})).To(BeTrue())
 	g.Expect(c.Times(refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "app"}, "2", time.Now())).To(BeNil())
-	g.Expect(c.After(refs.Reference{Source: refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "app"}}, "1", time.Now())).To(BeFalse())
+	g.Expect(c.After(refs.Reference{Source: refs.Source{Kind: refs.ConfigMap, Namespace: "ns", Name: "app"}}, "1", true, time.Now())).To(BeFalse())
 }
 
 // TestChangesRememberKeyVersionsForAMinute: Changes answers After for a
 // change, newer than the version asked about and seen within a minute, of
-// a key the reference reads; a creation, a metadata-only update, a
-// deletion and age all leave nothing.
+// a key the reference reads, for a deletion of a source that existed at
+// the version, for a re-creation with other content, and for a creation
+// when the source's absence counts; a metadata-only update, a re-creation
+// with the same content, and age leave nothing.
 func TestChangesRememberKeyVersionsForAMinute(t *testing.T) {
 	cm := func(rv, value string, labels map[string]string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", ResourceVersion: rv, Labels: labels},
@@ -143,6 +151,8 @@ func TestChangesRememberKeyVersionsForAMinute(t *testing.T) {
 		events  func(c *Changes, clk *clocktesting.FakePassiveClock)
 		keys    []string // the keys the reference reads; nil: the whole source
 		version string
+		// absence: the applied state records the source's absence.
+		absence bool
 		want    bool
 	}{
 		"a content update after the version counts": {
@@ -176,20 +186,86 @@ func TestChangesRememberKeyVersionsForAMinute(t *testing.T) {
 			},
 			keys: []string{"k"}, version: "13",
 		},
-		"a creation is not an update": {
+		"a creation of a source whose absence does not count is no change": {
 			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Create(event.CreateEvent{Object: cm("12", "b", nil)})
 			},
 			version: "11",
 		},
+		"a creation of a source whose absence counts is a change": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Create(event.CreateEvent{Object: cm("12", "b", nil)})
+			},
+			version: "11", absence: true, want: true,
+		},
+		"a creation before the version is none": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Create(event.CreateEvent{Object: cm("12", "b", nil)})
+			},
+			version: "12", absence: true,
+		},
+		"a creation in the initial list is none": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Create(event.CreateEvent{Object: cm("12", "b", nil), IsInInitialList: true})
+			},
+			version: "11", absence: true,
+		},
 		"a metadata-only update is not a content update": {
 			events:  updated(cm("10", "a", nil), cm("12", "a", map[string]string{"l": "v"})),
 			version: "11",
 		},
-		"a deletion forgets the source": {
+		"a deletion after the version is a change": {
 			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("10", "a", nil), ObjectNew: cm("12", "b", nil)})
 				c.Recorder().Delete(event.DeleteEvent{Object: cm("13", "b", nil)})
+			},
+			keys: []string{"k"}, version: "11", want: true,
+		},
+		"a deletion before the version is none": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("13", "b", nil)})
+			},
+			version: "13", absence: true,
+		},
+		"a source created and deleted after the version did not change": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Create(event.CreateEvent{Object: cm("12", "b", nil)})
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("13", "b", nil)})
+			},
+			version: "11", absence: true,
+		},
+		"a source deleted and created again with other content changed": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("12", "a", nil)})
+				c.Recorder().Create(event.CreateEvent{Object: cm("13", "b", nil)})
+			},
+			keys: []string{"k"}, version: "11", want: true,
+		},
+		"a source deleted and created again with the same content did not": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("12", "a", nil)})
+				c.Recorder().Create(event.CreateEvent{Object: cm("13", "a", nil)})
+			},
+			version: "11", absence: true,
+		},
+		"a re-creation changes only the keys whose content differs": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("12", "a", nil)})
+				c.Recorder().Create(event.CreateEvent{Object: cm("13", "b", nil)})
+			},
+			keys: []string{"other"}, version: "11",
+		},
+		"the same deletion offered by every kind's recorder is recorded once": {
+			events: func(c *Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("12", "a", nil)})
+				c.Recorder().Create(event.CreateEvent{Object: cm("13", "a", nil)})
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("12", "a", nil)})
+			},
+			version: "11", absence: true,
+		},
+		"a deletion older than a minute is forgotten": {
+			events: func(c *Changes, clk *clocktesting.FakePassiveClock) {
+				c.Recorder().Delete(event.DeleteEvent{Object: cm("13", "b", nil)})
+				clk.SetTime(t0.Add(Young + time.Second))
 			},
 			version: "11",
 		},
@@ -211,7 +287,7 @@ func TestChangesRememberKeyVersionsForAMinute(t *testing.T) {
 			clk := clocktesting.NewFakePassiveClock(t0)
 			c := &Changes{Clock: clk}
 			tc.events(c, clk)
-			g.Expect(c.After(refs.Reference{Source: src, Keys: tc.keys}, tc.version, clk.Now())).To(Equal(tc.want))
+			g.Expect(c.After(refs.Reference{Source: src, Keys: tc.keys}, tc.version, tc.absence, clk.Now())).To(Equal(tc.want))
 		})
 	}
 }
@@ -238,4 +314,56 @@ func TestChangesHoldOnlyRecentChanges(t *testing.T) {
 	g.Expect(c.of.Len()).To(Equal(100), "a metadata-only update of a source not remembered")
 	c.Recorder().Update(event.UpdateEvent{ObjectOld: secret("new", "6", "a"), ObjectNew: secret("new", "7", "b")})
 	g.Expect(c.of.Len()).To(Equal(1))
+}
+
+// TestChangesKeepWhatADeletedSourceHeld: Gone returns the content a source
+// had when deleted after the version asked about, until it exists again.
+func TestChangesKeepWhatADeletedSourceHeld(t *testing.T) {
+	cm := func(rv, value string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", ResourceVersion: rv},
+			Data: map[string]string{"k": value}}
+	}
+	src := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
+	tests := map[string]struct {
+		events  []func(*Changes)
+		version string
+		want    bool
+	}{
+		"deleted after the version": {
+			events:  []func(*Changes){func(c *Changes) { c.Recorder().Delete(event.DeleteEvent{Object: cm("12", "a")}) }},
+			version: "11", want: true,
+		},
+		"deleted before the version": {
+			events:  []func(*Changes){func(c *Changes) { c.Recorder().Delete(event.DeleteEvent{Object: cm("12", "a")}) }},
+			version: "12",
+		},
+		"deleted, then created again": {
+			events: []func(*Changes){
+				func(c *Changes) { c.Recorder().Delete(event.DeleteEvent{Object: cm("12", "a")}) },
+				func(c *Changes) { c.Recorder().Create(event.CreateEvent{Object: cm("13", "a")}) },
+			},
+			version: "11",
+		},
+		"created after the version, then deleted: it did not exist then": {
+			events: []func(*Changes){
+				func(c *Changes) { c.Recorder().Create(event.CreateEvent{Object: cm("12", "a")}) },
+				func(c *Changes) { c.Recorder().Delete(event.DeleteEvent{Object: cm("13", "a")}) },
+			},
+			version: "11",
+		},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			c := &Changes{}
+			for _, e := range tc.events {
+				e(c)
+			}
+			d, ok := c.Gone(src, tc.version, time.Now())
+			g.Expect(ok).To(Equal(tc.want))
+			if tc.want {
+				g.Expect(d).To(Equal(Digests(cm("12", "a"))))
+			}
+		})
+	}
 }
