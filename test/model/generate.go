@@ -32,6 +32,11 @@ type Generator struct {
 	// workloads created with pace annotations, the annotations rewritten,
 	// sources marked urgent, the clock moved.
 	Pace bool
+	// AtOnce: a workload's creation is sometimes followed at once, without
+	// waiting for nudge, by a source's creation, update or deletion (a
+	// GitOps apply of both, Reloader's suites): whichever nudge sees
+	// first, the outcome is the model's, which sees the workload first.
+	AtOnce bool
 }
 
 // NewGenerator returns a generator seeded with seed.
@@ -75,6 +80,14 @@ func (g *Generator) Next(m *Model) Step {
 			add(4, func() Step {
 				return Step{Op: CreateWorkload, Workload: name, Uses: g.uses(), Opt: g.opt(false), Image: g.image(), Pace: g.pace()}
 			})
+			if g.AtOnce {
+				add(3, func() Step {
+					s := Step{Op: CreateWorkload, Workload: name, Uses: g.uses(), Opt: g.opt(false), Image: g.image(), Pace: g.pace()}
+					then := g.sourceStep(m)
+					s.Then = &then
+					return s
+				})
+			}
 			continue
 		}
 		if g.Pace {
@@ -119,6 +132,25 @@ func (g *Generator) Next(m *Model) Step {
 		n -= c.weight
 	}
 	panic("unreachable")
+}
+
+// sourceStep returns a step of one source, valid in m: its creation when
+// it does not exist (with new content, or the content it had), else an
+// update of its content or its deletion.
+func (g *Generator) sourceStep(m *Model) Step {
+	id := Sources()[g.r.IntN(len(Sources()))]
+	src := m.Sources[id]
+	switch {
+	case src == nil:
+		return Step{Op: CreateSource, Source: id, Data: g.data(nil)}
+	case !src.Exists && g.r.IntN(2) == 0:
+		return Step{Op: CreateSource, Source: id, Data: maps.Clone(src.Data)}
+	case !src.Exists:
+		return Step{Op: CreateSource, Source: id, Data: g.data(src.Data)}
+	case g.r.IntN(2) == 0:
+		return Step{Op: ChangeData, Source: id, Data: g.data(src.Data)}
+	}
+	return Step{Op: DeleteSource, Source: id}
 }
 
 // image returns an image number never returned before.

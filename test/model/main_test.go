@@ -25,6 +25,7 @@ var (
 	stepsFlag     = flag.Int("steps", 60, "steps per sequence")
 	sequencesFlag = flag.Int("sequences", 6, "sequences to play, from random seeds")
 	steadyFlag    = flag.Bool("steady", false, "no step stops, restarts or fails nudge over (as in the soak)")
+	noAtOnceFlag  = flag.Bool("no-at-once", false, "draw no source change made at once after a workload's creation (to replay a seed found before them)")
 )
 
 func TestMain(m *testing.M) {

@@ -29,6 +29,11 @@ func TestModel(t *testing.T) {
 	}
 	del := func(id model.SourceID) model.Step { return model.Step{Op: model.DeleteSource, Source: id} }
 	whole := map[model.SourceID]model.Use{cm: model.Whole}
+	// atOnce is a workload's creation followed at once by a source's step.
+	atOnce := func(create, then model.Step) model.Step {
+		create.Then = &then
+		return create
+	}
 
 	for name, tc := range map[string]struct {
 		steps []model.Step
@@ -36,6 +41,21 @@ func TestModel(t *testing.T) {
 	}{
 		"a change rolls once": {
 			steps: []model.Step{data(cm, "1", "1"), create(whole, auto), change(cm, "2", "1")}, want: 1,
+		},
+		"an optional source created at once after its workload rolls it once": {
+			steps: []model.Step{atOnce(create(map[model.SourceID]model.Use{cm: model.WholeOptional}, auto), data(cm, "1", "1"))},
+			want:  1,
+		},
+		"an optional source deleted at once after its workload rolls it once": {
+			steps: []model.Step{data(cm, "1", "1"), atOnce(create(map[model.SourceID]model.Use{cm: model.KeyOptional}, auto), del(cm))},
+			want:  1,
+		},
+		"a required source created at once after its workload rolls nothing": {
+			steps: []model.Step{atOnce(create(whole, auto), data(cm, "1", "1"))},
+		},
+		"a required source deleted at once after its workload holds, and rolls when back with other content": {
+			steps: []model.Step{data(cm, "1", "1"), atOnce(create(whole, auto), del(cm)), data(cm, "2", "1")},
+			want:  1,
 		},
 		"a workload created rolls nothing": {
 			steps: []model.Step{data(cm, "1", "1"), create(whole, auto)}, want: 0,

@@ -42,26 +42,26 @@ const paceBudget = 3
 // workload); a rollout deferred, braked or gated forgot its young sources.
 var paceRegressions = []played{
 	// A workload held for the window opted out: nudge.dev/held stays.
-	{8434452077602166700, 23},
+	{8434452077602166700, 23, false},
 	// A change held for the window, its ConfigMap then marked urgent.
-	{527817629170083942, 21},
+	{527817629170083942, 21, false},
 	// A rollout with budget 0, then budget 2 and two changes within the
 	// hour: both roll.
-	{3031114572648762649, 23},
+	{3031114572648762649, 23, false},
 	// Two rollouts of a workload at one instant of nudge's clock wrote the
 	// same trigger, so the second rolled nothing (see world.tick).
-	{8969952370262300828, 12},
+	{8969952370262300828, 12, false},
 	// A hold ended by the window's annotation removed, then rollout undo:
 	// the revision before the rollout keeps the annotations of that write.
-	{1357543748741842755, 44},
+	{1357543748741842755, 44, false},
 	// A change just after a workload's creation, deferred by its window,
 	// then the workload replaced by a GitOps tool: the change is young
 	// (rule 3) and stays pending, and rolls when the window opens (nudge
 	// forgot a deferred rollout's young sources).
-	{3349083804345630249, 11},
+	{3349083804345630249, 11, false},
 	// A workload that opts out and in again: its storm brake counts from
 	// then on (rule 14), as nudge drops the rollout times with its state.
-	{1588948418895975261, 70},
+	{1588948418895975261, 70, false},
 }
 
 // Rules 14 and 15 across sequences: the steps of TestRulesAcrossSequences
@@ -93,7 +93,7 @@ var paceRegressions = []played{
 // cannot be given a clock, and its sequences, without a clock, hold rules
 // 1-8 alone with the brake off.
 func TestPaceAcrossSequences(t *testing.T) {
-	seeds := []played{{*paceSeedFlag, *paceStepsFlag}}
+	seeds := []played{{*paceSeedFlag, *paceStepsFlag, false}}
 	if *paceSeedFlag == 0 {
 		seeds = slices.Clone(paceRegressions)
 		for range *paceSequencesFlag {
@@ -101,7 +101,7 @@ func TestPaceAcrossSequences(t *testing.T) {
 			if !*paceHAFlag {
 				seed &^= 1 // an even seed runs one replica
 			}
-			seeds = append(seeds, played{seed, *paceStepsFlag})
+			seeds = append(seeds, played{seed, *paceStepsFlag, false})
 		}
 	}
 	for _, p := range seeds {

@@ -20,18 +20,22 @@ var regressions = []played{
 	// A ConfigMap changed just after its Deployment's creation while a
 	// Secret it requires was missing, the state then wiped by a GitOps
 	// replace and baselined: creating the Secret rolled it.
-	{1439725442987618523, 10},
+	{1439725442987618523, 10, false},
 	// A ConfigMap changed just after a Deployment's creation, while the
 	// Deployment's annotation named other sources; the annotation then
 	// switched to auto, so the ConfigMap entered the references and was
 	// baselined: the next reconcile took it for young and rolled.
-	{1123946407420047138, 7},
+	{1123946407420047138, 7, false},
 }
 
-// played is a sequence to play: its seed and how many of its steps.
+// played is a sequence to play: its seed and how many of its steps;
+// atOnce draws steps that change a source at once after a workload's
+// creation (Generator.AtOnce), which the regressions found before them do
+// not.
 type played struct {
-	seed  uint64
-	steps int
+	seed   uint64
+	steps  int
+	atOnce bool
 }
 
 // Rules 1-8 across sequences: after every step of a random sequence of
@@ -41,11 +45,11 @@ type played struct {
 // -sequences size the run; with -nudge-bin, nudge runs as processes of that
 // binary, and an abrupt stop is a kill -9.
 func TestRulesAcrossSequences(t *testing.T) {
-	seeds := []played{{*seedFlag, *stepsFlag}}
+	seeds := []played{{*seedFlag, *stepsFlag, !*noAtOnceFlag}}
 	if *seedFlag == 0 {
 		seeds = slices.Clone(regressions)
 		for range *sequencesFlag {
-			seeds = append(seeds, played{rand.Uint64() >> 1, *stepsFlag})
+			seeds = append(seeds, played{rand.Uint64() >> 1, *stepsFlag, true})
 		}
 	}
 	for _, p := range seeds {
@@ -63,7 +67,7 @@ func TestRulesAcrossSequences(t *testing.T) {
 			}
 			run.start()
 			gen := model.NewGenerator(seed, ha)
-			gen.Steady = *steadyFlag
+			gen.Steady, gen.AtOnce = *steadyFlag, p.atOnce
 			s, err := newSequence(t, seed, ns, gen, run)
 			if err != nil {
 				t.Fatal(err)
@@ -121,6 +125,9 @@ func newSequence(t *testing.T, seed uint64, ns string, gen *model.Generator, run
 	steady := ""
 	if gen.Steady {
 		steady = " -steady"
+	}
+	if !gen.AtOnce {
+		steady += " -no-at-once"
 	}
 	replay := fmt.Sprintf("go test ./test/model -run 'TestRulesAcrossSequences' -seed %d%s -steps", seed, steady)
 	return &sequence{seed: seed, w: w, m: model.New(), gen: gen, run: run, seen: digests{}, replay: replay}, err

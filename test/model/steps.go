@@ -77,6 +77,11 @@ type Step struct {
 	By time.Duration
 	// Urgent is the source's nudge.dev/urgent mark (MarkUrgent).
 	Urgent bool
+	// Then, for CreateWorkload, is a source's step made at once after the
+	// creation, before nudge is waited for (Generator.AtOnce). The model
+	// plays it after the workload's first reconcile: rule 3 says a change
+	// just after a workload's creation rolls it whichever nudge sees first.
+	Then *Step
 }
 
 func (s Step) String() string {
@@ -92,7 +97,11 @@ func (s Step) String() string {
 				uses = append(uses, fmt.Sprintf("%s %s", src, s.Uses[src]))
 			}
 		}
-		return fmt.Sprintf("%s %s reading [%s], %s, %s, image %d", s.Op, s.Workload, strings.Join(uses, ", "), s.Opt, s.Pace, s.Image)
+		line := fmt.Sprintf("%s %s reading [%s], %s, %s, image %d", s.Op, s.Workload, strings.Join(uses, ", "), s.Opt, s.Pace, s.Image)
+		if s.Then != nil {
+			line += ", then at once " + s.Then.String()
+		}
+		return line
 	case SetBudget, SetWindow:
 		return fmt.Sprintf("%s of %s: %s", s.Op, s.Workload, s.Pace)
 	case MarkUrgent:
@@ -168,4 +177,7 @@ func (m *Model) Apply(s Step) {
 		m.Up = true
 	}
 	m.settle()
+	if s.Then != nil {
+		m.Apply(*s.Then)
+	}
 }

@@ -150,7 +150,10 @@ func (w *world) do(m *model.Model, s model.Step) error {
 				Template: template(s.Workload, s.Uses, s.Image),
 			},
 		}
-		return k8s.Create(w.ctx, d)
+		if err := k8s.Create(w.ctx, d); err != nil || s.Then == nil {
+			return err
+		}
+		return w.do(m, *s.Then)
 	case model.SetOpt:
 		patch := map[string]any{}
 		for _, k := range dialectKeys {
