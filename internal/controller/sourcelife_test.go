@@ -210,5 +210,5 @@ func TestOptionalSourceAppearingJustAfterItsWorkloadRolls(t *testing.T) {
 			out[name] = e.Rollouts(name)()
 		}
 		return out
-	}).WithTimeout(3*time.Second).Should(Equal(want))
+	}).WithTimeout(3 * time.Second).Should(Equal(want))
 }
