@@ -13,7 +13,10 @@ import (
 // Action is what the reconciler does with a workload.
 type Action int
 
-// The actions Decide returns.
+// The actions Decide returns. "Nothing is written" below is of the
+// applied state and the trigger: which writes the reconciler makes for
+// each action (a hold's annotation, a pause's end) is the table "What
+// each action writes" in docs/design.md.
 const (
 	// None: the applied state is the desired state.
 	None Action = iota
