@@ -229,7 +229,7 @@ func (r *Reconciler) trigger(ctx context.Context, obj client.Object, c *workload
 // d at now (see workload.ReloadSource): of the sources changed, the last,
 // as Reloader keeps only the last; its keyed digest, never an unkeyed one;
 // the container that uses it, found in obj's pod template as the cache
-// keeps it (see trimPodSpec), so at no cost of a request.
+// keeps it (see retained.Workload), so at no cost of a request.
 func (r *Reconciler) lastReloadedFrom(obj client.Object, d rollout.Decision, now time.Time) string {
 	src := d.Changed[len(d.Changed)-1]
 	var container string

@@ -71,7 +71,7 @@ const (
 // Over 25,000 workloads on a busy API server the first-sight writes
 // stalled for 2 s, and the single replica released its memory while
 // thousands of reconciles were still to come (docs/performance.md,
-// "Shards by namespace hash").
+// "At scale").
 func afterStart(ctx context.Context, wrote, reconciled *record.Lull, synced time.Time, quiet time.Duration, resumed int64, deadline time.Time, end, release func()) {
 	pause(ctx, wrote, reconciled, synced, quiet, deadline)
 	end()

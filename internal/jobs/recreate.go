@@ -133,7 +133,7 @@ type Recreator struct {
 // needs (count/jobs.batch), so nudge deletes and creates as before.
 //
 // Between the delete and the create the new Job lives in r.Journal, so that
-// a stop of nudge in between loses nothing (see JobJournal); a Job the
+// a stop of nudge in between loses nothing (see Journal); a Job the
 // journal cannot take is kept, as a refused one is.
 func (r *Recreator) Recreate(ctx context.Context, rep Reporter, old *batchv1.Job, c workload.Change, stamp string, changed []refs.Source) error {
 	job := newJob(old, c, stamp, changed)
@@ -192,7 +192,7 @@ func (r *Recreator) failed(ctx context.Context, rep Reporter, job *batchv1.Job, 
 }
 
 // admitted returns nil when the API server would create job, as far as a
-// dry run can tell, and its refusal otherwise (see recreateJob).
+// dry run can tell, and its refusal otherwise (see Recreate).
 func (r *Recreator) admitted(ctx context.Context, job *batchv1.Job) error {
 	err := r.Client.Create(ctx, job.DeepCopy(), client.DryRunAll, client.FieldOwner(workload.FieldManager))
 	switch {

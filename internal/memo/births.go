@@ -44,7 +44,7 @@ type birth struct {
 	entered []refs.Source
 	// baseline is the applied state this nudge wrote last by a baseline,
 	// "" if none: only an applied state of its own can have been read
-	// from a cache behind the workload's creation (see settled).
+	// from a cache behind the workload's creation (see Settled).
 	baseline string
 }
 
@@ -169,7 +169,7 @@ func (b *Births) Settled(key types.NamespacedName, applied string, versions map[
 // missing source, a slot, a halt, a maintenance window, the storm brake, a
 // producer not ready) keeps its young sources until it is written; a
 // baseline written ends the youth of the sources it records as they enter
-// (rollout.Decision.Entered), and is remembered (see settled); any other
+// (rollout.Decision.Entered), and is remembered (see Settled); any other
 // decision lets it age.
 func (b *Births) Decided(key types.NamespacedName, young []refs.Source, d rollout.Decision, written bool, now time.Time) {
 	b.mu.Lock()

@@ -13,12 +13,12 @@ import (
 // was made against, so that a reconcile on a cache that has not seen that
 // write yet does not act twice; and, until the watch delivers it, the
 // resourceVersion that write made, so that its event is not reconciled again
-// (see ownWrites).
+// (see OwnWrites).
 //
 // It is all nudge keeps in memory of its own writes, and it need not
 // survive a restart: a new process starts from a cache synced with the API.
 // What must survive is in the workloads: the applied state and its seal, and
-// in their managedFields who wrote them (see WrittenBackBy), which tells a
+// in their managedFields who wrote them (see ownership.WrittenBackBy), which tells a
 // state a GitOps tool wrote back from one nudge wrote. It holds one
 // resourceVersion per workload nudge wrote since it started, but for first
 // sights, and one per write whose event has not come yet. The zero value is
@@ -34,7 +34,7 @@ type History struct {
 
 // madeVersion is the resourceVersion one of nudge's writes made; awaited
 // says that a reconcile found the cache behind it and left the workload to
-// the write's event (see stale).
+// the write's event (see Stale).
 type madeVersion struct {
 	version string
 	awaited bool
@@ -143,8 +143,8 @@ func (h *History) Stale(key types.NamespacedName, version string) (stale, awaite
 }
 
 // OwnWrites is the predicate that drops the watch event of nudge's own
-// write of a workload: the version the write made (see wrote), unless a
-// reconcile awaits it (see stale). Such an event changes nothing nudge
+// write of a workload: the version the write made (see Wrote), unless a
+// reconcile awaits it (see Stale). Such an event changes nothing nudge
 // decides on: the workload is as nudge wrote it, and a change of its
 // sources since comes by the sources' own events. Any event of the workload
 // ends what is remembered of the write. While a write of the workload is in

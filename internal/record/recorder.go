@@ -41,8 +41,8 @@ import (
 // client's rate limiter and its HTTP/2 connection from idle (the Go
 // scheduler's futex and epoll calls, costly on a virtual machine): nudge
 // spent 1.81–1.87 CPU s on the fan-out with its Events at 500 a second
-// against 2.57–2.83 at 50, at a load of 10–25 (docs/performance.md,
-// "Where nudge's CPU goes"). Written as fast as the API server takes
+// against 2.57–2.83 at 50, at a load of 10–25 (`make bench`'s fan-out;
+// docs/performance.md, "CPU and requests per rollout"). Written as fast as the API server takes
 // them, the Events of a fan-out are done in a second or two, and fewer are
 // dropped when rollouts come faster than 50 a second.
 //

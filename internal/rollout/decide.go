@@ -13,7 +13,10 @@ import (
 // Action is what the reconciler does with a workload.
 type Action int
 
-// The actions Decide returns.
+// The actions Decide returns. "Nothing is written" below is of the
+// applied state and the trigger: which writes the reconciler makes for
+// each action (a hold's annotation, a pause's end) is the table "What
+// each action writes" in docs/design.md.
 const (
 	// None: the applied state is the desired state.
 	None Action = iota
@@ -127,7 +130,7 @@ type Input struct {
 	CreateRolls bool
 	// Young lists the sources of which nudge saw what the workload reads
 	// change after the workload was created, while it has not rolled it
-	// since (for a minute after the creation; see controller's births):
+	// since (for a minute after the creation; see memo.Births):
 	// its pods were made with older content. Each that is in Desired is a
 	// change, rolled on first sight, and when Applied holds it read the
 	// same way (same shape) even with the same digest (a first sight that
@@ -140,7 +143,7 @@ type Input struct {
 	Young []refs.Source
 	// Settled lists the sources whose content, as Desired holds it, was
 	// written at or before the workload's creation (for a minute after the
-	// creation; see controller's births): the workload's pods started with
+	// creation; see memo.Births): the workload's pods started with
 	// it. An applied state with other content read the same way recorded
 	// what a cache the write had not reached yet held on first sight, not
 	// what the pods run with: it is baselined, not rolled. A young source
@@ -214,7 +217,7 @@ type Decision struct {
 	// Entered lists, sorted, the young sources (Input.Young) a Baseline
 	// records because they enter the references or are read another way:
 	// once written, the applied state holds their change as what the pods
-	// run with, so they are young no more (see controller's births).
+	// run with, so they are young no more (see memo.Births).
 	Entered []refs.Source
 }
 

@@ -1,6 +1,21 @@
 // Package rollout holds the decision whether a workload rolls, and why:
 // Decide is a pure function of the applied state, the desired state, the
 // changes remembered, the clock and the rollout window (Input), answering
-// None, Baseline, Roll, Wait, Hold, Restored, Pending or Halted (Decision).
-// The reconciler gathers those inputs and performs the write.
+// one Action (Decision):
+//
+//   - None: nothing to do;
+//   - Baseline: write the desired state, no rollout;
+//   - Roll: write the trigger and the desired state;
+//   - Wait: a burst inside the rollout window, roll later;
+//   - Hold: a required source is missing;
+//   - Restored: a state nudge replaced was written back, leave it;
+//   - Pending: no rollout slot is free (waves);
+//   - Halted: a rollout of the same change failed elsewhere (waves);
+//   - Deferred: the maintenance window is closed;
+//   - Braked: past the storm brake's budget;
+//   - Gated: a changed Secret's producer is not ready.
+//
+// The reconciler gathers those inputs and performs the writes; which
+// writes each action makes is the table "What each action writes" in
+// docs/design.md.
 package rollout

@@ -46,14 +46,16 @@ type Gates struct {
 }
 
 // gate returns what becomes of d, a Roll, under the gates a rollout must
-// pass beyond the window (rule 14): outside the maintenance window it is
-// Deferred, unless a changed source is urgent; past the storm brake's
-// budget, Braked; while a changed source's producer is not ready, Gated.
-// Each waits with RequeueAfter set to when it may end (the window opens,
-// the budget frees, the producer's wait times out), and writes nothing: the
-// change stays pending in the applied state, so nudge's restart keeps it,
-// and it rolls once, with the sources' content as it is then. A Roll that
-// passes carries the rollout times to record (Decision.Rolled).
+// pass beyond the window (rules 14 to 16): outside the maintenance window
+// it is Deferred, unless a changed source is urgent; past the storm
+// brake's budget, Braked; while a changed source's producer is not ready,
+// Gated. Each waits with RequeueAfter set to when it may end (the window
+// opens, the budget frees, the producer's wait times out), and writes
+// nothing of the rollout (Deferred and Braked record their hold, see the
+// reconciler's hold): the change stays pending in the applied state, so
+// nudge's restart keeps it, and it rolls once, with the sources' content as
+// it is then. A Roll that passes carries the rollout times to record
+// (Decision.Rolled).
 func gate(in Input, d Decision) Decision {
 	hold := func(a Action, until time.Time) Decision {
 		return Decision{Action: a, Changed: d.Changed, Unhalt: d.Unhalt, RequeueAfter: max(until.Sub(in.Now), 0)}

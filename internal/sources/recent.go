@@ -3,7 +3,7 @@ package sources
 import "time"
 
 // Young is how long nudge remembers what it saw happen: a source's content
-// change (Changes) and a workload's creation (controller's births), the
+// change (Changes) and a workload's creation (memo.Births), the
 // time it gives itself to see a workload's creation and its first
 // reconcile (rule 3 in docs/design.md). It is far above what rule 1 needs
 // of a change's time (two quiet gaps, two seconds at the most).

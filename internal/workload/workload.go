@@ -109,7 +109,7 @@ var CronJob Kind = &kind[*batchv1.CronJob]{
 }
 
 // Job is the adapter for batch/v1 Jobs. A Job's pod template cannot change,
-// so a Job is rolled by deleting and creating it again (see Recreate).
+// so a Job is rolled by deleting and creating it again (see jobs.Recreator.Recreate).
 var Job Kind = &kind[*batchv1.Job]{
 	name:     "Job",
 	plural:   "jobs",

@@ -1,5 +1,6 @@
 // Package docs_test holds the repository's documents to the code: the tests
-// docs/design.md names exist, and nothing points outside the repository.
+// docs/design.md names exist, every flag, annotation and rollout.Action is
+// documented, and nothing points outside the repository.
 package docs_test
 
 import (
