@@ -46,7 +46,9 @@ type inProcess struct {
 }
 
 func (r *inProcess) options(o *options.Options) {
-	o.RolloutWindow, o.MaxRolloutsPerHour = r.window, r.budget
+	// One worker: the world's ballast then delays nudge's first sight of
+	// a workload created just after (see world.ballast).
+	o.RolloutWindow, o.MaxRolloutsPerHour, o.Workers = r.window, r.budget, 1
 	if r.clock != nil {
 		o.Clock = r.clock
 	}
@@ -101,7 +103,8 @@ func (r *processes) one() (*exec.Cmd, chan error) {
 	}
 	args := []string{"--kubeconfig=" + plane.Kubeconfig(), "--namespaces=" + r.ns, "--system-namespace=" + r.ns,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--rollout-window=" + r.window.String(), "--log-format=json",
-		"--max-rollouts-per-hour=0"} // the storm brake, which the models of these runs do not know
+		"--max-rollouts-per-hour=0", // the storm brake, which the models of these runs do not know
+		"--workers=1"}               // see world.ballast
 	if r.ha {
 		args = append(args, "--leader-elect", "--leader-election-lease-duration=4s",
 			"--leader-election-renew-deadline=3s", "--leader-election-retry-period=500ms")

@@ -26,6 +26,17 @@ var regressions = []played{
 	// switched to auto, so the ConfigMap entered the references and was
 	// baselined: the next reconcile took it for young and rolled.
 	{1123946407420047138, 7, false},
+	// A Secret an optional reference reads created at once after its
+	// Deployment's creation, and a ConfigMap created so: first sight,
+	// after the creation, took it for what the pods started with.
+	{672628336299663927, 3, true},
+	{3935624302066449021, 3, true},
+	{8718359618417229904, 5, true},
+	// A ConfigMap a Deployment requires deleted at once after the
+	// Deployment's creation: first sight, after the deletion, forgot what
+	// the pods started with, so its return with other content would not
+	// roll.
+	{8783376077440026994, 6, true},
 }
 
 // played is a sequence to play: its seed and how many of its steps;

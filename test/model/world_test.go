@@ -49,6 +49,13 @@ type world struct {
 // fenceName names the fence's ConfigMap, Secret and Deployment (see fence).
 const fenceName = "fence"
 
+// ballastName names the ConfigMap that ballastCount Deployments read (see
+// ballast).
+const (
+	ballastName  = "ballast"
+	ballastCount = 30
+)
+
 // newWorld returns the world of namespace ns with its fence, once nudge
 // (running) has recorded the fence Deployment's baseline.
 func newWorld(t *testing.T, ns string) (*world, error) {
@@ -62,8 +69,21 @@ func newWorld(t *testing.T, ns string) (*world, error) {
 			Template: template(fenceName, uses, 0),
 		},
 	}
-	for _, o := range []client.Object{w.source(model.SourceID{Kind: model.ConfigMap, Name: fenceName}, data),
-		w.source(model.SourceID{Kind: model.Secret, Name: fenceName}, data), d} {
+	objs := []client.Object{w.source(model.SourceID{Kind: model.ConfigMap, Name: fenceName}, data),
+		w.source(model.SourceID{Kind: model.Secret, Name: fenceName}, data), d,
+		w.source(model.SourceID{Kind: model.ConfigMap, Name: ballastName}, data)}
+	ballastUses := map[model.SourceID]model.Use{{Kind: model.ConfigMap, Name: ballastName}: model.Whole}
+	for i := range ballastCount {
+		name := fmt.Sprintf("%s-%d", ballastName, i)
+		objs = append(objs, &appsv1.Deployment{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Annotations: map[string]string{"nudge.dev/auto": "true"}},
+			Spec: appsv1.DeploymentSpec{
+				Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
+				Template: template(name, ballastUses, 0),
+			},
+		})
+	}
+	for _, o := range objs {
 		if err := k8s.Create(w.ctx, o); err != nil {
 			return nil, err
 		}
@@ -150,7 +170,13 @@ func (w *world) do(m *model.Model, s model.Step) error {
 				Template: template(s.Workload, s.Uses, s.Image),
 			},
 		}
-		if err := k8s.Create(w.ctx, d); err != nil || s.Then == nil {
+		if s.Then == nil {
+			return k8s.Create(w.ctx, d)
+		}
+		if err := w.ballast(); err != nil {
+			return err
+		}
+		if err := k8s.Create(w.ctx, d); err != nil {
 			return err
 		}
 		return w.do(m, *s.Then)
@@ -208,6 +234,18 @@ func (w *world) do(m *model.Model, s model.Step) error {
 		return w.pokeAll(m)
 	}
 	return nil
+}
+
+// ballast changes the ConfigMap the ballast Deployments read, so that
+// nudge, with one worker, has their rollouts (a write each) to make before
+// its first reconcile of a Deployment created just after: the source's
+// step made at once after that creation then mostly reaches nudge's cache
+// before its first sight of the Deployment, the order in which rule 3's
+// exception matters.
+func (w *world) ballast() error {
+	w.touch++
+	data := map[string]string{"n": fmt.Sprint(w.touch)}
+	return w.update(w.source(model.SourceID{Kind: model.ConfigMap, Name: ballastName}, nil), func(o client.Object) { setData(o, data) })
 }
 
 // pokeAll pokes every workload of m.
