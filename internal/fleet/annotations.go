@@ -22,10 +22,15 @@ const (
 	// workload whose rollout failed. Removing it resumes the workload.
 	HaltedAnnotation = "nudge.dev/halted"
 	// RolledForAnnotation records, with each rollout while waves are on,
-	// the changed sources and the content each rolled to:
-	// "<Kind>/<namespace>/<name>=<key-id>.<digest> ...", where digest is the
-	// keyed digest (fingerprint.Key.Source, see sources.ContentDigest) of the whole source. A failure
-	// of this rollout halts the workloads waiting on that content.
+	// the changed sources and the content each rolled to, sealed:
+	// "seal=<mark> <Kind>/<namespace>/<name>=<key-id>.<digest> ...", where
+	// digest is the keyed digest (fingerprint.Key.Source, see
+	// sources.ContentDigest) of the whole source and mark a keyed check of
+	// the rest, the workload and its nudge.dev/last-rollout (see
+	// rolledForMark). A failure of this rollout halts the workloads of its
+	// namespace waiting on that content; a value without a valid mark (as
+	// earlier builds of nudge wrote it, or as anyone else writes it) halts
+	// nothing and takes no rollout slot.
 	RolledForAnnotation = "nudge.dev/rolled-for"
 )
 
@@ -49,17 +54,35 @@ type sourceDigest struct {
 	digest string
 }
 
-// parseDigests reads RolledForAnnotation's value; malformed entries are
-// left out.
+// Bounds of what parseDigests reads: a namespace is an RFC 1123 label, a
+// name a subdomain, a digest "<key-id>.<digest>" (25 bytes) or "absent".
+const (
+	maxNamespace = 63
+	maxName      = 253
+	maxDigest    = 64
+)
+
+// parseDigests reads the entries of RolledForAnnotation's value (without
+// its mark) or of HaltedAnnotation's first field: ConfigMaps and Secrets
+// (the kinds nudge digests whole, see sources.ContentDigest) with a
+// namespace, a name and a digest within their bounds. Anything else is left
+// out. The strings returned are copies: they keep nothing of v alive.
 func parseDigests(v string) []sourceDigest {
 	var out []sourceDigest
-	for _, f := range strings.Fields(v) {
+	for f := range strings.FieldsSeq(v) {
 		ident, digest, ok := strings.Cut(f, "=")
-		parts := strings.Split(ident, "/")
-		if !ok || digest == "" || len(parts) != 3 {
+		kind, rest, ok1 := strings.Cut(ident, "/")
+		namespace, name, ok2 := strings.Cut(rest, "/")
+		switch {
+		case !ok || !ok1 || !ok2 || strings.Contains(name, "/"),
+			refs.Kind(kind) != refs.ConfigMap && refs.Kind(kind) != refs.Secret,
+			namespace == "" || len(namespace) > maxNamespace,
+			name == "" || len(name) > maxName,
+			digest == "" || len(digest) > maxDigest || strings.Contains(digest, "="):
 			continue
 		}
-		out = append(out, sourceDigest{refs.Source{Kind: refs.Kind(parts[0]), Namespace: parts[1], Name: parts[2]}, digest})
+		src := refs.Source{Kind: refs.Kind(kind), Namespace: strings.Clone(namespace), Name: strings.Clone(name)}
+		out = append(out, sourceDigest{src, strings.Clone(digest)})
 	}
 	return out
 }
