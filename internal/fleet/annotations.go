@@ -14,7 +14,8 @@ import (
 // workload's metadata.
 const (
 	// PriorityAnnotation orders the workloads waiting for a rollout slot:
-	// an integer, higher first (e.g. "10" on canaries); 0 when unset.
+	// an integer from MinPriority to MaxPriority, higher first (e.g. "10"
+	// on canaries); 0 when unset.
 	PriorityAnnotation = "nudge.dev/rollout-priority"
 	// HaltedAnnotation holds a workload because a rollout of the same change
 	// failed elsewhere: "<Kind>/<namespace>/<name>=<digest> <Kind>/<namespace>/<name>",
@@ -34,8 +35,16 @@ const (
 	RolledForAnnotation = "nudge.dev/rolled-for"
 )
 
-// PriorityOf returns obj's PriorityAnnotation, 0 when unset; an error says
-// why a malformed one counts as 0.
+// The range of PriorityAnnotation; a value outside it counts as the bound
+// it passes.
+const (
+	MinPriority = -1000
+	MaxPriority = 1000
+)
+
+// PriorityOf returns obj's PriorityAnnotation, 0 when unset, within
+// MinPriority..MaxPriority; an error says why a malformed one counts as 0
+// and one out of range as the bound it passes.
 func PriorityOf(obj client.Object) (int, error) {
 	v, ok := obj.GetAnnotations()[PriorityAnnotation]
 	if !ok {
@@ -43,9 +52,23 @@ func PriorityOf(obj client.Object) (int, error) {
 	}
 	p, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil {
-		return 0, fmt.Errorf("annotation %s: want an integer such as \"10\", got %q; counting it as 0", PriorityAnnotation, v)
+		return 0, fmt.Errorf("annotation %s: want an integer from %d to %d such as \"10\", got %q; counting it as 0",
+			PriorityAnnotation, MinPriority, MaxPriority, shorten(v))
+	}
+	if c := min(max(p, MinPriority), MaxPriority); c != p {
+		return c, fmt.Errorf("annotation %s: want an integer from %d to %d, got %d; counting it as %d",
+			PriorityAnnotation, MinPriority, MaxPriority, p, c)
 	}
 	return p, nil
+}
+
+// shorten returns v, or its first 32 bytes and "..." when it is longer: an
+// annotation's value quoted in a note.
+func shorten(v string) string {
+	if len(v) <= 32 {
+		return v
+	}
+	return strings.ToValidUTF8(v[:32], "") + "..."
 }
 
 // sourceDigest is one entry of RolledForAnnotation.

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
@@ -274,4 +275,39 @@ func TestHaltsStayBounded(t *testing.T) {
 		w.Observe(ctx, web, failedDeployment(web, marked(k, web, strings.Join(many, " "))), t0)
 		g.Expect(w.failures[web]).To(HaveLen(maxFailureEntries))
 	})
+}
+
+func TestPriorityOf(t *testing.T) {
+	tests := map[string]struct {
+		value     *string
+		want      int
+		wantError string
+	}{
+		"unset is 0":                           {want: 0},
+		"an integer in range is itself":        {value: ptr.To("10"), want: 10},
+		"spaces around it are ignored":         {value: ptr.To(" -5 "), want: -5},
+		"the bounds are in range":              {value: ptr.To("-1000"), want: -1000},
+		"above the range counts as its top":    {value: ptr.To("1001"), want: MaxPriority, wantError: "got 1001; counting it as 1000"},
+		"below the range counts as its bottom": {value: ptr.To("-99999999999"), want: MinPriority, wantError: "counting it as -1000"},
+		"past int64 is malformed, 0":           {value: ptr.To("99999999999999999999"), want: 0, wantError: "counting it as 0"},
+		"a word is malformed, 0":               {value: ptr.To("high"), want: 0, wantError: `got "high"`},
+		"a long value is quoted short":         {value: ptr.To(strings.Repeat("x", 5000)), want: 0, wantError: strings.Repeat("x", 32) + `..."`},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			d := &appsv1.Deployment{}
+			if tc.value != nil {
+				d.Annotations = map[string]string{PriorityAnnotation: *tc.value}
+			}
+			got, err := PriorityOf(d)
+			g.Expect(got).To(Equal(tc.want))
+			if tc.wantError == "" {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ContainSubstring(tc.wantError)))
+			g.Expect(len(err.Error())).To(BeNumerically("<", 200))
+		})
+	}
 }
