@@ -81,7 +81,7 @@ func newReconcilers(ctx context.Context, cfg *rest.Config, mgr ctrl.Manager, opt
 	if err := addNotifiers(ctx, mgr, opts, &b); err != nil {
 		return nil, err
 	}
-	waves, err := fleet.NewWaves(reg, wavesOf(opts), opts.RolloutTimeout)
+	waves, err := fleet.NewWaves(reg, wavesOf(opts), opts.RolloutTimeout, key)
 	if err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}

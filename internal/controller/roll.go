@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
-	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/jobs"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
@@ -137,7 +136,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 	c.Annotations[workload.LastRolloutAnnotation] = &stamp
 	unhold(obj, &c, d.Rolled)
 	if r.Waves != nil {
-		if err := fleet.Annotate(ctx, c.Annotations, d, r.contentDigest); err != nil {
+		if err := r.Waves.Annotate(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), c.Annotations, d, r.contentDigest); err != nil {
 			return err
 		}
 	}

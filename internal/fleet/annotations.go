@@ -14,7 +14,8 @@ import (
 // workload's metadata.
 const (
 	// PriorityAnnotation orders the workloads waiting for a rollout slot:
-	// an integer, higher first (e.g. "10" on canaries); 0 when unset.
+	// an integer from MinPriority to MaxPriority, higher first (e.g. "10"
+	// on canaries); 0 when unset.
 	PriorityAnnotation = "nudge.dev/rollout-priority"
 	// HaltedAnnotation holds a workload because a rollout of the same change
 	// failed elsewhere: "<Kind>/<namespace>/<name>=<digest> <Kind>/<namespace>/<name>",
@@ -22,15 +23,28 @@ const (
 	// workload whose rollout failed. Removing it resumes the workload.
 	HaltedAnnotation = "nudge.dev/halted"
 	// RolledForAnnotation records, with each rollout while waves are on,
-	// the changed sources and the content each rolled to:
-	// "<Kind>/<namespace>/<name>=<key-id>.<digest> ...", where digest is the
-	// keyed digest (fingerprint.Key.Source, see sources.ContentDigest) of the whole source. A failure
-	// of this rollout halts the workloads waiting on that content.
+	// the changed sources and the content each rolled to, sealed:
+	// "seal=<mark> <Kind>/<namespace>/<name>=<key-id>.<digest> ...", where
+	// digest is the keyed digest (fingerprint.Key.Source, see
+	// sources.ContentDigest) of the whole source and mark a keyed check of
+	// the rest, the workload and its nudge.dev/last-rollout (see
+	// rolledForMark). A failure of this rollout halts the workloads of its
+	// namespace waiting on that content; a value without a valid mark (as
+	// earlier builds of nudge wrote it, or as anyone else writes it) halts
+	// nothing and takes no rollout slot.
 	RolledForAnnotation = "nudge.dev/rolled-for"
 )
 
-// PriorityOf returns obj's PriorityAnnotation, 0 when unset; an error says
-// why a malformed one counts as 0.
+// The range of PriorityAnnotation; a value outside it counts as the bound
+// it passes.
+const (
+	MinPriority = -1000
+	MaxPriority = 1000
+)
+
+// PriorityOf returns obj's PriorityAnnotation, 0 when unset, within
+// MinPriority..MaxPriority; an error says why a malformed one counts as 0
+// and one out of range as the bound it passes.
 func PriorityOf(obj client.Object) (int, error) {
 	v, ok := obj.GetAnnotations()[PriorityAnnotation]
 	if !ok {
@@ -38,9 +52,23 @@ func PriorityOf(obj client.Object) (int, error) {
 	}
 	p, err := strconv.Atoi(strings.TrimSpace(v))
 	if err != nil {
-		return 0, fmt.Errorf("annotation %s: want an integer such as \"10\", got %q; counting it as 0", PriorityAnnotation, v)
+		return 0, fmt.Errorf("annotation %s: want an integer from %d to %d such as \"10\", got %q; counting it as 0",
+			PriorityAnnotation, MinPriority, MaxPriority, shorten(v))
+	}
+	if c := min(max(p, MinPriority), MaxPriority); c != p {
+		return c, fmt.Errorf("annotation %s: want an integer from %d to %d, got %d; counting it as %d",
+			PriorityAnnotation, MinPriority, MaxPriority, p, c)
 	}
 	return p, nil
+}
+
+// shorten returns v, or its first 32 bytes and "..." when it is longer: an
+// annotation's value quoted in a note.
+func shorten(v string) string {
+	if len(v) <= 32 {
+		return v
+	}
+	return strings.ToValidUTF8(v[:32], "") + "..."
 }
 
 // sourceDigest is one entry of RolledForAnnotation.
@@ -49,17 +77,35 @@ type sourceDigest struct {
 	digest string
 }
 
-// parseDigests reads RolledForAnnotation's value; malformed entries are
-// left out.
+// Bounds of what parseDigests reads: a namespace is an RFC 1123 label, a
+// name a subdomain, a digest "<key-id>.<digest>" (25 bytes) or "absent".
+const (
+	maxNamespace = 63
+	maxName      = 253
+	maxDigest    = 64
+)
+
+// parseDigests reads the entries of RolledForAnnotation's value (without
+// its mark) or of HaltedAnnotation's first field: ConfigMaps and Secrets
+// (the kinds nudge digests whole, see sources.ContentDigest) with a
+// namespace, a name and a digest within their bounds. Anything else is left
+// out. The strings returned are copies: they keep nothing of v alive.
 func parseDigests(v string) []sourceDigest {
 	var out []sourceDigest
-	for _, f := range strings.Fields(v) {
+	for f := range strings.FieldsSeq(v) {
 		ident, digest, ok := strings.Cut(f, "=")
-		parts := strings.Split(ident, "/")
-		if !ok || digest == "" || len(parts) != 3 {
+		kind, rest, ok1 := strings.Cut(ident, "/")
+		namespace, name, ok2 := strings.Cut(rest, "/")
+		switch {
+		case !ok || !ok1 || !ok2 || strings.Contains(name, "/"),
+			refs.Kind(kind) != refs.ConfigMap && refs.Kind(kind) != refs.Secret,
+			namespace == "" || len(namespace) > maxNamespace,
+			name == "" || len(name) > maxName,
+			digest == "" || len(digest) > maxDigest || strings.Contains(digest, "="):
 			continue
 		}
-		out = append(out, sourceDigest{refs.Source{Kind: refs.Kind(parts[0]), Namespace: parts[1], Name: parts[2]}, digest})
+		src := refs.Source{Kind: refs.Kind(kind), Namespace: strings.Clone(namespace), Name: strings.Clone(name)}
+		out = append(out, sourceDigest{src, strings.Clone(digest)})
 	}
 	return out
 }

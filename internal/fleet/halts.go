@@ -1,19 +1,100 @@
 package fleet
 
 import (
+	"context"
 	"maps"
 	"slices"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	"nudge.dev/nudge/internal/refs"
 )
 
-// The halts of Waves: the failed rollouts by source (see observeLocked), and
-// the workloads held for them.
+// The halts of Waves: the failed rollouts nudge started, by workload
+// (failed), indexed by the content they halt (halts, see observeLocked),
+// and the workloads held for them.
+
+// Bounds of the failed rollouts remembered: a failure past maxFailures is
+// not remembered (and halts nothing) until one is forgotten; of one
+// rollout, the first maxFailureEntries sources halt. Both are logged when
+// reached.
+const (
+	maxFailures       = 1000
+	maxFailureEntries = 64
+)
+
+// failure is a failed rollout nudge started: the content of each source it
+// rolled to (copied out of RolledForAnnotation, see parseDigests).
+type failure []sourceDigest
+
+// haltKey is a content a failure halts, and the namespace of the failed
+// workload: a halt holds only the workloads of that namespace.
+type haltKey struct {
+	namespace string
+	sourceDigest
+}
+
+// failed records that the rollout of key failed, having rolled to sds (nil:
+// it did not fail, or its RolledForAnnotation is not nudge's), in place of
+// what was recorded of key; fresh reports that a halt was added. Called
+// with w.mu held.
+func (w *Waves) failed(ctx context.Context, key Key, sds []sourceDigest) (fresh bool) {
+	was, had := w.failures[key]
+	all := len(sds)
+	sds = sds[:min(all, maxFailureEntries)]
+	if had && slices.Equal(was, failure(sds)) {
+		return false
+	}
+	if all > maxFailureEntries {
+		ctrl.LoggerFrom(ctx).Info("Halted for the first sources of a failed rollout only", "kind", key.Kind,
+			"workload", key.NamespacedName, "sources", all, "limit", maxFailureEntries)
+	}
+	w.forget(key)
+	if len(sds) == 0 {
+		return false
+	}
+	if len(w.failures) >= maxFailures {
+		if !w.full {
+			ctrl.LoggerFrom(ctx).Info("Reached the limit of failed rollouts remembered; further failures halt nothing until one recovers",
+				"limit", maxFailures, "kind", key.Kind, "workload", key.NamespacedName)
+		}
+		w.full = true
+		return false
+	}
+	w.failures[key] = sds
+	for _, sd := range sds {
+		hk := haltKey{key.Namespace, sd}
+		if w.halts[hk] == nil {
+			w.halts[hk] = map[Key]struct{}{}
+		}
+		w.halts[hk][key] = struct{}{}
+	}
+	return true
+}
+
+// forget drops what is recorded of key's failure, if any. Called with w.mu
+// held.
+func (w *Waves) forget(key Key) {
+	f, ok := w.failures[key]
+	if !ok {
+		return
+	}
+	delete(w.failures, key)
+	w.full = false
+	for _, sd := range f {
+		hk := haltKey{key.Namespace, sd}
+		delete(w.halts[hk], key)
+		if len(w.halts[hk]) == 0 {
+			delete(w.halts, hk)
+		}
+	}
+}
 
 // haltFor returns the failed rollout that holds a change of key to the
-// given sources, each with its content digest now; none when a user removed
-// the hold nudge wrote on key (unheld: its version is not the one nudge
-// wrote the hold over).
+// given sources, each with its content digest now: a failure in key's
+// namespace of a rollout to that content (the first by Key.Compare, when
+// several); none when a user removed the hold nudge wrote on key (unheld:
+// its version is not the one nudge wrote the hold over).
 func (w *Waves) haltFor(key Key, version string, changed map[refs.Source]string) (refs.Source, halt, bool) {
 	if w == nil {
 		return refs.Source{}, halt{}, false
@@ -24,9 +105,12 @@ func (w *Waves) haltFor(key Key, version string, changed map[refs.Source]string)
 		return refs.Source{}, halt{}, false
 	}
 	for _, src := range slices.SortedFunc(maps.Keys(changed), refs.Source.Compare) {
-		if h, ok := w.halts[src]; ok && h.Digest == changed[src] {
-			return src, h, true
+		by := w.halts[haltKey{key.Namespace, sourceDigest{src, changed[src]}}]
+		if len(by) == 0 {
+			continue
 		}
+		first := slices.MinFunc(slices.Collect(maps.Keys(by)), Key.Compare)
+		return src, halt{Digest: changed[src], After: first.Kind + " " + first.Namespace + "/" + first.Name}, true
 	}
 	return refs.Source{}, halt{}, false
 }

@@ -201,3 +201,18 @@ func ProgressChanged() predicate.Predicate {
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 }
+
+// progressOf is ProgressOf of the rollout nudge sealed on obj, workload key
+// (see rolledFor), with the content it rolled to: a rollout whose
+// RolledForAnnotation is not nudge's, or not of this nudge.dev/last-rollout,
+// is Settled, so that it takes no slot and halts nothing.
+func (w *Waves) progressOf(key Key, obj client.Object, now time.Time) (p Progress, reason string, left time.Duration, rolled []sourceDigest) {
+	if p, reason, left = ProgressOf(obj, now, w.timeout); p == Settled {
+		return Settled, "", 0, nil
+	}
+	rolled, ok := rolledFor(w.key, key, obj)
+	if !ok {
+		return Settled, "", 0, nil
+	}
+	return p, reason, left, rolled
+}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/record"
@@ -43,7 +44,7 @@ func (w *Waves) Decide(ctx context.Context, key Key, obj client.Object, in *roll
 	if err != nil {
 		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	}
-	if p, reason, _ := ProgressOf(obj, in.Now, w.timeout); p == Failed && obj.GetAnnotations()[RolledForAnnotation] != "" {
+	if p, reason, _, _ := w.progressOf(key, obj, in.Now); p == Failed {
 		causes = append(causes, record.Cause{Reason: record.ReasonRolloutFailed, Note: fmt.Sprintf(
 			"The rollout nudge started failed (%s); it halts the workloads waiting on the same change", reason)})
 	}
@@ -114,7 +115,7 @@ func (w *Waves) After(ctx context.Context, key Key, obj client.Object, d rollout
 			w.unmark(key)
 		}
 	}
-	if p, _, left := ProgressOf(obj, now, w.timeout); p == Rolling && left > 0 {
+	if p, _, left, _ := w.progressOf(key, obj, now); p == Rolling && left > 0 {
 		requeue = left
 	}
 	if d.Action == rollout.Pending {
@@ -131,11 +132,12 @@ func (w *Waves) NotWritten(key Key, obj client.Object, d rollout.Decision, over 
 	}
 }
 
-// Annotate adds to the annotations of the rollout decided by d the changed
-// sources' content (RolledForAnnotation) and, when the hold has ended, the
-// hold's removal. It returns an error when a source's content cannot be
-// read.
-func Annotate(ctx context.Context, annotations map[string]*string, d rollout.Decision, content Content) error {
+// Annotate adds to the annotations of the rollout decided by d on workload
+// key the changed sources' content (RolledForAnnotation), marked for the
+// rollout's time annotations[workload.LastRolloutAnnotation] (set it
+// first), and, when the hold has ended, the hold's removal. It returns an
+// error when a source's content cannot be read.
+func (w *Waves) Annotate(ctx context.Context, key Key, annotations map[string]*string, d rollout.Decision, content Content) error {
 	var parts []string
 	for _, src := range d.Changed {
 		digest, err := content(ctx, src)
@@ -146,7 +148,7 @@ func Annotate(ctx context.Context, annotations map[string]*string, d rollout.Dec
 			parts = append(parts, src.String()+"="+digest)
 		}
 	}
-	v := strings.Join(parts, " ")
+	v := formatRolledFor(w.key, key, ptr.Deref(annotations[workload.LastRolloutAnnotation], ""), strings.Join(parts, " "))
 	annotations[RolledForAnnotation] = &v
 	if d.Unhalt {
 		annotations[HaltedAnnotation] = nil

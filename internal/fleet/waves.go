@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/metrics"
-	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -28,13 +28,17 @@ import (
 // the halts). One Waves is shared by the reconcilers of every kind. Its
 // state is rebuilt from the cache: the rollouts in flight and the failed
 // ones from the workloads' status and nudge's annotations (seed), the
-// waiting ones as they are reconciled, so a restart forgets none.
+// waiting ones as they are reconciled, so a restart forgets none. Of the
+// annotations, only those nudge sealed count (see RolledForAnnotation): a
+// workload's editor can neither take a slot nor halt a change by writing
+// them.
 //
 // The nil *Waves is off: every method does nothing, and every rollout may
 // start at once. It is safe for concurrent use.
 type Waves struct {
 	max     int
 	timeout time.Duration
+	key     fingerprint.Key // of RolledForAnnotation's mark
 
 	mu       sync.Mutex
 	reader   client.Reader
@@ -42,8 +46,10 @@ type Waves struct {
 	inflight map[Key]flight
 	queue    map[Key]*queued
 	seq      uint64
-	halts    map[refs.Source]halt
-	marked   map[Key]string // held workloads: the version nudge wrote the hold over
+	failures map[Key]failure              // see halts.go
+	halts    map[haltKey]map[Key]struct{} // the failed workloads of each content
+	full     bool                         // failures reached maxFailures, and it was logged
+	marked   map[Key]string               // held workloads: the version nudge wrote the hold over
 	held     map[Key]bool
 
 	pending, halted prometheus.Gauge
@@ -61,6 +67,11 @@ type Key struct {
 	types.NamespacedName
 }
 
+// Compare orders keys by kind, namespace, then name.
+func (k Key) Compare(o Key) int {
+	return cmp.Or(cmp.Compare(k.Kind, o.Kind), cmp.Compare(k.Namespace, o.Namespace), cmp.Compare(k.Name, o.Name))
+}
+
 // flight is a rollout in flight; over is the resourceVersion nudge's
 // rollout was written over: the cache's copy at that version does not show
 // the rollout yet.
@@ -76,21 +87,22 @@ type queued struct {
 
 // halt is a failed rollout of one content of a source: Digest (see
 // sources.ContentDigest) and the workload whose rollout failed (After,
-// e.g. "Deployment shop/web") and why.
-type halt struct{ Digest, After, Reason string }
+// e.g. "Deployment shop/web").
+type halt struct{ Digest, After string }
 
 // NewWaves returns a Waves allowing max rollouts in flight, each failing
-// after timeout (0: only a Deployment's progress deadline fails it), with
-// its gauges nudge_pending_rollouts and nudge_halted_workloads registered
-// with reg (reused when already there). It returns nil, off, when max is 0.
-func NewWaves(reg prometheus.Registerer, max int, timeout time.Duration) (*Waves, error) {
+// after timeout (0: only a Deployment's progress deadline fails it), that
+// marks and checks RolledForAnnotation with key, with its gauges
+// nudge_pending_rollouts and nudge_halted_workloads registered with reg
+// (reused when already there). It returns nil, off, when max is 0.
+func NewWaves(reg prometheus.Registerer, max int, timeout time.Duration, key fingerprint.Key) (*Waves, error) {
 	if max <= 0 {
 		return nil, nil
 	}
 	w := &Waves{
-		max: max, timeout: timeout,
+		max: max, timeout: timeout, key: key,
 		kinds: map[string]*waveKind{}, inflight: map[Key]flight{}, queue: map[Key]*queued{},
-		halts: map[refs.Source]halt{}, marked: map[Key]string{}, held: map[Key]bool{},
+		failures: map[Key]failure{}, halts: map[haltKey]map[Key]struct{}{}, marked: map[Key]string{}, held: map[Key]bool{},
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "nudge_pending_rollouts",
 			Help: "Workloads waiting for a rollout slot (--max-concurrent-rollouts)."}),
 		halted: prometheus.NewGauge(prometheus.GaugeOpts{Name: "nudge_halted_workloads",
@@ -151,7 +163,7 @@ func (w *Waves) seed(ctx context.Context, now time.Time) {
 				continue
 			}
 			key := Key{name, client.ObjectKeyFromObject(obj)}
-			w.observeLocked(key, obj, now)
+			w.observeLocked(ctx, key, obj, now)
 			if _, ok := obj.GetAnnotations()[HaltedAnnotation]; ok {
 				w.marked[key] = ""
 			}
@@ -161,7 +173,7 @@ func (w *Waves) seed(ctx context.Context, now time.Time) {
 
 // Observe records where the rollout of workload key, as obj in the cache,
 // stands: in flight, or not (a slot frees); a failure halts the change it
-// Rolled (see halts).
+// rolled (see halts), a recovery ends that.
 func (w *Waves) Observe(ctx context.Context, key Key, obj client.Object, now time.Time) {
 	if w == nil {
 		return
@@ -169,16 +181,17 @@ func (w *Waves) Observe(ctx context.Context, key Key, obj client.Object, now tim
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.seed(ctx, now)
-	w.observeLocked(key, obj, now)
+	w.observeLocked(ctx, key, obj, now)
 }
 
-func (w *Waves) observeLocked(key Key, obj client.Object, now time.Time) {
+func (w *Waves) observeLocked(ctx context.Context, key Key, obj client.Object, now time.Time) {
 	if f, ok := w.inflight[key]; ok && f.over == obj.GetResourceVersion() {
 		return // the cache has not seen the rollout yet
 	}
-	p, reason, _ := ProgressOf(obj, now, w.timeout)
+	p, _, _, rolled := w.progressOf(key, obj, now)
 	if p == Rolling {
 		w.inflight[key] = flight{}
+		w.forget(key)
 		return
 	}
 	if _, ok := w.inflight[key]; ok {
@@ -186,17 +199,9 @@ func (w *Waves) observeLocked(key Key, obj client.Object, now time.Time) {
 		defer w.kick()
 	}
 	if p != Failed {
-		return
+		rolled = nil
 	}
-	fresh := false
-	for _, sd := range parseDigests(obj.GetAnnotations()[RolledForAnnotation]) {
-		h := halt{Digest: sd.digest, After: key.Kind + " " + key.Namespace + "/" + key.Name, Reason: reason}
-		if w.halts[sd.source] != h {
-			w.halts[sd.source] = h
-			fresh = true
-		}
-	}
-	if fresh {
+	if w.failed(ctx, key, rolled) {
 		// Every workload waiting may be waiting on the failed change.
 		for k, q := range w.queue {
 			if q.pending {
@@ -309,6 +314,7 @@ func (w *Waves) Gone(key Key) {
 	w.mu.Lock()
 	delete(w.marked, key)
 	delete(w.held, key)
+	w.forget(key)
 	w.mu.Unlock()
 	w.Release(key)
 	w.Leave(key)
