@@ -46,7 +46,7 @@ func TestRender(t *testing.T) {
 		"default values: a ClusterRole bound cluster-wide, one replica without leader election": {
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRoleBinding",
-					"Role", "RoleBinding", "Service", "Deployment"), "the workload rules, and the cluster-scoped reads")
+					"Role", "RoleBinding", "Service", "Deployment", "Secret"), "the workload rules, the cluster-scoped reads, the key Secret")
 				g.Expect(r.opts.Namespaces).To(BeEmpty())
 				g.Expect(r.opts.SystemNamespace).To(Equal(namespace))
 				g.Expect(r.opts.KeySecret).To(Equal(keySecret))
@@ -69,14 +69,20 @@ func TestRender(t *testing.T) {
 				g.Expect(r.canNamed("get", "coordination.k8s.io", "leases", namespace, release)).To(BeFalse())
 				g.Expect(r.canNamed("get", "", "secrets", namespace, keySecret)).To(BeTrue())
 				g.Expect(r.canNamed("get", "", "secrets", "shop", keySecret)).To(BeFalse())
-				g.Expect(r.can("create", "", "secrets", namespace)).To(BeTrue(), "the key, at first start")
+				g.Expect(r.canNamed("update", "", "secrets", namespace, keySecret)).To(BeTrue(), "the key, written at first start")
+				g.Expect(r.can("create", "", "secrets", namespace)).To(BeFalse(), "no Secret created: the chart creates the key's")
 				g.Expect(r.can("create", "", "secrets", "shop")).To(BeFalse())
+				key := r.m.Get("Secret", keySecret)
+				g.Expect(key).NotTo(BeNil(), "the key Secret, created by the chart")
+				g.Expect(key.Object).NotTo(HaveKey("data"), "without data: nudge writes the key")
+				g.Expect(key.GetAnnotations()).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"), "kept on uninstall")
+				g.Expect(r.m.Get("Secret", keySecret+"-jobs")).To(BeNil(), "no Job journal without recreateJobs")
 			},
 		},
 		"watchGlobally=false: Roles in the release namespace only, no ClusterRole of any kind": {
 			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false}},
 			check: func(g Gomega, r rendered) {
-				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment"))
+				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Secret"))
 				g.Expect(r.opts.Namespaces).To(Equal([]string{namespace}), "$(POD_NAMESPACE) expanded")
 				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--namespaces=$(POD_NAMESPACE)"))
 				for _, gr := range r.grants {
@@ -243,7 +249,9 @@ func TestRender(t *testing.T) {
 				for _, verb := range []string{"get", "update"} {
 					g.Expect(r.canNamed(verb, "", "secrets", namespace, "nudge-fingerprint-key-jobs")).To(BeTrue(), "the Job journal: %s", verb)
 				}
-				g.Expect(r.canNamed("update", "", "secrets", namespace, "nudge-fingerprint-key")).To(BeFalse(), "the key Secret is never written")
+				journal := r.m.Get("Secret", "nudge-fingerprint-key-jobs")
+				g.Expect(journal).NotTo(BeNil(), "the Job journal, created by the chart")
+				g.Expect(journal.Object).NotTo(HaveKey("data"), "without data: nudge writes the entries")
 			},
 		},
 		"cronJobStartJob alone: Jobs created, never deleted or read": {
@@ -386,7 +394,7 @@ func TestRender(t *testing.T) {
 		"rbac.create=false: no role or binding of any kind": {
 			values: charttest.Values{"rbac": map[string]any{"create": false}},
 			check: func(g Gomega, r rendered) {
-				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Service", "Deployment"))
+				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Service", "Deployment", "Secret"), "and the key Secret, whoever grants nudge its rights")
 			},
 		},
 		"an existing ServiceAccount": {
