@@ -16,7 +16,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"nudge.dev/nudge/internal/options"
@@ -462,10 +461,12 @@ func TestRender(t *testing.T) {
 				binding := bindingOf(g, r)
 				g.Expect(binding.Spec.PolicyName).To(Equal(policy.Name))
 				g.Expect(binding.Spec.ValidationActions).To(Equal([]admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}))
-				g.Expect(binding.Spec.MatchResources).To(BeNil(), "every namespace, as nudge watches every namespace")
+				g.Expect(binding.Spec.MatchResources).To(BeNil(), "every namespace")
+				g.Expect(policy.Spec.Variables).To(ContainElement(And(HaveField("Name", "inScope"), HaveField("Expression", "true"))),
+					"a kind not listed refused in every namespace, as nudge acts in every one")
 			},
 		},
-		"value bindings with watchGlobally=false: Roles only, the policy bound in the release namespace": {
+		"value bindings with watchGlobally=false: Roles only, the policy bound everywhere, kinds refused in the release namespace": {
 			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false}, "valueBindings": harborValues["valueBindings"]},
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.m.OfKind("ClusterRole")).To(BeEmpty())
@@ -473,18 +474,20 @@ func TestRender(t *testing.T) {
 				g.Expect(r.can("patch", "goharbor.io", "harbors", "shop")).To(BeFalse())
 				g.Expect(r.can("get", "", "secrets", "shop")).To(BeFalse())
 				g.Expect(r.can("watch", "nudge.dev", "valuebindings", namespace)).To(BeTrue())
-				g.Expect(bindingOf(g, r).Spec.MatchResources.NamespaceSelector.MatchExpressions).To(ConsistOf(
-					metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{namespace}}))
+				g.Expect(bindingOf(g, r).Spec.MatchResources).To(BeNil(), "the author's access checked in every namespace")
+				g.Expect(policyOf(g, r).Spec.Variables).To(ContainElement(And(HaveField("Name", "inScope"),
+					HaveField("Expression", "request.namespace in ['"+namespace+"']"))))
 			},
 		},
-		"value bindings with reloader.namespaces: targets patched and the policy bound in those namespaces only": {
+		"value bindings with reloader.namespaces: targets patched there, the policy bound everywhere, kinds refused there": {
 			values: charttest.Values{"reloader": map[string]any{"namespaces": "shop,billing"}, "valueBindings": harborValues["valueBindings"]},
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.can("patch", "goharbor.io", "harbors", "shop")).To(BeTrue())
 				g.Expect(r.can("patch", "goharbor.io", "harbors", "other")).To(BeFalse())
 				g.Expect(r.can("get", "", "secrets", "other")).To(BeFalse())
-				g.Expect(bindingOf(g, r).Spec.MatchResources.NamespaceSelector.MatchExpressions).To(ConsistOf(
-					HaveField("Values", []string{"shop", "billing"})))
+				g.Expect(bindingOf(g, r).Spec.MatchResources).To(BeNil(), "the author's access checked in every namespace")
+				g.Expect(policyOf(g, r).Spec.Variables).To(ContainElement(And(HaveField("Name", "inScope"),
+					HaveField("Expression", "request.namespace in ['shop','billing']"))))
 			},
 		},
 		"value bindings without targets: no target kind patched, and the policy refuses every kind": {
