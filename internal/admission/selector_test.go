@@ -35,7 +35,7 @@ func TestNamespaceSelector(t *testing.T) {
 		"all three: the names first, then the selector's terms": {namespaces: []string{"shop"}, ignored: []string{"billing"}, selector: "team==a",
 			want: []metav1.LabelSelectorRequirement{name(metav1.LabelSelectorOpIn, "shop"), name(metav1.LabelSelectorOpNotIn, "billing"),
 				{Key: "team", Operator: metav1.LabelSelectorOpIn, Values: []string{"a"}}}},
-		"a selector that does not parse": {selector: "a in (b", wantErr: `the namespace selector "a in (b"`},
+		"a selector that does not parse":                     {selector: "a in (b", wantErr: `the namespace selector "a in (b"`},
 		"a numeric comparison, which no LabelSelector holds": {selector: "tier>2", wantErr: "a webhook's namespaceSelector has no operator gt"},
 	}
 	for name, tc := range tests {
