@@ -52,6 +52,7 @@ func TestRender(t *testing.T) {
 				g.Expect(r.opts.MetricsAddr).To(Equal(":9090"))
 				g.Expect(r.opts.ProbeAddr).To(Equal(":8081"))
 				g.Expect(r.opts.IgnoredWorkloadTypes).To(BeEmpty(), "Argo Rollouts handled")
+				g.Expect(r.opts.EnableHTTP2).To(BeFalse(), "HTTP/2 off (CVE-2023-44487)")
 				g.Expect(r.deploy.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
 				for _, verb := range []string{"list", "watch"} {
 					g.Expect(r.can(verb, "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeTrue(), "%s CRDs: Argo Rollouts found once its CRD is added", verb)
@@ -306,6 +307,12 @@ func TestRender(t *testing.T) {
 				g.Expect(r.opts.LogLevel).To(Equal("warning"), "extraArgs come last")
 				g.Expect(r.canNamed("get", "", "secrets", namespace, "other-key")).To(BeTrue())
 				g.Expect(r.can("get", "", "secrets", namespace)).To(BeFalse(), "only the key by name")
+			},
+		},
+		"enableHTTP2 becomes --enable-http2": {
+			values: charttest.Values{"enableHTTP2": true, "admissionWebhook": map[string]any{"enabled": true}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.EnableHTTP2).To(BeTrue())
 			},
 		},
 		"waves: maxConcurrentRollouts and rolloutTimeout become their flags": {

@@ -321,6 +321,9 @@ MutatingWebhookConfiguration (admissionWebhook.enabled). */}}
 {{- $args = append $args (printf "--value-binding-workers=%v" .Values.valueBindings.workers) }}
 {{- end }}
 {{- end }}
+{{- if .Values.enableHTTP2 }}
+{{- $args = append $args "--enable-http2" }}
+{{- end }}
 {{- if .Values.admissionWebhook.enabled }}
 {{- $args = append $args "--admission-webhook" }}
 {{- $args = append $args (printf "--admission-webhook-bind-address=:%v" .Values.admissionWebhook.port) }}
