@@ -5,6 +5,10 @@ import (
 	"strings"
 
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/utils/ptr"
 
 	"nudge.dev/nudge/internal/workload"
@@ -72,6 +76,52 @@ func Webhooks(cc admissionregistrationv1.WebhookClientConfig, envVars bool, cust
 		hooks = append(hooks, hook(name, c.TemplatePath, trigger, false, rule(gv.Group, gv.Version, c.Resource)))
 	}
 	return hooks
+}
+
+// NamespaceSelector returns the namespaceSelector of nudge's webhooks, as
+// the chart renders it: the namespaces nudge acts in, as its flags name
+// them, so that the API server sends it no write of another. They are the
+// namespaces of namespaces (--namespaces; any when empty), but those of
+// ignored (--namespaces-to-ignore), whose labels selector matches
+// (--namespace-selector, in labels.Parse syntax, as options.ParseSelector
+// returns it; any when empty): one matchExpression on the label
+// kubernetes.io/metadata.name for each list, then selector's, each
+// equality written as In and each inequality as NotIn. It returns nil for
+// every namespace, and an error when selector does not parse or uses an
+// operator a LabelSelector has not (> and <).
+func NamespaceSelector(namespaces, ignored []string, selector string) (*metav1.LabelSelector, error) {
+	var exprs []metav1.LabelSelectorRequirement
+	if len(namespaces) > 0 {
+		exprs = append(exprs, metav1.LabelSelectorRequirement{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: namespaces})
+	}
+	if len(ignored) > 0 {
+		exprs = append(exprs, metav1.LabelSelectorRequirement{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpNotIn, Values: ignored})
+	}
+	sel, err := labels.Parse(selector)
+	if err != nil {
+		return nil, fmt.Errorf("the namespace selector %q: %w", selector, err)
+	}
+	reqs, _ := sel.Requirements()
+	for _, r := range reqs {
+		var op metav1.LabelSelectorOperator
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			op = metav1.LabelSelectorOpIn
+		case selection.NotEquals, selection.NotIn:
+			op = metav1.LabelSelectorOpNotIn
+		case selection.Exists:
+			op = metav1.LabelSelectorOpExists
+		case selection.DoesNotExist:
+			op = metav1.LabelSelectorOpDoesNotExist
+		default:
+			return nil, fmt.Errorf("the namespace selector %q: a webhook's namespaceSelector has no operator %s", selector, r.Operator())
+		}
+		exprs = append(exprs, metav1.LabelSelectorRequirement{Key: r.Key(), Operator: op, Values: r.ValuesUnsorted()})
+	}
+	if len(exprs) == 0 {
+		return nil, nil
+	}
+	return &metav1.LabelSelector{MatchExpressions: exprs}, nil
 }
 
 // matchConditions returns the CEL conditions that send a write of a

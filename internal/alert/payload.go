@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 )
 
 // Alert describes one rollout nudge triggered. It never holds a source's
@@ -22,6 +23,9 @@ type Alert struct {
 	// Halted, when not empty, makes the alert one of a rollout nudge halted
 	// instead of starting (--max-concurrent-rollouts), and says why, e.g.
 	// "the rollout of Deployment shop/canary for the same change failed".
+	// It is free text (it names what a nudge.dev/halted annotation says,
+	// which whoever may annotate a workload writes): each sink escapes it
+	// for its format (escaperOf).
 	Halted string
 }
 
@@ -38,7 +42,9 @@ const reloaderWebhookBody = "update successful"
 // or, for a halt:
 //
 //	<info> : nudge halted the rollout of *web* of type *Deployment* in namespace *shop* for changes in *ConfigMap shop/app*: <why>
-func message(a Alert, info string, em func(string) string) string {
+//
+// where <why> is a.Halted escaped by esc.
+func message(a Alert, info string, em, esc func(string) string) string {
 	var b strings.Builder
 	if info != "" {
 		b.WriteString(info)
@@ -52,7 +58,7 @@ func message(a Alert, info string, em func(string) string) string {
 			}
 			b.WriteString(em(s))
 		}
-		b.WriteString(": " + a.Halted)
+		b.WriteString(": " + esc(a.Halted))
 		return b.String()
 	}
 	b.WriteString("nudge detected changes")
@@ -74,6 +80,50 @@ func plain(s string) string { return s }
 // slackEscaper escapes the three characters Slack's mrkdwn reserves
 // (https://api.slack.com/reference/surfaces/formatting#escaping).
 var slackEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;")
+
+// teamsEscaper escapes text for a Teams MessageCard's text, which Teams
+// reads as Markdown and a subset of HTML
+// (https://learn.microsoft.com/en-us/microsoftteams/platform/task-modules-and-cards/cards/cards-format):
+// the HTML characters as entities, and with a backslash (CommonMark's
+// escape of ASCII punctuation) the ones that open emphasis, code, a link or
+// an image.
+var teamsEscaper = strings.NewReplacer("&", "&amp;", "<", "&lt;", ">", "&gt;",
+	`\`, `\\`, "*", `\*`, "_", `\_`, "`", "\\`", "[", `\[`, "]", `\]`, "~", `\~`)
+
+// gchatEscaper neutralises the characters Google Chat's text format opens a
+// link or a mention with, <https://…|text> and <users/all>
+// (https://developers.google.com/workspace/chat/format-messages): that
+// format has no escape and shows an entity as typed, so the angle brackets
+// become the look-alike single angle quotation marks ‹ and ›.
+var gchatEscaper = strings.NewReplacer("<", "\u2039", ">", "\u203a")
+
+// oneLine returns s with each control character (a line break, a tab, an
+// escape) replaced by a space, so that free text cannot start a line of its
+// own in a chat message or a plain-text body.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
+}
+
+// escaperOf returns the function that escapes free text (Alert.Halted) for
+// sink's format: on one line for the chat sinks and raw, then for Teams'
+// Markdown and HTML, or Google Chat's links and mentions; Slack escapes the
+// whole text (slackEscaper). JSON carries it as it is.
+func escaperOf(sink Sink) func(string) string {
+	switch sink {
+	case SinkTeams:
+		return func(s string) string { return teamsEscaper.Replace(oneLine(s)) }
+	case SinkGChat:
+		return func(s string) string { return gchatEscaper.Replace(oneLine(s)) }
+	case SinkSlack, SinkRaw:
+		return oneLine
+	}
+	return plain
+}
 
 type slackAttachment struct {
 	Color      string   `json:"color"`
@@ -110,6 +160,7 @@ const (
 // payload returns the body sink wants for a and its content type. It returns
 // ErrInvalidSink for an unknown sink.
 func payload(sink Sink, a Alert, info string) (body []byte, contentType string, err error) {
+	esc := escaperOf(sink)
 	var v any
 	switch sink {
 	case SinkSlack:
@@ -120,14 +171,14 @@ func payload(sink Sink, a Alert, info string) (body []byte, contentType string, 
 		v = slackMessage{Attachments: []slackAttachment{{
 			Color:      color,
 			AuthorName: "nudge",
-			Fallback:   message(a, info, plain),
-			Text:       slackEscaper.Replace(message(a, info, bold)),
+			Fallback:   message(a, info, plain, esc),
+			Text:       slackEscaper.Replace(message(a, info, bold, esc)),
 			MarkdownIn: []string{"text"},
 		}}}
 	case SinkTeams, SinkGChat:
-		v = textMessage{Text: message(a, info, bold)}
+		v = textMessage{Text: message(a, info, bold, esc)}
 	case SinkRaw:
-		return []byte(message(a, info, plain)), contentText, nil
+		return []byte(message(a, info, plain, esc)), contentText, nil
 	case SinkJSON:
 		sources := a.Sources
 		if sources == nil {

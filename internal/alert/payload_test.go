@@ -142,7 +142,7 @@ func TestMessage(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			g.Expect(message(tc.alert, tc.info, plain)).To(Equal(tc.want))
+			g.Expect(message(tc.alert, tc.info, plain, plain)).To(Equal(tc.want))
 		})
 	}
 }
@@ -165,4 +165,42 @@ func TestHaltPayloads(t *testing.T) {
 	body, _, err = payload(SinkSlack, a, "")
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(string(body)).To(And(ContainSubstring(`"color":"danger"`), ContainSubstring("halted the rollout of *web*")))
+}
+
+// The free text of a halt comes from a nudge.dev/halted annotation, which
+// whoever may annotate a workload writes: each sink gets it escaped for its
+// format, so that it can neither mention a whole space, nor add a link or
+// markup, nor start a line of its own; JSON carries it as it is.
+func TestHaltedTextEscapedPerSink(t *testing.T) {
+	const halted = "the rollout of Deployment shop/x <users/all> [go](https://evil.example) *now* & <!channel>\n\x1b[2Jnudge detected"
+	const head = "nudge halted the rollout of *web* of type *Deployment* in namespace *shop* for changes in *ConfigMap shop/app*: "
+	tests := map[Sink]struct {
+		field string // the JSON field of the text, "" for the raw body
+		want  string
+	}{
+		SinkSlack: {field: "text", want: head + "the rollout of Deployment shop/x &lt;users/all&gt; [go](https://evil.example) *now* &amp; &lt;!channel&gt;  [2Jnudge detected"},
+		SinkTeams: {field: "text", want: head + `the rollout of Deployment shop/x &lt;users/all&gt; \[go\](https://evil.example) \*now\* &amp; &lt;!channel&gt;  \[2Jnudge detected`},
+		SinkGChat: {field: "text", want: head + "the rollout of Deployment shop/x ‹users/all› [go](https://evil.example) *now* & ‹!channel›  [2Jnudge detected"},
+		SinkRaw: {want: "nudge halted the rollout of web of type Deployment in namespace shop for changes in ConfigMap shop/app: " +
+			"the rollout of Deployment shop/x <users/all> [go](https://evil.example) *now* & <!channel>  [2Jnudge detected"},
+		SinkJSON: {field: "halted", want: halted},
+	}
+	for sink, tc := range tests {
+		t.Run(string(sink), func(t *testing.T) {
+			g := NewWithT(t)
+			a := Alert{Kind: "Deployment", Namespace: "shop", Name: "web", Sources: []string{"ConfigMap shop/app"}, Time: t0, Halted: halted}
+			body, _, err := payload(sink, a, "")
+			g.Expect(err).NotTo(HaveOccurred())
+			if tc.field == "" {
+				g.Expect(string(body)).To(Equal(tc.want))
+				return
+			}
+			var got map[string]any
+			g.Expect(json.Unmarshal(body, &got)).To(Succeed())
+			if sink == SinkSlack {
+				got = got["attachments"].([]any)[0].(map[string]any)
+			}
+			g.Expect(got).To(HaveKeyWithValue(tc.field, tc.want))
+		})
+	}
 }

@@ -178,7 +178,7 @@ func newManager(ctx context.Context, cfg *rest.Config, opts options.Options, sch
 		Scheme:                        scheme,
 		Cache:                         co,
 		NewCache:                      watch.FanOut(waits.NewCache(shard.NewCache(shardOf(opts), caches.NewInformer))),
-		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr},
+		Metrics:                       metricsserver.Options{BindAddress: opts.MetricsAddr, TLSOpts: tlsOpts(opts)},
 		HealthProbeBindAddress:        opts.ProbeAddr,
 		PprofBindAddress:              opts.PprofBindAddress(),
 		LeaderElection:                opts.LeaderElect,

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -78,12 +77,12 @@ func (r *Reconciler) apply(ctx context.Context, b *v1alpha1.ValueBinding, t *tar
 			o := failed(v1alpha1.ReasonKeyNotFound, "%s %s has no key %s", kind, sel.Name, sel.Key)
 			return "", &o, nil
 		}
-		secrets = append(secrets, string(raw))
 		value, err := Convert(raw, v.Type)
 		if err != nil {
 			o := failed(v1alpha1.ReasonInvalidValue, "key %s of %s %s for %s: %v", sel.Key, kind, sel.Name, v.FieldPath, err)
 			return "", &o, nil
 		}
+		secrets = append(secrets, echoes(raw, value)...)
 		if err := t.paths[i].Set(cfg.Object, t.obj.Object, value); err != nil {
 			o := failed(v1alpha1.ReasonInvalidFieldPath, "values[%d].fieldPath: %v", i, err)
 			return "", &o, nil
@@ -120,8 +119,9 @@ func (r *Reconciler) applyTo(ctx context.Context, cfg *unstructured.Unstructured
 }
 
 // applyFailed turns an apply's error into an outcome, or an error to retry.
-// The API server's message may quote the value it refused, so a message is
-// kept only with every value taken out.
+// The API server's message, or a webhook's denial it relays, may quote the
+// value it refused, so a message is kept only with every form of every value
+// (echoes) taken out.
 func (r *Reconciler) applyFailed(b *v1alpha1.ValueBinding, err error, values []string) (*outcome, error) {
 	ref := b.Spec.Target
 	switch {
@@ -158,23 +158,6 @@ func isSchemaMismatch(err error) bool {
 // no existing object (see applyConfig).
 func isUIDMismatch(err error) bool {
 	return apierrors.IsConflict(err) && strings.Contains(err.Error(), "uid mismatch")
-}
-
-// redact returns msg with every value, as written and as quoted in JSON or
-// Go, replaced by "[redacted]".
-func redact(msg string, values []string) string {
-	for _, v := range values {
-		if v == "" {
-			continue
-		}
-		for _, form := range []string{strconv.Quote(v), v} {
-			msg = strings.ReplaceAll(msg, form, "[redacted]")
-		}
-		if q := strconv.Quote(v); len(q) > 2 {
-			msg = strings.ReplaceAll(msg, q[1:len(q)-1], "[redacted]")
-		}
-	}
-	return msg
 }
 
 // read returns the data of a Secret or ConfigMap (binaryData merged in),

@@ -99,14 +99,17 @@ func ParsePath(s string) (Path, error) {
 }
 
 // String writes p back in the form ParsePath reads, quoting a field that
-// holds a dot, a slash or a bracket.
+// holds a dot, a slash, a bracket, a quote or a space (which ParsePath reads
+// only quoted), in single quotes unless it holds one.
 func (p Path) String() string {
 	var b strings.Builder
 	for i, seg := range p {
 		switch {
 		case seg.Field == "":
 			b.WriteString("[" + strconv.Itoa(seg.Index) + "]")
-		case strings.ContainsAny(seg.Field, "./[]"):
+		case strings.Contains(seg.Field, "'"):
+			b.WriteString(`["` + seg.Field + `"]`)
+		case strings.ContainsAny(seg.Field, "./[]\" "):
 			b.WriteString("['" + seg.Field + "']")
 		default:
 			if i > 0 {

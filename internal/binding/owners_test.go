@@ -57,21 +57,3 @@ func TestOwnerOf(t *testing.T) {
 		})
 	}
 }
-
-func TestRedact(t *testing.T) {
-	tests := map[string]struct {
-		msg    string
-		values []string
-		want   string
-	}{
-		"a value as written is taken out":             {msg: `Invalid value: AK1: bad`, values: []string{"AK1"}, want: `Invalid value: [redacted]: bad`},
-		"a quoted value is taken out with its quotes": {msg: `Invalid value: "AK1": bad`, values: []string{"AK1"}, want: `Invalid value: [redacted]: bad`},
-		"an escaped value is taken out":               {msg: `Invalid value: "a\"b": bad`, values: []string{`a"b`}, want: `Invalid value: [redacted]: bad`},
-		"an empty value changes nothing":              {msg: `x`, values: []string{""}, want: `x`},
-	}
-	for name, tc := range tests {
-		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(redact(tc.msg, tc.values)).To(Equal(tc.want))
-		})
-	}
-}

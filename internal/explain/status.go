@@ -328,7 +328,7 @@ func lastRollout(obj client.Object) time.Time {
 func PrintFleet(out io.Writer, width int, f *Fleet) error {
 	var b bytes.Buffer
 	if len(f.Installs) == 0 {
-		fmt.Fprintf(&b, "Installs: %s\n", f.Install)
+		linef(&b, "Installs: %s\n", f.Install)
 	} else {
 		fmt.Fprintf(&b, "Installs (%d):\n", len(f.Installs))
 		rows := [][]string{{"SETTINGS", "VERSION", "SHARD", "LEADER"}}
@@ -382,7 +382,7 @@ func PrintFleet(out io.Writer, width int, f *Fleet) error {
 	if len(f.Unread) > 0 {
 		fmt.Fprintf(&b, "\nNot read (your permissions):\n")
 		for _, u := range slices.Compact(slices.Sorted(slices.Values(f.Unread))) {
-			fmt.Fprintf(&b, "  %s\n", u)
+			linef(&b, "  %s\n", u)
 		}
 	}
 	return write(out, width, b.Bytes())

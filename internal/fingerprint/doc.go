@@ -1,7 +1,7 @@
 // Package fingerprint holds nudge's keyed digests of what a workload reads
 // from its sources, the seal, the format of the applied state stored on the
 // workload, and the key Secret an installation of nudge keeps (LoadKey
-// creates it at the first start, ReadKey reads it for nudge explain).
+// writes its key at the first start, ReadKey reads it for nudge explain).
 //
 // Nothing here sees a source's value: the source cache keeps, for every key,
 // the SHA-256 of its value (see Digests), and the digests written to workloads

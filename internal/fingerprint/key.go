@@ -14,30 +14,55 @@ import (
 // keyField is the data key of the fingerprint key in its Secret.
 const keyField = "key"
 
-// LoadKey returns the fingerprint key stored in the Secret namespace/name,
-// creating the Secret with KeySize random bytes when it does not exist. Two
-// replicas starting at once agree: the loser of the create reads the
-// winner's key. It returns an error when the Secret exists without a valid
-// key, rather than replacing it (which would re-baseline every workload).
+// loadAttempts bounds LoadKey's reads: each lost race (another replica
+// created or filled the Secret first) costs one more, and the next read
+// finds the winner's key.
+const loadAttempts = 5
+
+// LoadKey returns the fingerprint key stored in the Secret namespace/name.
+// When the Secret holds no key yet, it writes one of KeySize random bytes:
+// it fills a Secret that exists without one (the chart creates it empty, so
+// that nudge needs no right to create Secrets, only to get and update this
+// one by name), and creates the Secret when there is none (the bare binary,
+// with its user's rights). Two replicas starting at once agree: the loser of
+// the create or of the update (a conflict on resourceVersion) reads the
+// winner's key. It returns an error when the Secret holds an invalid key,
+// rather than replacing it (which would re-baseline every workload), and the
+// API server's error otherwise.
 func LoadKey(ctx context.Context, c client.Client, namespace, name string) (Key, error) {
 	var s corev1.Secret
-	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s)
-	if apierrors.IsNotFound(err) {
-		secret := make([]byte, KeySize)
-		if _, err := rand.Read(secret); err != nil {
-			return Key{}, fmt.Errorf("generating fingerprint key: %w", err)
+	var err error
+	for range loadAttempts {
+		s = corev1.Secret{}
+		err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s)
+		switch {
+		case apierrors.IsNotFound(err):
+			s = corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{
+					"app.kubernetes.io/name": "nudge", "app.kubernetes.io/component": "fingerprint-key",
+				}},
+				Type: corev1.SecretTypeOpaque,
+			}
+			if s.Data, err = newKeyData(); err == nil {
+				err = c.Create(ctx, &s)
+			}
+			if apierrors.IsAlreadyExists(err) {
+				continue
+			}
+		case err == nil && len(s.Data[keyField]) == 0:
+			var data map[string][]byte
+			if data, err = newKeyData(); err == nil {
+				if s.Data == nil {
+					s.Data = map[string][]byte{}
+				}
+				s.Data[keyField] = data[keyField]
+				err = c.Update(ctx, &s) // s's resourceVersion: a conflict when another filled it first
+			}
+			if apierrors.IsConflict(err) {
+				continue
+			}
 		}
-		s = corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{
-				"app.kubernetes.io/name": "nudge", "app.kubernetes.io/component": "fingerprint-key",
-			}},
-			Type: corev1.SecretTypeOpaque,
-			Data: map[string][]byte{keyField: secret},
-		}
-		err = c.Create(ctx, &s)
-		if apierrors.IsAlreadyExists(err) {
-			err = c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &s)
-		}
+		break
 	}
 	if err != nil {
 		return Key{}, fmt.Errorf("loading fingerprint key from Secret %s/%s: %w", namespace, name, err)
@@ -47,6 +72,16 @@ func LoadKey(ctx context.Context, c client.Client, namespace, name string) (Key,
 		return Key{}, fmt.Errorf("the key Secret %s/%s, field %q: %w", namespace, name, keyField, err)
 	}
 	return k, nil
+}
+
+// newKeyData returns a key Secret's data: KeySize random bytes under
+// keyField.
+func newKeyData() (map[string][]byte, error) {
+	secret := make([]byte, KeySize)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("generating fingerprint key: %w", err)
+	}
+	return map[string][]byte{keyField: secret}, nil
 }
 
 // ReadKey returns the fingerprint key stored in the Secret namespace/name,

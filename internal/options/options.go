@@ -175,6 +175,11 @@ type Options struct {
 	// tls.key, read again when they change; "" is controller-runtime's
 	// default, <temp dir>/k8s-webhook-server/serving-certs.
 	AdmissionWebhookCertDir string
+	// EnableHTTP2 lets the admission webhook and metrics servers speak
+	// HTTP/2 over TLS. Off, they offer HTTP/1.1 alone: HTTP/2's rapid reset
+	// (CVE-2023-44487) and stream floods cost a server that does not need
+	// HTTP/2 nothing to refuse.
+	EnableHTTP2 bool
 
 	// Reloader holds Reloader's other flags: annotation names, pprof,
 	// leader-election timings, alerts, and those nudge accepts only to start.
@@ -355,6 +360,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&o.AdmissionWebhook, "admission-webhook", o.AdmissionWebhook, "Serve the mutating admission webhook that puts back nudge's trigger when an owner's update of a workload only drops it (register it with the chart's admissionWebhook values).")
 	fs.StringVar(&o.AdmissionWebhookAddr, "admission-webhook-bind-address", o.AdmissionWebhookAddr, "Address (host:port) of the admission webhook server.")
 	fs.StringVar(&o.AdmissionWebhookCertDir, "admission-webhook-cert-dir", o.AdmissionWebhookCertDir, "Directory of the admission webhook server's tls.crt and tls.key; when empty <temp dir>/k8s-webhook-server/serving-certs.")
+	fs.BoolVar(&o.EnableHTTP2, "enable-http2", o.EnableHTTP2, "Let the admission webhook and metrics servers speak HTTP/2 over TLS; off, they offer HTTP/1.1 alone (HTTP/2 rapid reset, CVE-2023-44487).")
 	fs.StringVar(&o.LogFormat, "log-format", o.LogFormat, `Log format: "text" or "json" (Reloader's JSON lines: level, msg, time).`)
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: "+strings.Join(LogLevels, ", ")+".")
 	fs.StringVar(&o.EventReasons, "event-reasons", o.EventReasons, `Reasons of a rollout's Events: "nudge" (Rolled) or "reloader" (Reloader's Reloaded and ReloadFail).`)

@@ -44,6 +44,10 @@ func TestRenderRefuses(t *testing.T) {
 			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false, "namespaceSelector": "team=a"}},
 			want:   "reloader.namespaceSelector needs reloader.watchGlobally=true",
 		},
+		"a namespace selector the admission webhook's namespaceSelector cannot hold": {
+			values: charttest.Values{"admissionWebhook": map[string]any{"enabled": true}, "reloader": map[string]any{"namespaceSelector": "tier>2"}},
+			want:   `the term "tier>2" cannot be written as a term of the admission webhook's namespaceSelector`,
+		},
 		"a misspelt value of nudge's own, nested": {
 			values: charttest.Values{"metrics": map[string]any{"serviceMonitor": map[string]any{"enable": true}}},
 			want:   "additional properties 'enable' not allowed",

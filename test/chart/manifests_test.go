@@ -73,7 +73,7 @@ func TestConfigBuildsWithKustomize(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	m, err = charttest.Parse(out)
 	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(m.Kinds()).To(ConsistOf("ServiceAccount", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment"))
+	g.Expect(m.Kinds()).To(ConsistOf("ServiceAccount", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Secret"))
 	for _, o := range m {
 		g.Expect(o.GetNamespace()).To(Equal("openstack-system"), "%s %s", o.GetKind(), o.GetName())
 		if subjects, ok := o.Object["subjects"].([]any); ok {

@@ -16,7 +16,6 @@ import (
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
 	"nudge.dev/nudge/internal/options"
@@ -46,13 +45,14 @@ func TestRender(t *testing.T) {
 		"default values: a ClusterRole bound cluster-wide, one replica without leader election": {
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRoleBinding",
-					"Role", "RoleBinding", "Service", "Deployment"), "the workload rules, and the cluster-scoped reads")
+					"Role", "RoleBinding", "Service", "Deployment", "Secret"), "the workload rules, the cluster-scoped reads, the key Secret")
 				g.Expect(r.opts.Namespaces).To(BeEmpty())
 				g.Expect(r.opts.SystemNamespace).To(Equal(namespace))
 				g.Expect(r.opts.KeySecret).To(Equal(keySecret))
 				g.Expect(r.opts.MetricsAddr).To(Equal(":9090"))
 				g.Expect(r.opts.ProbeAddr).To(Equal(":8081"))
 				g.Expect(r.opts.IgnoredWorkloadTypes).To(BeEmpty(), "Argo Rollouts handled")
+				g.Expect(r.opts.EnableHTTP2).To(BeFalse(), "HTTP/2 off (CVE-2023-44487)")
 				g.Expect(r.deploy.Spec.Strategy.Type).To(Equal(appsv1.RecreateDeploymentStrategyType))
 				for _, verb := range []string{"list", "watch"} {
 					g.Expect(r.can(verb, "apiextensions.k8s.io", "customresourcedefinitions", "")).To(BeTrue(), "%s CRDs: Argo Rollouts found once its CRD is added", verb)
@@ -69,14 +69,20 @@ func TestRender(t *testing.T) {
 				g.Expect(r.canNamed("get", "coordination.k8s.io", "leases", namespace, release)).To(BeFalse())
 				g.Expect(r.canNamed("get", "", "secrets", namespace, keySecret)).To(BeTrue())
 				g.Expect(r.canNamed("get", "", "secrets", "shop", keySecret)).To(BeFalse())
-				g.Expect(r.can("create", "", "secrets", namespace)).To(BeTrue(), "the key, at first start")
+				g.Expect(r.canNamed("update", "", "secrets", namespace, keySecret)).To(BeTrue(), "the key, written at first start")
+				g.Expect(r.can("create", "", "secrets", namespace)).To(BeFalse(), "no Secret created: the chart creates the key's")
 				g.Expect(r.can("create", "", "secrets", "shop")).To(BeFalse())
+				key := r.m.Get("Secret", keySecret)
+				g.Expect(key).NotTo(BeNil(), "the key Secret, created by the chart")
+				g.Expect(key.Object).NotTo(HaveKey("data"), "without data: nudge writes the key")
+				g.Expect(key.GetAnnotations()).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"), "kept on uninstall")
+				g.Expect(r.m.Get("Secret", keySecret+"-jobs")).To(BeNil(), "no Job journal without recreateJobs")
 			},
 		},
 		"watchGlobally=false: Roles in the release namespace only, no ClusterRole of any kind": {
 			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false}},
 			check: func(g Gomega, r rendered) {
-				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment"))
+				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Role", "Role", "RoleBinding", "RoleBinding", "Service", "Deployment", "Secret"))
 				g.Expect(r.opts.Namespaces).To(Equal([]string{namespace}), "$(POD_NAMESPACE) expanded")
 				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--namespaces=$(POD_NAMESPACE)"))
 				for _, gr := range r.grants {
@@ -243,7 +249,9 @@ func TestRender(t *testing.T) {
 				for _, verb := range []string{"get", "update"} {
 					g.Expect(r.canNamed(verb, "", "secrets", namespace, "nudge-fingerprint-key-jobs")).To(BeTrue(), "the Job journal: %s", verb)
 				}
-				g.Expect(r.canNamed("update", "", "secrets", namespace, "nudge-fingerprint-key")).To(BeFalse(), "the key Secret is never written")
+				journal := r.m.Get("Secret", "nudge-fingerprint-key-jobs")
+				g.Expect(journal).NotTo(BeNil(), "the Job journal, created by the chart")
+				g.Expect(journal.Object).NotTo(HaveKey("data"), "without data: nudge writes the entries")
 			},
 		},
 		"cronJobStartJob alone: Jobs created, never deleted or read": {
@@ -299,6 +307,12 @@ func TestRender(t *testing.T) {
 				g.Expect(r.opts.LogLevel).To(Equal("warning"), "extraArgs come last")
 				g.Expect(r.canNamed("get", "", "secrets", namespace, "other-key")).To(BeTrue())
 				g.Expect(r.can("get", "", "secrets", namespace)).To(BeFalse(), "only the key by name")
+			},
+		},
+		"enableHTTP2 becomes --enable-http2": {
+			values: charttest.Values{"enableHTTP2": true, "admissionWebhook": map[string]any{"enabled": true}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.EnableHTTP2).To(BeTrue())
 			},
 		},
 		"waves: maxConcurrentRollouts and rolloutTimeout become their flags": {
@@ -386,7 +400,7 @@ func TestRender(t *testing.T) {
 		"rbac.create=false: no role or binding of any kind": {
 			values: charttest.Values{"rbac": map[string]any{"create": false}},
 			check: func(g Gomega, r rendered) {
-				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Service", "Deployment"))
+				g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Service", "Deployment", "Secret"), "and the key Secret, whoever grants nudge its rights")
 			},
 		},
 		"an existing ServiceAccount": {
@@ -454,10 +468,12 @@ func TestRender(t *testing.T) {
 				binding := bindingOf(g, r)
 				g.Expect(binding.Spec.PolicyName).To(Equal(policy.Name))
 				g.Expect(binding.Spec.ValidationActions).To(Equal([]admissionregistrationv1.ValidationAction{admissionregistrationv1.Deny}))
-				g.Expect(binding.Spec.MatchResources).To(BeNil(), "every namespace, as nudge watches every namespace")
+				g.Expect(binding.Spec.MatchResources).To(BeNil(), "every namespace")
+				g.Expect(policy.Spec.Variables).To(ContainElement(And(HaveField("Name", "inScope"), HaveField("Expression", "true"))),
+					"a kind not listed refused in every namespace, as nudge acts in every one")
 			},
 		},
-		"value bindings with watchGlobally=false: Roles only, the policy bound in the release namespace": {
+		"value bindings with watchGlobally=false: Roles only, the policy bound everywhere, kinds refused in the release namespace": {
 			values: charttest.Values{"reloader": map[string]any{"watchGlobally": false}, "valueBindings": harborValues["valueBindings"]},
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.m.OfKind("ClusterRole")).To(BeEmpty())
@@ -465,18 +481,20 @@ func TestRender(t *testing.T) {
 				g.Expect(r.can("patch", "goharbor.io", "harbors", "shop")).To(BeFalse())
 				g.Expect(r.can("get", "", "secrets", "shop")).To(BeFalse())
 				g.Expect(r.can("watch", "nudge.dev", "valuebindings", namespace)).To(BeTrue())
-				g.Expect(bindingOf(g, r).Spec.MatchResources.NamespaceSelector.MatchExpressions).To(ConsistOf(
-					metav1.LabelSelectorRequirement{Key: "kubernetes.io/metadata.name", Operator: metav1.LabelSelectorOpIn, Values: []string{namespace}}))
+				g.Expect(bindingOf(g, r).Spec.MatchResources).To(BeNil(), "the author's access checked in every namespace")
+				g.Expect(policyOf(g, r).Spec.Variables).To(ContainElement(And(HaveField("Name", "inScope"),
+					HaveField("Expression", "request.namespace in ['"+namespace+"']"))))
 			},
 		},
-		"value bindings with reloader.namespaces: targets patched and the policy bound in those namespaces only": {
+		"value bindings with reloader.namespaces: targets patched there, the policy bound everywhere, kinds refused there": {
 			values: charttest.Values{"reloader": map[string]any{"namespaces": "shop,billing"}, "valueBindings": harborValues["valueBindings"]},
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.can("patch", "goharbor.io", "harbors", "shop")).To(BeTrue())
 				g.Expect(r.can("patch", "goharbor.io", "harbors", "other")).To(BeFalse())
 				g.Expect(r.can("get", "", "secrets", "other")).To(BeFalse())
-				g.Expect(bindingOf(g, r).Spec.MatchResources.NamespaceSelector.MatchExpressions).To(ConsistOf(
-					HaveField("Values", []string{"shop", "billing"})))
+				g.Expect(bindingOf(g, r).Spec.MatchResources).To(BeNil(), "the author's access checked in every namespace")
+				g.Expect(policyOf(g, r).Spec.Variables).To(ContainElement(And(HaveField("Name", "inScope"),
+					HaveField("Expression", "request.namespace in ['shop','billing']"))))
 			},
 		},
 		"value bindings without targets: no target kind patched, and the policy refuses every kind": {

@@ -3,6 +3,7 @@ package chart
 import (
 	"crypto/x509"
 	"encoding/pem"
+	"slices"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -10,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 
 	"nudge.dev/nudge/internal/admission"
@@ -72,7 +74,7 @@ func TestRenderAdmissionWebhook(t *testing.T) {
 				g.Expect(cert.Object["spec"]).To(HaveKeyWithValue("secretName", release+"-webhook-tls"))
 				g.Expect(cert.Object["spec"]).To(HaveKeyWithValue("dnsNames", ContainElement(name+"."+namespace+".svc")))
 				g.Expect(cert.Object["spec"]).To(HaveKeyWithValue("issuerRef", map[string]any{"kind": "Issuer", "name": name}))
-				g.Expect(r.m.OfKind("Secret")).To(BeEmpty(), "the Secret is cert-manager's")
+				g.Expect(r.m.Get("Secret", release+"-webhook-tls")).To(BeNil(), "the Secret is cert-manager's")
 				g.Expect(cfg.Annotations).To(HaveKeyWithValue("cert-manager.io/inject-ca-from", namespace+"/"+name))
 				g.Expect(hooks).To(Equal(admission.Webhooks(service, false, nil)), "no caBundle: cert-manager's cainjector writes it")
 			},
@@ -166,14 +168,35 @@ func TestRenderAdmissionWebhook(t *testing.T) {
 }
 
 // TestRenderAdmissionWebhookNamespaces: the webhook is sent the writes of
-// the namespaces nudge acts in alone.
+// the namespaces nudge acts in alone, as the flags the chart gives it name
+// them (reloader.namespaces, ignoreNamespaces, namespaceSelector):
+// admission.NamespaceSelector of the options parsed from the rendered args.
 func TestRenderAdmissionWebhookNamespaces(t *testing.T) {
 	tests := map[string]struct {
 		reloader map[string]any
-		want     []string
+		// matches and misses are the labels of namespaces the webhook is
+		// and is not sent the writes of (kubernetes.io/metadata.name as "name").
+		matches, misses []map[string]string
 	}{
-		"reloader.namespaces": {reloader: map[string]any{"namespaces": "shop,billing"}, want: []string{"shop", "billing"}},
-		"watchGlobally=false": {reloader: map[string]any{"watchGlobally": false}, want: []string{namespace}},
+		"reloader.namespaces": {reloader: map[string]any{"namespaces": "shop,billing"},
+			matches: []map[string]string{{"name": "shop"}, {"name": "billing"}}, misses: []map[string]string{{"name": "other"}}},
+		"watchGlobally=false": {reloader: map[string]any{"watchGlobally": false},
+			matches: []map[string]string{{"name": namespace}}, misses: []map[string]string{{"name": "shop"}}},
+		"reloader.ignoreNamespaces": {reloader: map[string]any{"ignoreNamespaces": []string{"kube-system", "kube-public"}},
+			matches: []map[string]string{{"name": "shop"}}, misses: []map[string]string{{"name": "kube-system"}, {"name": "kube-public"}}},
+		"reloader.namespaceSelector in Kubernetes syntax": {reloader: map[string]any{"namespaceSelector": "team=a,env in (prod,staging),!legacy"},
+			matches: []map[string]string{{"name": "shop", "team": "a", "env": "prod"}},
+			misses:  []map[string]string{{"name": "shop", "team": "b", "env": "prod"}, {"name": "shop", "team": "a", "env": "dev"}, {"name": "shop", "team": "a", "env": "prod", "legacy": ""}}},
+		"reloader.namespaceSelector in Reloader's forms": {reloader: map[string]any{"namespaceSelector": `'team:a',tier:*,zone!=*,"x==y"`},
+			matches: []map[string]string{{"name": "shop", "team": "a", "tier": "web", "x": "y"}},
+			misses:  []map[string]string{{"name": "shop", "team": "a", "tier": "web", "x": "y", "zone": "eu"}, {"name": "shop", "team": "a", "x": "y"}}},
+		"reloader.namespaceSelector with inequalities": {reloader: map[string]any{"namespaceSelector": "env!=dev,tier notin (batch)"},
+			matches: []map[string]string{{"name": "shop"}, {"name": "shop", "env": "prod", "tier": "web"}},
+			misses:  []map[string]string{{"name": "shop", "env": "dev"}, {"name": "shop", "tier": "batch"}}},
+		"namespaces, ignored ones and a selector, all at once": {
+			reloader: map[string]any{"namespaces": "shop,billing", "ignoreNamespaces": "billing", "namespaceSelector": "team=a"},
+			matches:  []map[string]string{{"name": "shop", "team": "a"}},
+			misses:   []map[string]string{{"name": "billing", "team": "a"}, {"name": "shop"}, {"name": "other", "team": "a"}}},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -181,14 +204,52 @@ func TestRenderAdmissionWebhookNamespaces(t *testing.T) {
 			values := charttest.Values{"admissionWebhook": map[string]any{"enabled": true}, "reloader": tc.reloader}
 			r := render(t, values)
 			checkInvariants(t, r, values)
+			want, err := admission.NamespaceSelector(r.opts.Namespaces, r.opts.NamespacesToIgnore, r.opts.NamespaceSelector)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(want).NotTo(BeNil())
 			var cfg admissionregistrationv1.MutatingWebhookConfiguration
 			charttest.Into(t, r.m.OfKind("MutatingWebhookConfiguration")[0], &cfg)
 			for _, h := range cfg.Webhooks {
-				g.Expect(h.NamespaceSelector).To(HaveValue(Equal(metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
-					{Key: corev1.LabelMetadataName, Operator: metav1.LabelSelectorOpIn, Values: tc.want}}})), h.Name)
+				g.Expect(h.NamespaceSelector).NotTo(BeNil(), h.Name)
+				g.Expect(requirements(g, h.NamespaceSelector)).To(Equal(requirements(g, want)), "%s: the namespaces of nudge's flags", h.Name)
+				sel, err := metav1.LabelSelectorAsSelector(h.NamespaceSelector)
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, ns := range tc.matches {
+					g.Expect(sel.Matches(namespaceLabels(ns))).To(BeTrue(), "%s: namespace %v", h.Name, ns)
+				}
+				for _, ns := range tc.misses {
+					g.Expect(sel.Matches(namespaceLabels(ns))).To(BeFalse(), "%s: namespace %v", h.Name, ns)
+				}
 			}
 		})
 	}
+}
+
+// requirements returns sel's requirements, each as labels.Selector writes
+// it, sorted: equal for two selectors that select alike, however written.
+func requirements(g Gomega, sel *metav1.LabelSelector) []string {
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	g.Expect(err).NotTo(HaveOccurred())
+	reqs, _ := s.Requirements()
+	out := make([]string, len(reqs))
+	for i, r := range reqs {
+		out[i] = r.String()
+	}
+	slices.Sort(out)
+	return out
+}
+
+// namespaceLabels returns a namespace's labels: ns, with "name" as
+// kubernetes.io/metadata.name, which the API server sets on every one.
+func namespaceLabels(ns map[string]string) labels.Set {
+	set := labels.Set{}
+	for k, v := range ns {
+		if k == "name" {
+			k = corev1.LabelMetadataName
+		}
+		set[k] = v
+	}
+	return set
 }
 
 // TestRenderAdmissionWebhookNetworkPolicy: with reloader.netpol the API

@@ -89,6 +89,69 @@ comma-separated string without blanks or empty entries. */}}
 {{- if $csv }}{{ splitList "," $csv | toJson }}{{ else }}[]{{ end }}
 {{- end }}
 
+{{/* The admission webhook's namespaceSelector, as JSON ("" for every
+namespace): the namespaces nudge acts in, as its flags name them
+(admission.NamespaceSelector): reloader.namespaces, or the release
+namespace with watchGlobally=false (In), but reloader.ignoreNamespaces
+(NotIn), and the terms of reloader.namespaceSelector. That selector is read
+as nudge reads --namespace-selector (options.ParseSelector: double quotes
+dropped, single quotes around it or a term dropped, Reloader's "key:value",
+"key:*" and "key=*"), then as a label selector, each equality an In and each
+inequality a NotIn. */}}
+{{- define "nudge.webhookNamespaceSelector" -}}
+{{- $r := .Values.reloader }}
+{{- $exprs := list }}
+{{- $names := include "nudge.namespaces" . | fromJsonArray }}
+{{- if not $r.watchGlobally }}{{ $names = list .Release.Namespace }}{{ end }}
+{{- with $names }}
+{{- $exprs = append $exprs (dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" .) }}
+{{- end }}
+{{- with and $r.watchGlobally (include "nudge.csv" $r.ignoreNamespaces) }}
+{{- $exprs = append $exprs (dict "key" "kubernetes.io/metadata.name" "operator" "NotIn" "values" (splitList "," .)) }}
+{{- end }}
+{{- $v := trim (toString ($r.namespaceSelector | default "")) }}
+{{- if and (ge (len $v) 2) (hasPrefix "'" $v) (hasSuffix "'" $v) }}{{ $v = trimSuffix "'" (trimPrefix "'" $v) }}{{ end }}
+{{- $terms := list }}
+{{- range splitList "," (replace "\"" "" $v) }}
+{{- $t := trim . }}
+{{- if and (ge (len $t) 2) (hasPrefix "'" $t) (hasSuffix "'" $t) }}{{ $t = trim (trimSuffix "'" (trimPrefix "'" $t)) }}{{ end }}
+{{- if and (contains ":" $t) (not (regexMatch "[=!() ]" $t)) }}
+{{- $kv := regexSplit ":" $t 2 }}
+{{- $t = ternary (index $kv 0) (printf "%s=%s" (index $kv 0) (index $kv 1)) (eq (index $kv 1) "*") }}
+{{- else if regexMatch "^[^!=]*!=\\s*\\*\\s*$" $t }}
+{{- $t = printf "!%s" (trim (regexReplaceAll "!=\\s*\\*\\s*$" $t "")) }}
+{{- else if regexMatch "^[^=]*==?\\s*\\*\\s*$" $t }}
+{{- $t = trim (regexReplaceAll "==?\\s*\\*\\s*$" $t "") }}
+{{- end }}
+{{- if $t }}{{ $terms = append $terms $t }}{{ end }}
+{{- end }}
+{{- $key := "([A-Za-z0-9][-A-Za-z0-9_./]*)" }}
+{{- $val := "([-A-Za-z0-9_.]*)" }}
+{{- range regexFindAll "[^,(]+(\\([^)]*\\))?" (join "," $terms) -1 }}
+{{- $t := trim . }}
+{{- if not $t }}{{ continue }}{{ end }}
+{{- $expr := dict }}
+{{- if regexMatch (printf "^!\\s*%s$" $key) $t }}
+{{- $expr = dict "key" (trim (trimPrefix "!" $t)) "operator" "DoesNotExist" }}
+{{- else if regexMatch (printf "^%s\\s+(in|notin)\\s*\\((.*)\\)$" $key) $t }}
+{{- $k := regexReplaceAll (printf "^%s\\s+(in|notin)\\s*\\((.*)\\)$" $key) $t "$1" }}
+{{- $op := regexReplaceAll (printf "^%s\\s+(in|notin)\\s*\\((.*)\\)$" $key) $t "$2" }}
+{{- $vals := list }}
+{{- range splitList "," (regexReplaceAll (printf "^%s\\s+(in|notin)\\s*\\((.*)\\)$" $key) $t "$3") }}{{ $vals = append $vals (trim .) }}{{ end }}
+{{- $expr = dict "key" $k "operator" (ternary "In" "NotIn" (eq $op "in")) "values" $vals }}
+{{- else if regexMatch (printf "^%s\\s*(!=|==|=)\\s*%s$" $key $val) $t }}
+{{- $re := printf "^%s\\s*(!=|==|=)\\s*%s$" $key $val }}
+{{- $expr = dict "key" (regexReplaceAll $re $t "$1") "operator" (ternary "NotIn" "In" (eq (regexReplaceAll $re $t "$2") "!=")) "values" (list (regexReplaceAll $re $t "$3")) }}
+{{- else if regexMatch (printf "^%s$" $key) $t }}
+{{- $expr = dict "key" $t "operator" "Exists" }}
+{{- else }}
+{{- fail (printf "reloader.namespaceSelector: the term %q cannot be written as a term of the admission webhook's namespaceSelector (in, notin, =, ==, !=, exists and !exists can)" $t) }}
+{{- end }}
+{{- $exprs = append $exprs $expr }}
+{{- end }}
+{{- with $exprs }}{{ dict "matchExpressions" . | toJson }}{{ end }}
+{{- end }}
+
 {{/* The kinds value bindings may target (valueBindings.targets), as
 --value-binding-targets takes them: comma-separated Kind.group, or Kind for
 the core group. */}}
@@ -257,6 +320,9 @@ MutatingWebhookConfiguration (admissionWebhook.enabled). */}}
 {{- if gt (int .Values.valueBindings.workers) 0 }}
 {{- $args = append $args (printf "--value-binding-workers=%v" .Values.valueBindings.workers) }}
 {{- end }}
+{{- end }}
+{{- if .Values.enableHTTP2 }}
+{{- $args = append $args "--enable-http2" }}
 {{- end }}
 {{- if .Values.admissionWebhook.enabled }}
 {{- $args = append $args "--admission-webhook" }}

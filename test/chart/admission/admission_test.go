@@ -55,6 +55,9 @@ func TestPolicyAdmitsOnlyWhatTheAuthorMayDo(t *testing.T) {
 		rules   [][]rbacv1.PolicyRule
 		binding func(ns string) *unstructured.Unstructured
 		refused string // a part of the refusal's message; "" when admitted
+		// inScope runs the case in the namespace the release acts in,
+		// else in a namespace of its own.
+		inScope bool
 	}{
 		"an author who may get the Secret and the ConfigMap and patch the Harbor is admitted": {
 			rules:   [][]rbacv1.PolicyRule{readsSources, patchesHarbor},
@@ -91,13 +94,20 @@ func TestPolicyAdmitsOnlyWhatTheAuthorMayDo(t *testing.T) {
 			},
 			refused: "may not patch Harbor.goharbor.io %s/production",
 		},
-		"a kind not in valueBindings.targets is refused, whatever the author may do": {
-			rules: [][]rbacv1.PolicyRule{readsSources, {{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"patch"}}}},
-			binding: func(ns string) *unstructured.Unstructured {
-				return valueBinding(ns, "web", map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
-					secretValue("spec.template.metadata.annotations['x']", "s3-credentials", "accesskey"))
-			},
+		"a kind not in valueBindings.targets is refused where the release acts, whatever the author may do": {
+			rules:   [][]rbacv1.PolicyRule{readsSources, {{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"patch"}}}},
+			binding: deploymentBinding,
 			refused: "nudge may not patch Deployment.apps: the kinds a ValueBinding may target are those listed in the chart value valueBindings.targets (Harbor.goharbor.io,HarborCluster.goharbor.io)",
+			inScope: true,
+		},
+		"a kind not in valueBindings.targets is left, where the release does not act, to the release that acts there": {
+			rules:   [][]rbacv1.PolicyRule{readsSources, {{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"patch"}}}},
+			binding: deploymentBinding,
+		},
+		"where the release does not act, an author who may not get the Secret is refused all the same": {
+			rules:   [][]rbacv1.PolicyRule{readsSources[1:], {{APIGroups: []string{"apps"}, Resources: []string{"deployments"}, Verbs: []string{"patch"}}}},
+			binding: deploymentBinding,
+			refused: "may not get Secret %s/s3-credentials",
 		},
 		"the same Secret read into many fields is checked once: 64 values are admitted": {
 			rules: [][]rbacv1.PolicyRule{readsSources, patchesHarbor},
@@ -114,6 +124,9 @@ func TestPolicyAdmitsOnlyWhatTheAuthorMayDo(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			ns := namespace(t, "vap-")
+			if tc.inScope {
+				ns = scopeNamespace
+			}
 			user := "author@" + ns
 			grant(t, ns, user, authorRules...)
 			for _, rules := range tc.rules {
@@ -131,6 +144,13 @@ func TestPolicyAdmitsOnlyWhatTheAuthorMayDo(t *testing.T) {
 			g.Expect(err).To(MatchError(ContainSubstring(strings.ReplaceAll(tc.refused, "%s", ns))))
 		})
 	}
+}
+
+// deploymentBinding binds a Secret's key into the Deployment named web, a
+// kind not in the chart's valueBindings.targets.
+func deploymentBinding(ns string) *unstructured.Unstructured {
+	return valueBinding(ns, "web", map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+		secretValue("spec.template.metadata.annotations['x']", "s3-credentials", "accesskey"))
 }
 
 // The author's RBAC decides, as the API server would decide the same

@@ -1,9 +1,11 @@
 // Package admission tests the chart's ValidatingAdmissionPolicy for
 // ValueBindings on a real kube-apiserver (with RBAC): the ValueBinding CRD
 // from the chart's crds/, the policy and its binding as the chart renders
-// them with valueBindings enabled, and users impersonated by the admin, each
-// with the RBAC a case gives them. A binding is admitted only when its author
-// may get each Secret and ConfigMap it reads and patch its target.
+// them with valueBindings enabled for a release that acts in one namespace
+// (scopeNamespace), and users impersonated by the admin, each with the RBAC
+// a case gives them. A binding is admitted only when its author may get each
+// Secret and ConfigMap it reads and patch its target, in every namespace:
+// the cases run in namespaces of their own, where the release does not act.
 package admission
 
 import (
@@ -14,7 +16,9 @@ import (
 
 	. "github.com/onsi/gomega"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -33,15 +37,22 @@ var (
 	admin client.Client
 )
 
+// scopeNamespace is the one namespace the release acts in
+// (reloader.namespaces).
+const scopeNamespace = "vap-scope"
+
 // chartValues turns value bindings on for Harbor and HarborCluster, as
-// docs/value-bindings.md does.
-var chartValues = charttest.Values{"valueBindings": map[string]any{
-	"enabled": true,
-	"targets": []map[string]any{
-		{"apiGroup": "goharbor.io", "kind": "Harbor", "resource": "harbors"},
-		{"apiGroup": "goharbor.io", "kind": "HarborCluster", "resource": "harborclusters"},
+// docs/value-bindings.md does, for a release that acts in scopeNamespace.
+var chartValues = charttest.Values{
+	"valueBindings": map[string]any{
+		"enabled": true,
+		"targets": []map[string]any{
+			{"apiGroup": "goharbor.io", "kind": "Harbor", "resource": "harbors"},
+			{"apiGroup": "goharbor.io", "kind": "HarborCluster", "resource": "harborclusters"},
+		},
 	},
-}}
+	"reloader": map[string]any{"namespaces": scopeNamespace},
+}
 
 // harborCRD is the tests' Harbor CRD (goharbor.io/v1beta1), written from
 // harbor-operator's published API (see the file), relative to the root.
@@ -69,9 +80,10 @@ func TestMain(m *testing.M) {
 // binding. Tests that need them call install first.
 var installed bool
 
-// install creates the ValueBinding CRD, the test's Harbor CRD, and the
-// chart's admission policy and binding, once for the package, and waits
-// until the API server enforces the policy.
+// install creates the ValueBinding CRD, the test's Harbor CRD, the
+// release's namespace scopeNamespace, and the chart's admission policy and
+// binding, once for the package, and waits until the API server enforces
+// the policy.
 func install(t *testing.T) {
 	t.Helper()
 	if installed {
@@ -94,6 +106,9 @@ func install(t *testing.T) {
 		nudgetest.InstallCRD(t, admin, crd)
 	}
 
+	if err := admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: scopeNamespace}}); err != nil {
+		t.Fatal(err)
+	}
 	m := charttest.Render(t, release, releaseNamespace, chartValues)
 	policies, bindings := m.OfKind("ValidatingAdmissionPolicy"), m.OfKind("ValidatingAdmissionPolicyBinding")
 	if len(policies) != 1 || len(bindings) != 1 {
