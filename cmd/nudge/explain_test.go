@@ -127,14 +127,14 @@ func TestExplain(t *testing.T) {
 
 		// The same user may not read the workload of another namespace.
 		_, err = run(t, pluginCommand(), "explain", "deployment/native-auto", "--as", user, "-n", f.system,
-			"--kubeconfig", plane.Kubeconfig(), "--system-namespace", f.system)
+			"--kubeconfig", suite.Plane.Kubeconfig(), "--system-namespace", f.system)
 		g.Expect(err).To(MatchError(ContainSubstring("forbidden")))
 		g.Expect(err).NotTo(BeAssignableToTypeOf(usageError{}), "an API error exits 1, not 2")
 	})
 
 	t.Run("finds the install and its key without a flag", func(t *testing.T) {
 		g := NewWithT(t)
-		out, err := run(t, pluginCommand(), "explain", "deployment/native-auto", "--kubeconfig", plane.Kubeconfig(), "-n", f.ns)
+		out, err := run(t, pluginCommand(), "explain", "deployment/native-auto", "--kubeconfig", suite.Plane.Kubeconfig(), "-n", f.ns)
 		g.Expect(err).NotTo(HaveOccurred(), "explain:\n%s", out)
 		g.Expect(out).To(ContainSubstring("(ConfigMap "+f.system+"/nudge-settings): "), "the install found, by its label")
 		g.Expect(out).To(ContainSubstring("--system-namespace="+f.system), "its settings shown")
@@ -144,7 +144,7 @@ func TestExplain(t *testing.T) {
 
 	t.Run("a flag given wins over the install's settings", func(t *testing.T) {
 		g := NewWithT(t)
-		out, err := run(t, pluginCommand(), "explain", "deployment/native-auto", "--kubeconfig", plane.Kubeconfig(), "-n", f.ns,
+		out, err := run(t, pluginCommand(), "explain", "deployment/native-auto", "--kubeconfig", suite.Plane.Kubeconfig(), "-n", f.ns,
 			"--key-secret", "other-key")
 		g.Expect(err).NotTo(HaveOccurred(), "explain:\n%s", out)
 		g.Expect(out).To(ContainSubstring("--key-secret=other-key"))
@@ -153,7 +153,7 @@ func TestExplain(t *testing.T) {
 
 	t.Run("without access to nudge's namespace: no internal error, and why", func(t *testing.T) {
 		g := NewWithT(t)
-		out, err := run(t, pluginCommand(), "explain", "deployment/native-auto", "--as", f.reader(t), "--kubeconfig", plane.Kubeconfig(), "-n", f.ns)
+		out, err := run(t, pluginCommand(), "explain", "deployment/native-auto", "--as", f.reader(t), "--kubeconfig", suite.Plane.Kubeconfig(), "-n", f.ns)
 		g.Expect(err).NotTo(HaveOccurred(), "explain still works:\n%s", out)
 		g.Expect(out).To(ContainSubstring("Install:      no settings found (no nudge install found: looked for ConfigMaps labelled"))
 		g.Expect(out).To(ContainSubstring("you may not list ConfigMaps in namespace nudge-system"))
@@ -170,7 +170,7 @@ func TestExplain(t *testing.T) {
 
 // args adds the fixture's kubeconfig, namespace and nudge's system namespace.
 func (f *fixture) args(args ...string) []string {
-	return append(args, "--kubeconfig", plane.Kubeconfig(), "-n", f.ns, "--system-namespace", f.system)
+	return append(args, "--kubeconfig", suite.Plane.Kubeconfig(), "-n", f.ns, "--system-namespace", f.system)
 }
 
 // normalise replaces what differs from run to run: the generated namespace
@@ -220,7 +220,7 @@ func (f *fixture) reader(t *testing.T) string {
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "Role", Name: role.Name},
 		Subjects: []rbacv1.Subject{{APIGroup: rbacv1.GroupName, Kind: "User", Name: user}}}
 	for _, o := range []client.Object{role, binding} {
-		if err := k8s.Create(t.Context(), o); !apierrors.IsAlreadyExists(err) {
+		if err := suite.K8s.Create(t.Context(), o); !apierrors.IsAlreadyExists(err) {
 			g.Expect(err).NotTo(HaveOccurred())
 		}
 	}
@@ -235,11 +235,11 @@ func newFixture(t *testing.T) *fixture {
 	ctx := t.Context()
 	f := &fixture{}
 	var err error
-	f.ns, err = plane.GenerateNamespace(ctx, "explain-")
+	f.ns, err = suite.Plane.GenerateNamespace(ctx, "explain-")
 	g.Expect(err).NotTo(HaveOccurred())
-	f.system, err = plane.GenerateNamespace(ctx, "explain-system-")
+	f.system, err = suite.Plane.GenerateNamespace(ctx, "explain-system-")
 	g.Expect(err).NotTo(HaveOccurred())
-	nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.RolloutCRD(t))
 	ns := f.ns
 
 	matched := nt.ConfigMap(ns, "matched", map[string]string{"a": "1"})
@@ -284,34 +284,34 @@ func newFixture(t *testing.T) *fixture {
 		nt.Deployment(ns, "restored", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "win")),
 	}
 	for _, o := range objs {
-		g.Expect(k8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
+		g.Expect(suite.K8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
 	}
 
-	n := nt.Start(t, plane.Config(), ns, func(o *options.Options) { o.SystemNamespace = f.system })
+	n := nt.Start(t, suite.Plane.Config(), ns, func(o *options.Options) { o.SystemNamespace = f.system })
 	for _, o := range objs[9:] {
 		if o.GetName() == "unmanaged" || o.GetName() == "job" {
 			continue
 		}
 		g.Eventually(func() string {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
+			g.Expect(suite.K8s.Get(ctx, client.ObjectKeyFromObject(o), o)).To(Succeed())
 			return o.GetAnnotations()[workload.AppliedAnnotation]
 		}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of %s", o.GetName())
 	}
 	exported := nt.Deployment(ns, "restored", 1, nil) // kubectl get -o yaml, committed to Git
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(exported), exported)).To(Succeed())
+	g.Expect(suite.K8s.Get(ctx, client.ObjectKeyFromObject(exported), exported)).To(Succeed())
 	// One rollout of windowed, so its next change comes within its window, and
 	// of restored, whose exported state a GitOps tool then writes back.
 	updateData(t, ns, "win")
 	for _, name := range []string{"windowed", "restored"} {
 		g.Eventually(func() string {
 			d := nt.Deployment(ns, name, 1, nil)
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+			g.Expect(suite.K8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
 			return d.Annotations[workload.LastRolloutAnnotation]
 		}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to roll %s", name)
 	}
 	writeBack(t, exported, "argocd-controller")
 	// A required source of held goes away.
-	g.Expect(k8s.Delete(ctx, nt.ConfigMap(ns, "later", nil))).To(Succeed())
+	g.Expect(suite.K8s.Delete(ctx, nt.ConfigMap(ns, "later", nil))).To(Succeed())
 	// Wait for every Event nudge records here, so the goldens hold them all.
 	for _, want := range []struct{ name, reason string }{
 		{"windowed", record.ReasonRolled}, {"held", record.ReasonSourceMissing}, {"native-named", record.ReasonSourceMissing},
@@ -319,7 +319,7 @@ func newFixture(t *testing.T) *fixture {
 	} {
 		g.Eventually(func() []string {
 			var list corev1.EventList
-			g.Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+			g.Expect(suite.K8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 			var reasons []string
 			for _, ev := range list.Items {
 				if ev.InvolvedObject.Name == want.name {
@@ -332,25 +332,25 @@ func newFixture(t *testing.T) *fixture {
 	g.Expect(n.Logs()).To(MatchRegexp(`"msg":"Starting nudge","version":"[^"]+","goVersion":"go`),
 		"the start log line names the version")
 	g.Eventually(func() error {
-		return k8s.Get(ctx, client.ObjectKey{Namespace: f.system, Name: "nudge-settings"}, &corev1.ConfigMap{})
+		return suite.K8s.Get(ctx, client.ObjectKey{Namespace: f.system, Name: "nudge-settings"}, &corev1.ConfigMap{})
 	}).WithTimeout(30*time.Second).Should(Succeed(), "nudge to publish its settings")
 	n.Stop(t)
 
 	// Changes nudge has not seen.
 	updateData(t, ns, "app")
 	updateData(t, ns, "win")
-	g.Expect(k8s.Create(ctx, nt.Deployment(ns, "first-sight", 1, map[string]string{"nudge.dev/auto": "true"},
+	g.Expect(suite.K8s.Create(ctx, nt.Deployment(ns, "first-sight", 1, map[string]string{"nudge.dev/auto": "true"},
 		nt.EnvFrom("ConfigMap", "app")))).To(Succeed())
 	// halted is held for app's new content, as nudge holds a workload once
 	// a rollout of that content failed elsewhere.
-	key, err := fingerprint.ReadKey(ctx, k8s, f.system, "nudge-fingerprint-key")
+	key, err := fingerprint.ReadKey(ctx, suite.K8s, f.system, "nudge-fingerprint-key")
 	g.Expect(err).NotTo(HaveOccurred())
 	var cm corev1.ConfigMap
-	g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &cm)).To(Succeed())
+	g.Expect(suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "app"}, &cm)).To(Succeed())
 	src := refs.Source{Kind: refs.ConfigMap, Namespace: ns, Name: "app"}
 	halt := src.String() + "=" + sources.ContentDigest(key, src, &cm) + " Deployment/" + ns + "/canary"
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+fleet.HaltedAnnotation+`":"`+halt+`"}}}`))
-	g.Expect(k8s.Patch(ctx, nt.Deployment(ns, "halted", 1, nil), patch)).To(Succeed())
+	g.Expect(suite.K8s.Patch(ctx, nt.Deployment(ns, "halted", 1, nil), patch)).To(Succeed())
 	return f
 }
 
@@ -366,7 +366,7 @@ func writeBack(t *testing.T, d *appsv1.Deployment, manager string) {
 	u.SetName(d.Name)
 	u.SetLabels(d.Labels)
 	u.SetAnnotations(d.Annotations)
-	NewWithT(t).Expect(k8s.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u),
+	NewWithT(t).Expect(suite.K8s.Apply(t.Context(), client.ApplyConfigurationFromUnstructured(u),
 		client.FieldOwner(manager), client.ForceOwnership)).To(Succeed(), "%s writing back the state of %s", manager, d.Name)
 }
 
@@ -374,11 +374,11 @@ func updateData(t *testing.T, ns, name string) {
 	t.Helper()
 	g := NewWithT(t)
 	var cm corev1.ConfigMap
-	g.Expect(k8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &cm)).To(Succeed())
+	g.Expect(suite.K8s.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, &cm)).To(Succeed())
 	for k := range cm.Data {
 		cm.Data[k] += "-changed"
 	}
-	g.Expect(k8s.Update(t.Context(), &cm)).To(Succeed())
+	g.Expect(suite.K8s.Update(t.Context(), &cm)).To(Succeed())
 }
 
 // projected mounts the keys of a ConfigMap or Secret through a projected volume.
@@ -430,11 +430,11 @@ func job(ns, name string, annotations map[string]string, opts ...nt.PodOption) *
 func TestExplainGated(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns, err := plane.GenerateNamespace(ctx, "explain-gated-")
+	ns, err := suite.Plane.GenerateNamespace(ctx, "explain-gated-")
 	g.Expect(err).NotTo(HaveOccurred())
-	system, err := plane.GenerateNamespace(ctx, "explain-gated-system-")
+	system, err := suite.Plane.GenerateNamespace(ctx, "explain-gated-system-")
 	g.Expect(err).NotTo(HaveOccurred())
-	nt.InstallCRD(t, k8s, nt.ExternalSecretCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.ExternalSecretCRD(t))
 
 	es := &unstructured.Unstructured{}
 	es.SetGroupVersionKind(producer.ExternalSecret.WithVersion("v1"))
@@ -442,33 +442,33 @@ func TestExplainGated(t *testing.T) {
 	es.SetName("vault-db")
 	es.Object["spec"] = map[string]any{"refreshInterval": "1h", "secretStoreRef": map[string]any{"kind": "SecretStore", "name": "vault"},
 		"target": map[string]any{"name": "db"}}
-	g.Expect(k8s.Create(ctx, es)).To(Succeed())
+	g.Expect(suite.K8s.Create(ctx, es)).To(Succeed())
 	secret := nt.Secret(ns, "db", map[string]string{"password": "p"})
 	secret.OwnerReferences = []metav1.OwnerReference{{APIVersion: es.GetAPIVersion(), Kind: es.GetKind(), Name: es.GetName(),
 		UID: es.GetUID(), Controller: ptr.To(true)}}
-	g.Expect(k8s.Create(ctx, secret)).To(Succeed())
+	g.Expect(suite.K8s.Create(ctx, secret)).To(Succeed())
 	d := nt.Deployment(ns, "gated", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("Secret", "db"))
-	g.Expect(k8s.Create(ctx, d)).To(Succeed())
+	g.Expect(suite.K8s.Create(ctx, d)).To(Succeed())
 
-	n := nt.Start(t, plane.Config(), ns, func(o *options.Options) { o.SystemNamespace = system })
+	n := nt.Start(t, suite.Plane.Config(), ns, func(o *options.Options) { o.SystemNamespace = system })
 	g.Eventually(func() string {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		g.Expect(suite.K8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
 		return d.Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of %s", d.Name)
 	n.Stop(t)
 
 	// The producer rewrites the Secret and is not Ready (yet).
-	g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
+	g.Expect(suite.K8s.Get(ctx, client.ObjectKeyFromObject(secret), secret)).To(Succeed())
 	secret.Data["password"] = []byte("q")
-	g.Expect(k8s.Update(ctx, secret)).To(Succeed())
+	g.Expect(suite.K8s.Update(ctx, secret)).To(Succeed())
 	setReady := func(status string) {
-		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(es), es)).To(Succeed())
+		g.Expect(suite.K8s.Get(ctx, client.ObjectKeyFromObject(es), es)).To(Succeed())
 		es.Object["status"] = map[string]any{"conditions": []any{map[string]any{"type": "Ready", "status": status,
 			"reason": "SecretSyncedError", "message": "could not reach the store", "lastTransitionTime": time.Now().UTC().Format(time.RFC3339)}}}
-		g.Expect(k8s.Status().Update(ctx, es)).To(Succeed())
+		g.Expect(suite.K8s.Status().Update(ctx, es)).To(Succeed())
 	}
 	setReady("False")
-	args := []string{"explain", "deployment/gated", "--kubeconfig", plane.Kubeconfig(), "-n", ns, "--system-namespace", system}
+	args := []string{"explain", "deployment/gated", "--kubeconfig", suite.Plane.Kubeconfig(), "-n", ns, "--system-namespace", system}
 	out, err := run(t, pluginCommand(), args...)
 	g.Expect(err).NotTo(HaveOccurred(), "explain:\n%s", out)
 	g.Expect(out).To(MatchRegexp(`Status: +Gated`), "explain:\n%s", out)

@@ -10,35 +10,16 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/spf13/cobra"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/testbed"
+	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/version"
 )
 
-// plane is the kube-apiserver the explain tests talk to; no workload
-// controller runs.
-var (
-	plane *testbed.Plane
-	k8s   client.Client
-)
+// suite is the kube-apiserver the explain tests talk to, and its client;
+// no workload controller runs.
+var suite nt.Suite
 
-func TestMain(m *testing.M) {
-	os.Exit(testbed.Main(m, testbed.Options{Mode: testbed.APIServer}, func(p *testbed.Plane) {
-		plane = p
-		scheme := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(scheme)
-		_ = apiextensionsv1.AddToScheme(scheme)
-		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
-		if err != nil {
-			panic(err)
-		}
-		k8s = c
-	}))
-}
+func TestMain(m *testing.M) { os.Exit(suite.Main(m)) }
 
 // run runs root (command or pluginCommand) with args and returns its
 // standard output and error.
@@ -101,7 +82,7 @@ func TestUsageErrors(t *testing.T) {
 	for name, args := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			_, err := run(t, pluginCommand(), append(args, "--kubeconfig", plane.Kubeconfig())...)
+			_, err := run(t, pluginCommand(), append(args, "--kubeconfig", suite.Plane.Kubeconfig())...)
 			g.Expect(err).To(HaveOccurred())
 			g.Expect(errors.As(err, new(usageError))).To(BeTrue(), "a usage error (exit code 2), got %v", err)
 		})

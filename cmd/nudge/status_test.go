@@ -35,11 +35,11 @@ import (
 func TestStatus(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	ns, err := plane.GenerateNamespace(ctx, "status-")
+	ns, err := suite.Plane.GenerateNamespace(ctx, "status-")
 	g.Expect(err).NotTo(HaveOccurred())
-	system, err := plane.GenerateNamespace(ctx, "status-system-")
+	system, err := suite.Plane.GenerateNamespace(ctx, "status-system-")
 	g.Expect(err).NotTo(HaveOccurred())
-	nt.InstallCRD(t, k8s, valueBindingCRD(t))
+	nt.InstallCRD(t, suite.K8s, valueBindingCRD(t))
 
 	auto := map[string]string{"nudge.dev/auto": "true"}
 	canary := nt.Deployment(ns, "canary", 1, map[string]string{"nudge.dev/auto": "true", fleet.PriorityAnnotation: "10"}, nt.EnvFrom("ConfigMap", "app"))
@@ -51,9 +51,9 @@ func TestStatus(t *testing.T) {
 		valueBinding(ns, "harbor-key", "absent-creds"),
 	}
 	for _, o := range objs {
-		g.Expect(k8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
+		g.Expect(suite.K8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
 	}
-	nt.Start(t, plane.Config(), ns, func(o *options.Options) {
+	nt.Start(t, suite.Plane.Config(), ns, func(o *options.Options) {
 		o.SystemNamespace = system
 		o.RolloutWindow = 0
 		o.MaxConcurrentRollouts = 1
@@ -65,7 +65,7 @@ func TestStatus(t *testing.T) {
 	for _, name := range []string{"canary", "web"} {
 		g.Eventually(func() string {
 			d := &appsv1.Deployment{}
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
+			g.Expect(suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, d)).To(Succeed())
 			return d.Annotations[workload.AppliedAnnotation]
 		}).WithTimeout(30*time.Second).ShouldNot(BeEmpty(), "nudge to record the baseline of %s", name)
 	}
@@ -73,11 +73,11 @@ func TestStatus(t *testing.T) {
 	// The canary takes the one slot; its rollout misses its deadline, and
 	// web, waiting on the same content, is halted.
 	updateData(t, ns, "app")
-	nt.HaltWave(t, k8s, canary, "web")
+	nt.HaltWave(t, suite.K8s, canary, "web")
 	g.Eventually(func() string {
 		u := &unstructured.Unstructured{}
 		u.SetGroupVersionKind(valueBindingGVK)
-		g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "harbor-key"}, u)).To(Succeed())
+		g.Expect(suite.K8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "harbor-key"}, u)).To(Succeed())
 		conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 		for _, c := range conds {
 			if c, _ := c.(map[string]any); c["type"] == "Ready" {
@@ -88,7 +88,7 @@ func TestStatus(t *testing.T) {
 		return ""
 	}).WithTimeout(30*time.Second).Should(Equal("TargetNotFound"), "the binding's Ready reason")
 
-	out, err := run(t, pluginCommand(), "status", "--kubeconfig", plane.Kubeconfig(), "-n", ns)
+	out, err := run(t, pluginCommand(), "status", "--kubeconfig", suite.Plane.Kubeconfig(), "-n", ns)
 	g.Expect(err).NotTo(HaveOccurred(), "status:\n%s", out)
 	t.Logf("kubectl nudge status -n NS:\n%s", out)
 	g.Expect(out).To(MatchRegexp(regexp.QuoteMeta(system+"/nudge-settings")+` +\S+ +\S+`), "the install and its leader:\n%s", out)
@@ -101,7 +101,7 @@ func TestStatus(t *testing.T) {
 	g.Expect(out).To(ContainSubstring("ValueBindings not Ready (1):"))
 	g.Expect(out).To(MatchRegexp(ns + `/harbor-key +TargetNotFound`))
 
-	out, err = run(t, pluginCommand(), "status", "--kubeconfig", plane.Kubeconfig(), "-n", ns, "-o", "json")
+	out, err = run(t, pluginCommand(), "status", "--kubeconfig", suite.Plane.Kubeconfig(), "-n", ns, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred(), "status -o json:\n%s", out)
 	var got struct{ Fleet explain.Fleet }
 	g.Expect(json.Unmarshal([]byte(out), &got)).To(Succeed(), "JSON:\n%s", out)
@@ -146,13 +146,13 @@ func valueBindingCRD(t *testing.T) *apiextensionsv1.CustomResourceDefinition {
 func TestStatusShardedLeaders(t *testing.T) {
 	g := NewWithT(t)
 	ctx := t.Context()
-	system, err := plane.GenerateNamespace(ctx, "status-shards-")
+	system, err := suite.Plane.GenerateNamespace(ctx, "status-shards-")
 	g.Expect(err).NotTo(HaveOccurred())
 	opts := options.Default()
 	opts.SystemNamespace = system
 	opts.LeaderElect = true
 	opts.LeaderElectionID = "nudge-sharded"
-	g.Expect(k8s.Create(ctx, settings.ConfigMap(system, "nudge-settings", "v1", opts))).To(Succeed())
+	g.Expect(suite.K8s.Create(ctx, settings.ConfigMap(system, "nudge-settings", "v1", opts))).To(Succeed())
 
 	now := time.Now()
 	for name, renewed := range map[string]time.Time{
@@ -164,10 +164,10 @@ func TestStatusShardedLeaders(t *testing.T) {
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To("pod-" + name), LeaseDurationSeconds: ptr.To[int32](15),
 				RenewTime: &metav1.MicroTime{Time: renewed}},
 		}
-		g.Expect(k8s.Create(ctx, l)).To(Succeed(), "creating Lease %s", l.Name)
+		g.Expect(suite.K8s.Create(ctx, l)).To(Succeed(), "creating Lease %s", l.Name)
 	}
 
-	out, err := run(t, pluginCommand(), "status", "--kubeconfig", plane.Kubeconfig(), "--system-namespace", system, "-n", system, "-o", "json")
+	out, err := run(t, pluginCommand(), "status", "--kubeconfig", suite.Plane.Kubeconfig(), "--system-namespace", system, "-n", system, "-o", "json")
 	g.Expect(err).NotTo(HaveOccurred(), "status -o json:\n%s", out)
 	var got struct{ Fleet explain.Fleet }
 	g.Expect(json.Unmarshal([]byte(out), &got)).To(Succeed(), "JSON:\n%s", out)
@@ -178,7 +178,7 @@ func TestStatusShardedLeaders(t *testing.T) {
 		explain.InstallStatus{ConfigMap: cm, Version: "v1", Shard: "2-of-3", LeaderState: "NoLeader"},
 	))
 
-	out, err = run(t, pluginCommand(), "status", "--kubeconfig", plane.Kubeconfig(), "--system-namespace", system, "-n", system)
+	out, err = run(t, pluginCommand(), "status", "--kubeconfig", suite.Plane.Kubeconfig(), "--system-namespace", system, "-n", system)
 	g.Expect(err).NotTo(HaveOccurred(), "status:\n%s", out)
 	g.Expect(out).To(MatchRegexp(regexp.QuoteMeta(cm) + ` +v1 +2-of-3 +NoLeader`))
 }

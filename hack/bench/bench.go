@@ -20,6 +20,13 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 
+	"nudge.dev/nudge/hack/bench/audit"
+	"nudge.dev/nudge/hack/bench/cgroup"
+	"nudge.dev/nudge/hack/bench/plane"
+	"nudge.dev/nudge/hack/bench/process"
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
+	"nudge.dev/nudge/hack/bench/watch"
 	"nudge.dev/nudge/internal/testbed"
 )
 
@@ -33,7 +40,7 @@ const stopGrace = 10 * time.Second
 // bench is one run in progress.
 type bench struct {
 	cfg    Config
-	res    *Results
+	res    *results.Run
 	layout Layout
 	alloc  allocator
 	cs     kubernetes.Interface
@@ -46,11 +53,11 @@ type bench struct {
 	// resources, on connections of their own (see connect).
 	watchDyn dynamic.Interface
 	changer  *changer
-	watcher  *Watcher
-	audit    *AuditLog
+	watcher  *watch.Watcher
+	audit    *audit.Log
 	// adminWatches are the watches of the benchmark's own identity: a
 	// restarted watch of Deployments delays what the benchmark sees.
-	adminWatches *AuditLog
+	adminWatches *audit.Log
 	terminated   map[string]int // apiserver_terminated_watchers_total by resource, at the phase's start
 	// harbors and statuses watch the bindings scenario's Harbors and
 	// ValueBindings, once it has started.
@@ -67,30 +74,30 @@ type bench struct {
 	// its idle phase.
 	idleReceived int64
 	workDir      string
-	ctrl         *Controller
+	ctrl         *process.Controller
 	ctrlCmd      string  // ctrl's command line (the floor scenario runs two)
 	cpuOffset    float64 // CPU seconds of controller processes already stopped
 	cgroups      int     // memory cgroups made so far (-cgroup)
 	// monitor samples the plane's processes from the population's start.
-	monitor *planeMonitor
+	monitor *plane.Monitor
 
-	phases   []Phase
+	phases   []results.Phase
 	phaseCPU float64 // total controller CPU when the current phase began
 }
 
 // run starts a plane, creates the population, runs the controller through
 // the scenarios and returns what it measured. The plane and the controller
 // are stopped before it returns.
-func run(ctx context.Context, cfg Config, command string) (res *Results, err error) {
-	res = &Results{
+func run(ctx context.Context, cfg Config, command string) (res *results.Run, err error) {
+	res = &results.Run{
 		Controller:    cfg.ControllerName,
 		ControllerCmd: cfg.ControllerCmd,
 		Command:       command,
 		Binary:        binaryID(cfg.ControllerCmd),
 		Revision:      revision(),
 		Started:       time.Now(),
-		Machine:       machine(),
-		Scale: Scale{Namespaces: cfg.Namespaces, Secrets: cfg.Secrets, ConfigMaps: cfg.ConfigMaps,
+		Machine:       results.ThisMachine(),
+		Scale: results.Scale{Namespaces: cfg.Namespaces, Secrets: cfg.Secrets, ConfigMaps: cfg.ConfigMaps,
 			Deployments: cfg.Deployments, FanOut: cfg.FanOut, SourceBytes: cfg.SourceBytes, Keys: cfg.Keys, ScaleRun: cfg.ScaleRun},
 	}
 	b := &bench{cfg: cfg, res: res, layout: newLayout(cfg), alloc: allocator{total: cfg.Deployments}}
@@ -114,7 +121,7 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	if cfg.Shards > 0 && cfg.ShardGate {
 		opts.FeatureGates = []string{"ShardedListAndWatch=true"}
 	}
-	plane, err := testbed.Start(startCtx, opts)
+	tb, err := testbed.Start(startCtx, opts)
 	cancel()
 	if err != nil {
 		return nil, err
@@ -125,23 +132,23 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 		}
 		b.proxy.Close()
 		if b.monitor != nil {
-			b.monitor.end(ctx, res.Plane)
+			b.monitor.End(ctx, res.Plane)
 		}
-		err = errors.Join(err, plane.Stop(cfg.Keep || err != nil))
+		err = errors.Join(err, tb.Stop(cfg.Keep || err != nil))
 	}()
-	if err := b.connect(ctx, plane); err != nil {
+	if err := b.connect(ctx, tb); err != nil {
 		return nil, err
 	}
-	if b.monitor, err = startPlaneMonitor(plane, b.cs.CoreV1().RESTClient()); err != nil {
+	if b.monitor, err = plane.StartMonitor(tb, b.cs.CoreV1().RESTClient(), logf); err != nil {
 		return nil, err
 	}
-	res.Plane = &PlaneResult{Env: goEnv(os.Environ())}
+	res.Plane = &plane.Result{Env: plane.GoEnv(os.Environ())}
 	data := newContent(cfg.Keys, cfg.SourceBytes)
 	b.changer = &changer{cs: b.cs, data: data}
 	if res.Population, err = populate(ctx, b.creators, cfg, b.layout, data); err != nil {
 		return res, err
 	}
-	if err := b.monitor.populated(res.Plane); err != nil {
+	if err := b.monitor.Populated(res.Plane); err != nil {
 		return res, err
 	}
 	if cfg.Has("bindings") {
@@ -174,9 +181,9 @@ func run(ctx context.Context, cfg Config, command string) (res *Results, err err
 	if b.alloc.wrapped {
 		res.Notes = append(res.Notes, "The scenarios needed more Deployments than the population has: some Deployments changed in two scenarios.")
 	}
-	res.Machine.LoadEnd = loadAvg()
-	res.Seconds = seconds(time.Since(res.Started))
-	res.Targets = targets(res)
+	res.Machine.LoadEnd = results.LoadAvg()
+	res.Seconds = stats.Seconds(time.Since(res.Started))
+	res.Targets = results.Targets(res)
 	return res, nil
 }
 
@@ -239,8 +246,8 @@ func (b *bench) single(ctx context.Context) error {
 
 // connect builds the admin client, writes the controller's kubeconfig, opens
 // the audit log and starts the Deployment watch.
-func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
-	admin := plane.Config()
+func (b *bench) connect(ctx context.Context, tb *testbed.Plane) error {
+	admin := tb.Config()
 	admin.QPS, admin.Burst = 1e5, 1e5 // the creators must never wait on the client
 	cs, err := kubernetes.NewForConfig(admin)
 	if err != nil {
@@ -256,7 +263,7 @@ func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
 	if b.dyn, err = dynamic.NewForConfig(admin); err != nil {
 		return err
 	}
-	user, err := plane.UserConfig(b.cfg.ControllerUser, b.cfg.ControllerGroup)
+	user, err := tb.UserConfig(b.cfg.ControllerUser, b.cfg.ControllerGroup)
 	if err != nil {
 		return err
 	}
@@ -273,8 +280,8 @@ func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
 	if err := writeKubeconfig(b.kubeconfig, b.cfg.ControllerUser, user); err != nil {
 		return err
 	}
-	b.audit = newAuditLog(plane.AuditLogPath(), b.cfg.ControllerUser, "")
-	b.adminWatches = newAuditLog(plane.AuditLogPath(), adminUser, "watch")
+	b.audit = audit.NewLog(tb.AuditLogPath(), b.cfg.ControllerUser, "")
+	b.adminWatches = audit.NewLog(tb.AuditLogPath(), adminUser, "watch")
 	// The watches get connections of their own: on the writers' HTTP/2
 	// connection, kube-apiserver closes a watch that falls behind a burst of
 	// concurrent writes (the burst's patches, the apply floor's applies).
@@ -293,13 +300,13 @@ func (b *bench) connect(ctx context.Context, plane *testbed.Plane) error {
 	if err != nil {
 		return err
 	}
-	b.watcher, err = startWatcher(ctx, wcs, b.cfg.BaselineAnnotation)
+	b.watcher, err = watch.Start(ctx, wcs, b.cfg.BaselineAnnotation)
 	return err
 }
 
 // prof returns the profiler of the running controller.
 func (b *bench) prof() profiler {
-	return profiler{base: b.ctrl.pprofURL, dir: b.workDir}
+	return profiler{base: b.ctrl.PprofURL(), dir: b.workDir}
 }
 
 // startController starts the controller that ran last (the floor, during
@@ -316,7 +323,7 @@ func (b *bench) startController() error {
 // start starts cmd, the controller under test or the floor, logging to
 // controller.log or floor.log in the work directory. With -cgroup, the
 // controller under test runs in a memory cgroup of its own, its binary
-// first dropped from the page cache (see dropPageCache).
+// first dropped from the page cache (see cgroup.DropPageCache).
 func (b *bench) start(cmd string) error {
 	log := "controller.log"
 	if cmd != b.cfg.ControllerCmd {
@@ -328,22 +335,22 @@ func (b *bench) start(cmd string) error {
 // startLogged starts cmd logging to log in the work directory; a
 // controller under test in a memory cgroup of its own with -cgroup.
 func (b *bench) startLogged(cmd, log string, underTest bool) error {
-	var cgroup *memCgroup
+	var group *cgroup.Group
 	if b.cfg.Cgroup != "" && underTest {
 		if bin := strings.Fields(cmd)[0]; strings.Contains(bin, "/") {
-			if err := dropPageCache(bin); err != nil {
+			if err := cgroup.DropPageCache(bin); err != nil {
 				return err
 			}
 		}
 		b.cgroups++
 		var err error
-		if cgroup, err = newMemCgroup(b.cfg.Cgroup, fmt.Sprintf("nudge-bench-%d-%d", os.Getpid(), b.cgroups)); err != nil {
+		if group, err = cgroup.New(b.cfg.Cgroup, fmt.Sprintf("nudge-bench-%d-%d", os.Getpid(), b.cgroups)); err != nil {
 			return err
 		}
 	}
-	c, err := startController(cmd, b.kubeconfig, filepath.Join(b.workDir, log), cgroup)
+	c, err := process.Start(cmd, b.kubeconfig, filepath.Join(b.workDir, log), group)
 	if err != nil {
-		return errors.Join(err, cgroup.removeIfAny())
+		return errors.Join(err, group.RemoveIfAny())
 	}
 	b.ctrl, b.ctrlCmd = c, cmd
 	return nil
@@ -351,7 +358,7 @@ func (b *bench) startLogged(cmd, log string, underTest bool) error {
 
 // stopController stops the controller, first adding its CPU time to the
 // offset so that phases keep counting the controller's total.
-func (b *bench) stopController() (ProcStats, error) {
+func (b *bench) stopController() (process.Stats, error) {
 	s, err := b.ctrl.Stats()
 	if err != nil {
 		return s, err
@@ -378,8 +385,8 @@ func (b *bench) phase(name string) error {
 	if err := b.endPhase(); err != nil {
 		return err
 	}
-	logf("Phase %s (load %s)", name, loadAvg())
-	b.phases = append(b.phases, Phase{Name: name, From: time.Now(), Load: loadAvg()})
+	logf("Phase %s (load %s)", name, results.LoadAvg())
+	b.phases = append(b.phases, results.Phase{Name: name, From: time.Now(), Load: results.LoadAvg()})
 	b.phaseCPU = b.cpu()
 	b.terminated = terminatedWatchers(context.Background(), b.cs)
 	return nil
@@ -393,19 +400,19 @@ func (b *bench) endPhase() error {
 	}
 	p := &b.phases[len(b.phases)-1]
 	p.To = time.Now()
-	p.CPUSeconds = round(b.cpu()-b.phaseCPU, 2)
+	p.CPUSeconds = stats.Round(b.cpu()-b.phaseCPU, 2)
 	if err := b.audit.Read(); err != nil {
 		return err
 	}
-	p.Requests = countRequests(b.audit.Between(p.From, p.To))
+	p.Requests = audit.Count(b.audit.Between(p.From, p.To))
 	if err := b.adminWatches.Read(); err != nil {
 		return err
 	}
-	p.BenchWatchRestarts = countRequests(b.adminWatches.Between(p.From, p.To))["watch deployments"]
+	p.BenchWatchRestarts = audit.Count(b.adminWatches.Between(p.From, p.To))["watch deployments"]
 	for resource, n := range terminatedWatchers(context.Background(), b.cs) {
 		if d := n - b.terminated[resource]; d > 0 {
 			if p.TerminatedWatchers == nil {
-				p.TerminatedWatchers = Counts{}
+				p.TerminatedWatchers = audit.Counts{}
 			}
 			p.TerminatedWatchers[resource] = d
 		}
@@ -416,8 +423,8 @@ func (b *bench) endPhase() error {
 		for _, what := range workloadResources {
 			writes += p.Requests.Of(what, "patch", "update")
 		}
-		p.WritesPerRollout = round(float64(writes)/float64(p.Rollouts), 2)
-		p.EventsPerRollout = round(float64(p.Requests.Of("events", "create", "patch"))/float64(p.Rollouts), 2)
+		p.WritesPerRollout = stats.Round(float64(writes)/float64(p.Rollouts), 2)
+		p.EventsPerRollout = stats.Round(float64(p.Requests.Of("events", "create", "patch"))/float64(p.Rollouts), 2)
 	}
 	b.res.Phases = append(b.res.Phases[:0], b.phases...)
 	return nil
@@ -425,8 +432,8 @@ func (b *bench) endPhase() error {
 
 // rollouts returns the rollouts seen after from and not after to, but the
 // probe's.
-func (b *bench) rollouts(from, to time.Time) []Rollout {
-	var out []Rollout
+func (b *bench) rollouts(from, to time.Time) []watch.Rollout {
+	var out []watch.Rollout
 	for _, r := range b.watcher.RolloutsBetween(from, to) {
 		if r.Key != probeNamespace+"/"+probeName {
 			out = append(out, r)
@@ -445,8 +452,8 @@ func writeKubeconfig(path, user string, cfg *rest.Config) error {
 	return clientcmd.WriteToFile(*kc, path)
 }
 
-func processResult(s ProcStats) *ProcessResult {
-	return &ProcessResult{RSSMiB: mib(s.RSSBytes), PeakRSSMiB: mib(s.PeakBytes), CPUSeconds: round(s.CPUSeconds, 2), Threads: s.Threads}
+func processResult(s process.Stats) *results.Process {
+	return &results.Process{RSSMiB: stats.MiB(s.RSSBytes), PeakRSSMiB: stats.MiB(s.PeakBytes), CPUSeconds: stats.Round(s.CPUSeconds, 2), Threads: s.Threads}
 }
 
 func logf(format string, args ...any) {
@@ -456,7 +463,7 @@ func logf(format string, args ...any) {
 // clock formats t as the log lines' time of day, to the millisecond.
 func clock(t time.Time) string { return t.Format("15:04:05.000") }
 
-func ptrSeconds(d time.Duration) *float64 { return ptr.To(seconds(d)) }
+func ptrSeconds(d time.Duration) *float64 { return ptr.To(stats.Seconds(d)) }
 
 // terminatedWatchers returns kube-apiserver's apiserver_terminated_watchers_total
 // by resource: watches it closed because their client did not keep up.

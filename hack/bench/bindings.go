@@ -19,6 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"sigs.k8s.io/yaml"
+
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
 )
 
 // The value-binding scenario: Harbors (harbor-operator's kind, from the
@@ -44,24 +47,6 @@ var (
 var bindingCRDs = []string{
 	"charts/nudge/crds/nudge.dev_valuebindings.yaml",
 	harborCRDPath,
-}
-
-// BindingsResult is the value-binding scenario: Secret changes, each bound
-// into one Harbor, timed from sending the Secret's update to seeing the new
-// value in the Harbor; then one Secret bound into FanOut Harbors.
-type BindingsResult struct {
-	Load         Load         `json:"load"`
-	Bindings     int          `json:"bindings"`
-	SetupSeconds *float64     `json:"setup_seconds,omitempty"` // from the first binding created until every target held its value
-	Changes      int          `json:"changes"`
-	Latency      Distribution `json:"latency"`
-	Misses       int          `json:"misses"`
-	FanOut       ManyResult   `json:"fanout"` // Workloads are the bound Harbors, Rolled those updated
-	// SetupStatusSeconds and FanOutStatusSeconds: from the first binding
-	// created, and from the fan-out's change, until every binding's status
-	// recorded it (as the scenario's watch of ValueBindings saw it).
-	SetupStatusSeconds  *float64 `json:"setup_status_seconds,omitempty"`
-	FanOutStatusSeconds *float64 `json:"fanout_status_seconds,omitempty"`
 }
 
 // installCRDs creates the CRDs in the files of paths (relative to the
@@ -101,8 +86,8 @@ func installCRDs(ctx context.Context, dyn dynamic.Interface, paths []string, gvr
 // the latency and fan-out phases.
 func (b *bench) bindings(ctx context.Context) error {
 	n, fan := b.cfg.BindingLatency, b.cfg.BindingFanOut
-	res := &BindingsResult{Load: loadAvg(), Bindings: n + fan, Changes: n,
-		FanOut: ManyResult{Changes: 1, Workloads: fan}}
+	res := &results.Bindings{Load: results.LoadAvg(), Bindings: n + fan, Changes: n,
+		FanOut: results.Many{Changes: 1, Workloads: fan}}
 	b.res.Bindings = res
 	if err := b.phase("binding-setup"); err != nil {
 		return err
@@ -188,7 +173,7 @@ func (b *bench) bindings(ctx context.Context) error {
 		}
 		lats = append(lats, seen[latencyHarbor(i)].Sub(sent))
 	}
-	res.Latency = distribution(lats)
+	res.Latency = stats.NewDistribution(lats)
 	logf("Binding latency: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d misses",
 		res.Latency.P50, res.Latency.P90, res.Latency.P99, res.Latency.Max, res.Misses)
 
@@ -224,22 +209,22 @@ func (b *bench) bindings(ctx context.Context) error {
 // rotateShared sets the shared Secret's bound key to value and fills f with
 // the times until each of harbors held it, as w saw them. It returns when
 // the change was sent.
-func (b *bench) rotateShared(ctx context.Context, f *ManyResult, harbors []string, value string) (time.Time, error) {
+func (b *bench) rotateShared(ctx context.Context, f *results.Many, harbors []string, value string) (time.Time, error) {
 	sent, err := b.rotate(ctx, sharedSecret, value)
 	if err != nil {
 		return sent, err
 	}
-	f.Load = loadAvg()
-	f.SentSeconds = seconds(time.Since(sent))
+	f.Load = results.LoadAvg()
+	f.SentSeconds = stats.Seconds(time.Since(sent))
 	seen, missing := b.harbors.wait(ctx, harbors, value, sent, b.cfg.WaitTimeout)
 	fill(f, seen, missing, sent)
-	logf("Binding fan-out: %d of %d Harbors updated, last %s s after the change", f.Rolled, len(harbors), optSeconds(f.LastSeconds))
+	logf("Binding fan-out: %d of %d Harbors updated, last %s s after the change", f.Rolled, len(harbors), results.OptSeconds(f.LastSeconds))
 	return sent, nil
 }
 
 // fill sets f's counts and times from when each object was seen done after
 // since, and the missing ones.
-func fill(f *ManyResult, seen map[string]time.Time, missing []string, since time.Time) {
+func fill(f *results.Many, seen map[string]time.Time, missing []string, since time.Time) {
 	f.Rolled, f.Misses = len(seen), len(missing)
 	var after []time.Duration
 	for _, at := range seen {

@@ -8,6 +8,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/dynamic"
+
+	"nudge.dev/nudge/hack/bench/watch"
 )
 
 // statusAt is a ValueBinding's status as the scenario reads it: its applied
@@ -32,7 +34,7 @@ type statusWatcher struct {
 // namespace and returns once its cache has synced.
 func startStatusWatcher(ctx context.Context, dyn dynamic.Interface) (*statusWatcher, error) {
 	w := &statusWatcher{seen: map[string]statusAt{}, changed: make(chan struct{})}
-	if err := watchNamespace(ctx, dyn, bindingGVR, bindingNamespace, func(_, obj any) { w.observe(obj) }); err != nil {
+	if err := watch.Namespace(ctx, dyn, bindingGVR, bindingNamespace, func(_, obj any) { w.observe(obj) }); err != nil {
 		return nil, err
 	}
 	return w, nil

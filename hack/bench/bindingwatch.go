@@ -2,15 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/dynamic/dynamicinformer"
-	"k8s.io/client-go/tools/cache"
+
+	"nudge.dev/nudge/hack/bench/watch"
 )
 
 // valueAt is a Harbor's bound value and when the watch first saw it.
@@ -32,29 +30,10 @@ type targetWatcher struct {
 // namespace and returns once its cache has synced.
 func startTargetWatcher(ctx context.Context, dyn dynamic.Interface) (*targetWatcher, error) {
 	w := &targetWatcher{seen: map[string]valueAt{}, changed: make(chan struct{})}
-	if err := watchNamespace(ctx, dyn, harborGVR, bindingNamespace, func(_, obj any) { w.observe(obj) }); err != nil {
+	if err := watch.Namespace(ctx, dyn, harborGVR, bindingNamespace, func(_, obj any) { w.observe(obj) }); err != nil {
 		return nil, err
 	}
 	return w, nil
-}
-
-// watchNamespace starts an informer of gvr in namespace that calls observe
-// with each object updated (and with nil and each object added), and
-// returns once its cache has synced.
-func watchNamespace(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, namespace string, observe func(oldObj, newObj any)) error {
-	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, nil)
-	inf := factory.ForResource(gvr).Informer()
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(obj any) { observe(nil, obj) },
-		UpdateFunc: observe,
-	}); err != nil {
-		return err
-	}
-	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return fmt.Errorf("the watch of %s did not sync", gvr.Resource)
-	}
-	return nil
 }
 
 func (w *targetWatcher) observe(obj any) {

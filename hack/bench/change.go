@@ -4,13 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"strconv"
 	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"nudge.dev/nudge/hack/bench/watch"
 )
 
 // changer changes sources with one merge patch each, through the admin
@@ -32,7 +33,7 @@ func (c *changer) Change(ctx context.Context, s Source) (sent time.Time, rtt tim
 // ChangeRV rewrites dataKey of s as Change does, and returns when the patch
 // was sent and the resourceVersion the API server gave the write: an etcd
 // revision, global to the cluster, so that it orders the write against
-// every other (see parseRV).
+// every other (see watch.ParseRV).
 func (c *changer) ChangeRV(ctx context.Context, s Source) (sent time.Time, rv uint64, err error) {
 	v := int(c.seq.Add(1))
 	value := c.data.value(s.Namespace+"/"+s.Name, 0, v)
@@ -50,7 +51,7 @@ func (c *changer) ChangeRV(ctx context.Context, s Source) (sent time.Time, rv ui
 	if err != nil {
 		return sent, 0, err
 	}
-	rv, err = parseRV(written)
+	rv, err = watch.ParseRV(written)
 	return sent, rv, err
 }
 
@@ -78,18 +79,4 @@ func (c *changer) patch(ctx context.Context, s Source, body []byte) (string, err
 		return "", fmt.Errorf("patching %s: %w", s, err)
 	}
 	return obj.GetResourceVersion(), nil
-}
-
-// parseRV returns resourceVersion as a number. The API calls it opaque, but
-// a kube-apiserver on etcd (the benchmark's) gives the etcd revision of the
-// write, one counter for the whole cluster: so it orders a source's write
-// and a Deployment's rollout, whose wall-clock times seen by the benchmark
-// may not (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions).
-// It returns an error when resourceVersion is not a positive integer.
-func parseRV(resourceVersion string) (uint64, error) {
-	rv, err := strconv.ParseUint(resourceVersion, 10, 64)
-	if err != nil || rv == 0 {
-		return 0, fmt.Errorf("resourceVersion %q is not an etcd revision", resourceVersion)
-	}
-	return rv, nil
 }

@@ -9,6 +9,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
 )
 
 // churnNamespace holds the churn scenario's ConfigMap and its short-lived
@@ -19,29 +22,6 @@ const churnNamespace = "bench-churn"
 // after it, for the change to be expected to roll it: time for the
 // controller to see it, and to roll it before it is gone.
 const churnMargin = 500 * time.Millisecond
-
-// ChurnResult is short-lived Deployments sharing one ConfigMap that
-// changes meanwhile.
-type ChurnResult struct {
-	Load        Load    `json:"load"`
-	Seconds     float64 `json:"seconds"`
-	Deployments int     `json:"deployments"` // created, every EveryMS, each deleted LifeMS later
-	EveryMS     float64 `json:"every_ms"`
-	LifeMS      float64 `json:"life_ms"`
-	Changes     int     `json:"changes"` // of the shared ConfigMap, every ChangeMS
-	ChangeMS    float64 `json:"change_ms"`
-	// Expected counts the (Deployment, change) pairs where the Deployment
-	// existed churnMargin before the change and churnMargin after it;
-	// Seen those that rolled after the change and before the next one.
-	Expected int `json:"expected"`
-	Seen     int `json:"seen"`
-	Missed   int `json:"missed"`
-	// Doubled counts the rollouts of a Deployment beyond the changes made
-	// while it existed.
-	Doubled           int     `json:"doubled"`
-	CPUPerUpdate      float64 `json:"cpu_ms_per_update"`
-	RequestsPerUpdate float64 `json:"requests_per_update"`
-}
 
 // life is one churned Deployment.
 type life struct {
@@ -55,7 +35,7 @@ type life struct {
 // Deployments alive at it that rolled for it.
 func (b *bench) churn(ctx context.Context) error {
 	c := b.cfg
-	res := &ChurnResult{Load: loadAvg(), Seconds: c.ChurnFor.Seconds(), EveryMS: ms(c.ChurnEvery), LifeMS: ms(c.ChurnLife), ChangeMS: ms(c.ChurnChange)}
+	res := &results.Churn{Load: results.LoadAvg(), Seconds: c.ChurnFor.Seconds(), EveryMS: stats.MS(c.ChurnEvery), LifeMS: stats.MS(c.ChurnLife), ChangeMS: stats.MS(c.ChurnChange)}
 	b.res.Churn = res
 	shared := Source{configMapKind, churnNamespace, "shared"}
 	if _, err := b.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: churnNamespace}}, metav1.CreateOptions{}); err != nil {

@@ -13,25 +13,18 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-)
 
-// Population counts what populate created, and how long it took.
-type Population struct {
-	Namespaces  int     `json:"namespaces"`
-	Secrets     int     `json:"secrets"`
-	ConfigMaps  int     `json:"configmaps"`
-	Deployments int     `json:"deployments"`
-	Seconds     float64 `json:"seconds"`
-}
+	"nudge.dev/nudge/hack/bench/results"
+)
 
 // populate creates every namespace, source and Deployment of the run with
 // cfg.Creators parallel workers: namespaces first, then sources, then
 // Deployments, so that no Deployment ever names a missing source. Each
 // object is made as it is sent, so that a population of millions is never
 // held whole in memory.
-func populate(ctx context.Context, cs kubernetes.Interface, cfg Config, l Layout, data content) (Population, error) {
+func populate(ctx context.Context, cs kubernetes.Interface, cfg Config, l Layout, data content) (results.Population, error) {
 	begin := time.Now()
-	var pop Population
+	var pop results.Population
 	var namespaces []metav1.Object
 	for _, ns := range []string{systemNamespace, probeNamespace, fanoutNamespace} {
 		if ns == fanoutNamespace && cfg.FanOut == 0 {

@@ -3,13 +3,15 @@ package main
 import (
 	"context"
 	"time"
+
+	"nudge.dev/nudge/hack/bench/results"
 )
 
 // downtime stops the controller, changes cfg.Downtime sources (each used by
 // one Deployment) while it is down, restarts it and times from the restart
 // until every change has rolled. Nothing else may roll.
 func (b *bench) downtime(ctx context.Context) error {
-	res := &DowntimeResult{Load: loadAvg(), Changes: b.cfg.Downtime}
+	res := &results.Downtime{Load: results.LoadAvg(), Changes: b.cfg.Downtime}
 	b.res.Downtime = res
 	last, err := b.stopController()
 	if err != nil {
@@ -39,7 +41,7 @@ func (b *bench) downtime(ctx context.Context) error {
 	if err := b.startController(); err != nil {
 		return err
 	}
-	start := b.ctrl.started
+	start := b.ctrl.Started()
 	ready := make(chan time.Time, 1)
 	go func() { ready <- b.ctrl.WaitReady(ctx, b.cfg.DowntimeWait) }()
 	rolled, _ := b.watcher.WaitRolled(ctx, keys, begin, b.cfg.DowntimeWait)
@@ -62,6 +64,6 @@ func (b *bench) downtime(ctx context.Context) error {
 	}
 	res.OtherRollouts = unexpected(b.rollouts(begin, time.Now()), expected)
 	logf("Downtime: %d of %d workloads rolled after the restart, the last %s s after it; %d other rollouts",
-		res.Caught, res.Workloads, optSeconds(res.LastSeconds), res.OtherRollouts)
+		res.Caught, res.Workloads, results.OptSeconds(res.LastSeconds), res.OtherRollouts)
 	return nil
 }

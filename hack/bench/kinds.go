@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -15,6 +14,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
+
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
 )
 
 // kindsNamespace holds the kinds scenario's workloads and their sources.
@@ -57,35 +59,13 @@ var kindWatches = map[string]struct {
 // kind the scenarios roll.
 var workloadResources = []string{"deployments", "statefulsets", "daemonsets", "cronjobs.batch", "jobs.batch", "rollouts.argoproj.io"}
 
-// KindsResult is one workload of each kind, each using a ConfigMap of its
-// own that changes once.
-type KindsResult struct {
-	Load              Load         `json:"load"`
-	Kinds             []KindResult `json:"kinds"`
-	CPUPerUpdate      float64      `json:"cpu_ms_per_update"`
-	RequestsPerUpdate float64      `json:"requests_per_update"`
-}
-
-// KindResult is one kind's workload: the rollouts (pod-template changes)
-// seen from its source's change until the scenario's end, and the time to
-// the first.
-type KindResult struct {
-	Kind string `json:"kind"`
-	// Expected is 1, but 0 for a Job: nudge leaves Jobs alone unless it
-	// runs with --recreate-jobs (docs/reference.md), and a Job's pod
-	// template cannot change.
-	Expected  int      `json:"expected"`
-	Rollouts  int      `json:"rollouts"`
-	LatencyMS *float64 `json:"latency_ms,omitempty"`
-}
-
 // kinds creates one workload of each kind of cfg.Kinds, named after its
 // kind in lower case, each using a ConfigMap of that name, waits until the
 // controller has seen them, changes each ConfigMap in turn (waiting for the
 // rollout the change must cause), then waits cfg.Settle and counts each
 // workload's rollouts.
 func (b *bench) kinds(ctx context.Context) error {
-	res := &KindsResult{Load: loadAvg()}
+	res := &results.Kinds{Load: results.LoadAvg()}
 	b.res.Kinds = res
 	for _, k := range b.cfg.Kinds {
 		if w, ok := kindWatches[k]; ok {
@@ -142,7 +122,7 @@ func (b *bench) kinds(ctx context.Context) error {
 	rollouts := b.rollouts(begin, time.Now())
 	var summary []string
 	for _, k := range b.cfg.Kinds {
-		kr := KindResult{Kind: k, Expected: 1}
+		kr := results.Kind{Kind: k, Expected: 1}
 		if k == jobKind {
 			kr.Expected = 0
 		}
@@ -210,12 +190,7 @@ func (b *bench) createKind(ctx context.Context, kind, name string, use Use) erro
 	return err
 }
 
-// kindsMet reports whether every kind rolled as often as expected.
-func (k *KindsResult) kindsMet() bool {
-	return !slices.ContainsFunc(k.Kinds, func(r KindResult) bool { return r.Rollouts != r.Expected })
-}
-
 func ptrMS(d time.Duration) *float64 {
-	v := ms(d)
+	v := stats.MS(d)
 	return &v
 }

@@ -7,40 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
 )
 
 // largeNamespace holds the large scenario's sources and Deployments.
 const largeNamespace = "bench-large"
-
-// LargeResult is sources near the API server's size limit (1 MiB of data),
-// each used by one Deployment and changed Rounds times, one change after
-// another, each awaited.
-type LargeResult struct {
-	Load    Load `json:"load"`
-	Sources int  `json:"sources"` // Secrets and ConfigMaps, half each
-	Bytes   int  `json:"bytes"`   // of data in each source ...
-	Keys    int  `json:"keys"`    // ... in this many keys; a change rewrites one
-	Rounds  int  `json:"rounds"`  // changes of each source
-	Changes int  `json:"changes"`
-	// Latency is from each change sent to its Deployment's next pod-template
-	// change; Missed and Doubled as in SteadyResult.
-	Latency           Distribution `json:"latency"`
-	Missed            int          `json:"missed"`
-	Doubled           int          `json:"doubled"`
-	CPUPerUpdate      float64      `json:"cpu_ms_per_update"`
-	RequestsPerUpdate float64      `json:"requests_per_update"`
-	// RSSBeforeMiB is the controller's RSS before the sources were
-	// created, RSSAfterMiB once the last change rolled and the scenario
-	// settled; PeakRSSMiB its peak RSS since its start (VmHWM) then.
-	RSSBeforeMiB float64 `json:"rss_before_mib"`
-	RSSAfterMiB  float64 `json:"rss_after_mib"`
-	PeakRSSMiB   float64 `json:"peak_rss_mib"`
-}
-
-// String says what the scenario was.
-func (l *LargeResult) String() string {
-	return fmt.Sprintf("%d sources of %.0f KiB in %d keys, each changed %d times", l.Sources, float64(l.Bytes)/1024, l.Keys, l.Rounds)
-}
 
 // large creates cfg.LargeSources Secrets and as many ConfigMaps of
 // cfg.LargeBytes each, in a namespace of their own, and a Deployment using
@@ -49,13 +22,13 @@ func (l *LargeResult) String() string {
 // each change's rollout.
 func (b *bench) large(ctx context.Context) error {
 	c := b.cfg
-	res := &LargeResult{Load: loadAvg(), Sources: 2 * c.LargeSources, Bytes: c.LargeBytes, Keys: c.Keys, Rounds: c.LargeChanges}
+	res := &results.Large{Load: results.LoadAvg(), Sources: 2 * c.LargeSources, Bytes: c.LargeBytes, Keys: c.Keys, Rounds: c.LargeChanges}
 	b.res.Large = res
 	before, err := b.ctrl.Stats()
 	if err != nil {
 		return err
 	}
-	res.RSSBeforeMiB = mib(before.RSSBytes)
+	res.RSSBeforeMiB = stats.MiB(before.RSSBytes)
 	if err := b.phase("large-setup"); err != nil {
 		return err
 	}
@@ -110,7 +83,7 @@ func (b *bench) large(ctx context.Context) error {
 	}
 	res.Changes = len(changes)
 	lats, missed, doubled := matchChanges(changes, b.rollouts(begin, time.Now()), c.ChangeTimeout)
-	res.Latency, res.Missed, res.Doubled = distribution(lats), missed, doubled
+	res.Latency, res.Missed, res.Doubled = stats.NewDistribution(lats), missed, doubled
 	if err := b.perUpdate(len(changes), &res.CPUPerUpdate, &res.RequestsPerUpdate); err != nil {
 		return err
 	}
@@ -118,7 +91,7 @@ func (b *bench) large(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res.RSSAfterMiB, res.PeakRSSMiB = mib(after.RSSBytes), mib(after.PeakBytes)
+	res.RSSAfterMiB, res.PeakRSSMiB = stats.MiB(after.RSSBytes), stats.MiB(after.PeakBytes)
 	logf("Large: %d changes of %d sources of %d bytes: p50 %.1f ms, p99 %.1f ms, max %.1f ms, %d missed, %d doubled; RSS %.1f → %.1f MiB (peak %.1f)",
 		res.Changes, res.Sources, res.Bytes, res.Latency.P50, res.Latency.P99, res.Latency.Max, res.Missed, res.Doubled,
 		res.RSSBeforeMiB, res.RSSAfterMiB, res.PeakRSSMiB)

@@ -11,6 +11,11 @@
 // The controller under test runs as a separate process (-controller-cmd);
 // a rollout is a change of a Deployment's pod template, seen by the
 // benchmark's watch (no workload controller runs in apiserver mode).
+//
+// This package holds the scenarios; the harness they run on is in packages
+// of its own: the controller's process (process, cgroup), the plane's
+// processes (plane), the rollouts seen (watch), the requests made (audit),
+// and what a run measured and its report (results, stats).
 package main
 
 import (
@@ -19,6 +24,9 @@ import (
 	"fmt"
 	"os"
 	"strings"
+
+	"nudge.dev/nudge/hack/bench/process"
+	"nudge.dev/nudge/hack/bench/results"
 )
 
 func main() {
@@ -52,13 +60,13 @@ func mainErr(args []string) error {
 	}
 	words := []string{self}
 	for _, a := range args {
-		words = append(words, shellQuote(a))
+		words = append(words, process.Quote(a))
 	}
 	res, runErr := run(context.Background(), cfg, strings.Join(words, " "))
 	if res == nil {
 		return runErr
 	}
-	report := markdown(res)
+	report := results.Markdown(res)
 	fmt.Print(report)
 	if cfg.MD != "" {
 		if err := os.WriteFile(cfg.MD, []byte(report), 0o644); err != nil {
@@ -82,27 +90,18 @@ func compareFiles(paths []string) error {
 	if len(paths) == 0 {
 		return fmt.Errorf("-compare needs JSON files written by -json")
 	}
-	var runs []*Results
+	var runs []*results.Run
 	for _, p := range paths {
 		data, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		var r Results
+		var r results.Run
 		if err := json.Unmarshal(data, &r); err != nil {
 			return fmt.Errorf("%s: %w", p, err)
 		}
 		runs = append(runs, &r)
 	}
-	fmt.Print(compare(runs))
+	fmt.Print(results.Compare(runs))
 	return nil
-}
-
-// shellQuote returns s quoted for sh when it holds anything but plain
-// characters.
-func shellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

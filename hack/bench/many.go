@@ -5,6 +5,9 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
 )
 
 // scenarioProfile is the length of the CPU profiles of the fan-out and burst
@@ -14,7 +17,7 @@ const scenarioProfile = 4 * time.Second
 // fanout changes the one ConfigMap every fan-out Deployment uses and times
 // until all have rolled.
 func (b *bench) fanout(ctx context.Context) error {
-	res := &ManyResult{Load: loadAvg(), Changes: 1, Workloads: b.cfg.FanOut}
+	res := &results.Many{Load: results.LoadAvg(), Changes: 1, Workloads: b.cfg.FanOut}
 	b.res.FanOut = res
 	if err := b.phase("fanout"); err != nil {
 		return err
@@ -25,7 +28,7 @@ func (b *bench) fanout(ctx context.Context) error {
 
 // changeFanOut changes the fan-out ConfigMap and fills res with the
 // rollouts of every fan-out Deployment (awaitMany).
-func (b *bench) changeFanOut(ctx context.Context, res *ManyResult) error {
+func (b *bench) changeFanOut(ctx context.Context, res *results.Many) error {
 	keys := make([]string, b.cfg.FanOut)
 	for i := range keys {
 		keys[i] = b.layout.FanOutDeployment(i).String()
@@ -34,14 +37,14 @@ func (b *bench) changeFanOut(ctx context.Context, res *ManyResult) error {
 	if err != nil {
 		return err
 	}
-	res.SentSeconds = seconds(rtt)
+	res.SentSeconds = stats.Seconds(rtt)
 	return b.awaitMany(ctx, res, keys, sent, "Fan-out")
 }
 
 // burst changes cfg.Burst Secrets at once, each used by one Deployment, and
 // times until all of those have rolled.
 func (b *bench) burst(ctx context.Context) error {
-	res := &ManyResult{Load: loadAvg(), Changes: b.cfg.Burst}
+	res := &results.Many{Load: results.LoadAvg(), Changes: b.cfg.Burst}
 	b.res.Burst = res
 	if err := b.phase("burst"); err != nil {
 		return err
@@ -52,7 +55,7 @@ func (b *bench) burst(ctx context.Context) error {
 
 // changeBurst changes the first Secret of each of the next cfg.Burst
 // Deployments at once and fills res with their rollouts (awaitMany).
-func (b *bench) changeBurst(ctx context.Context, res *ManyResult) error {
+func (b *bench) changeBurst(ctx context.Context, res *results.Many) error {
 	ids := b.alloc.take(b.cfg.Burst)
 	var keys []string
 	for _, g := range ids {
@@ -71,7 +74,7 @@ func (b *bench) changeBurst(ctx context.Context, res *ManyResult) error {
 	}
 	close(start)
 	wg.Wait()
-	res.SentSeconds = seconds(time.Since(begin))
+	res.SentSeconds = stats.Seconds(time.Since(begin))
 	for _, err := range errs {
 		if err != nil {
 			return err
@@ -96,7 +99,7 @@ func dedupe(keys []string) []string {
 
 // awaitMany waits until every key has rolled after since, then cfg.Settle,
 // and fills res.
-func (b *bench) awaitMany(ctx context.Context, res *ManyResult, keys []string, since time.Time, what string) error {
+func (b *bench) awaitMany(ctx context.Context, res *results.Many, keys []string, since time.Time, what string) error {
 	rolled, missing := b.watcher.WaitRolled(ctx, keys, since, b.cfg.WaitTimeout)
 	res.Rolled, res.Misses = len(rolled), len(missing)
 	var after []time.Duration

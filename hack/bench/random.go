@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
+	"nudge.dev/nudge/hack/bench/watch"
 )
 
 // The random scenarios measure what a user's load test would: updates at a
@@ -18,72 +22,15 @@ import (
 // (turnTo); the checks compare each Deployment's rollouts and its
 // ConfigMap's updates by resourceVersion (checkRandom).
 
-// RandomResult is one random scenario: Runs runs of a stream of Rate
-// updates a second for Seconds over Sources Deployments, each using the
-// ConfigMap it updates, on the controller and on the floor.
-type RandomResult struct {
-	Rate    float64 `json:"rate"`
-	Sources int     `json:"sources"`
-	Seconds float64 `json:"seconds"`
-	Seed    int64   `json:"seed"` // run i's is Seed + i
-	// RestartAtSeconds is when the controller was killed (SIGKILL) and
-	// started again at once, from the stream's start; 0: never.
-	RestartAtSeconds float64     `json:"restart_at_seconds,omitempty"`
-	FloorCmd         string      `json:"floor_cmd"`
-	Runs             []RandomRun `json:"runs"`
-}
-
-// RandomRun is one run of a random scenario: the same picks (Seed) on each
-// side, over Deployments of its own.
-type RandomRun struct {
-	Seed       int64      `json:"seed"`
-	Controller RandomSide `json:"controller"`
-	Floor      RandomSide `json:"floor"`
-}
-
-// RandomSide is one side's stream of one run, as checkRandom found it.
-type RandomSide struct {
-	Load    Load `json:"load"`
-	Updates int  `json:"updates"`
-	// Close counts the updates less than 1 s after the previous update of
-	// their ConfigMap.
-	Close    int `json:"close"`
-	Rollouts int `json:"rollouts"` // of the stream's Deployments
-	// Latency is from each update sent to its Deployment's first rollout
-	// after it, of the updates rolled before the next update of their
-	// ConfigMap.
-	Latency Distribution `json:"latency"`
-	// Doubled counts the rollouts beyond the first between an update and
-	// the next of its ConfigMap; WithoutUpdate the rollouts with no update
-	// of their ConfigMap since the Deployment's previous rollout; Missed
-	// the updates no rollout followed within the rollout window plus
-	// -change-timeout.
-	Doubled       int `json:"doubled"`
-	WithoutUpdate int `json:"without_update"`
-	Missed        int `json:"missed"`
-	// Hashed counts the rollouts with a trigger hash (Rollout.Hash: nudge's
-	// for the population's Reloader annotations, none of the floor's), and
-	// SameContent those of the same hash as the Deployment's rollout
-	// before: the same content rolled twice. A doubled rollout of another
-	// hash rolled content already stale when it was written.
-	Hashed      int `json:"hashed"`
-	SameContent int `json:"same_content"`
-	// CPUPerUpdate and RequestsPerUpdate are the side's CPU milliseconds
-	// and API requests from the stream's start until its Events went
-	// quiet, per update.
-	CPUPerUpdate      float64 `json:"cpu_ms_per_update"`
-	RequestsPerUpdate float64 `json:"requests_per_update"`
-}
-
 // random runs the random scenario, or with restart the random-restart
 // one, cfg.RandomRuns times on each side, and leaves the controller under
 // test running.
-func (b *bench) random(ctx context.Context, restart bool) (*RandomResult, error) {
+func (b *bench) random(ctx context.Context, restart bool) (*results.Random, error) {
 	name, rate, restartAt := "random", b.cfg.RandomRate, time.Duration(0)
 	if restart {
 		name, rate, restartAt = "random-restart", b.cfg.RandomRestartRate, b.cfg.RandomRestartAt
 	}
-	res := &RandomResult{Rate: rate, Sources: b.cfg.RandomSources, Seconds: b.cfg.RandomFor.Seconds(),
+	res := &results.Random{Rate: rate, Sources: b.cfg.RandomSources, Seconds: b.cfg.RandomFor.Seconds(),
 		Seed: b.cfg.RandomSeed, RestartAtSeconds: restartAt.Seconds(), FloorCmd: b.cfg.FloorCmd}
 	if b.res.Process == nil { // the end figures are the controller's, not the floor's
 		s, err := b.ctrl.Stats()
@@ -93,7 +40,7 @@ func (b *bench) random(ctx context.Context, restart bool) (*RandomResult, error)
 		b.res.Process = processResult(s)
 	}
 	for run := range b.cfg.RandomRuns {
-		r := RandomRun{Seed: b.cfg.RandomSeed + int64(run)}
+		r := results.RandomRun{Seed: b.cfg.RandomSeed + int64(run)}
 		sides := []bool{false, true} // floor?
 		if run%2 == 1 {
 			sides = []bool{true, false}
@@ -131,8 +78,8 @@ func (b *bench) random(ctx context.Context, restart bool) (*RandomResult, error)
 // cfg.ChangeTimeout), and the window and cfg.Settle more for a rollout too
 // many, and checks the rollouts. It ends the current phase, whose CPU and
 // requests it counts per update.
-func (b *bench) randomStream(ctx context.Context, side *RandomSide, rate float64, seed int64, restartAt time.Duration) error {
-	side.Load = loadAvg()
+func (b *bench) randomStream(ctx context.Context, side *results.RandomSide, rate float64, seed int64, restartAt time.Duration) error {
+	side.Load = results.LoadAvg()
 	ids := b.alloc.take(b.cfg.RandomSources)
 	keys := make([]string, len(ids))
 	for i, g := range ids {
@@ -172,7 +119,7 @@ func (b *bench) randomStream(ctx context.Context, side *RandomSide, rate float64
 	if err := b.settle(ctx, b.cfg.Window+b.cfg.Settle); err != nil {
 		return err
 	}
-	var rollouts []Rollout
+	var rollouts []watch.Rollout
 	for _, r := range b.rollouts(begin, time.Now()) {
 		if r.RV == 0 {
 			return fmt.Errorf("the rollout of %s seen at %s has no numeric resourceVersion", r.Key, clock(r.At))
@@ -180,7 +127,7 @@ func (b *bench) randomStream(ctx context.Context, side *RandomSide, rate float64
 		rollouts = append(rollouts, r)
 	}
 	c := checkRandom(updates, rollouts, keys, deadline)
-	side.Updates, side.Close, side.Latency = len(updates), c.close, distribution(c.lats)
+	side.Updates, side.Close, side.Latency = len(updates), c.close, stats.NewDistribution(c.lats)
 	side.Rollouts, side.Doubled, side.WithoutUpdate, side.Missed = c.rollouts, c.doubled, c.withoutUpdate, c.missed
 	side.Hashed, side.SameContent = c.hashed, c.sameContent
 	for _, key := range c.odd[:min(len(c.odd), 10)] {
@@ -190,29 +137,4 @@ func (b *bench) randomStream(ctx context.Context, side *RandomSide, rate float64
 		return err
 	}
 	return b.perUpdate(len(updates), &side.CPUPerUpdate, &side.RequestsPerUpdate)
-}
-
-// String says what the stream was.
-func (r *RandomResult) String() string {
-	s := fmt.Sprintf("%.0f updates/s over %d ConfigMaps for %.0f s", r.Rate, r.Sources, r.Seconds)
-	if r.RestartAtSeconds > 0 {
-		s += fmt.Sprintf(", kill -9 and restart at %.0f s", r.RestartAtSeconds)
-	}
-	return s
-}
-
-// totals returns the controller's doubled, without-update and missed of
-// every run, and the floor's.
-func (r *RandomResult) totals() (controller, floor [3]int) {
-	for _, run := range r.Runs {
-		for _, s := range []struct {
-			side *RandomSide
-			sum  *[3]int
-		}{{&run.Controller, &controller}, {&run.Floor, &floor}} {
-			s.sum[0] += s.side.Doubled
-			s.sum[1] += s.side.WithoutUpdate
-			s.sum[2] += s.side.Missed
-		}
-	}
-	return controller, floor
 }

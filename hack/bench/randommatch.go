@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"nudge.dev/nudge/hack/bench/watch"
 )
 
 // closeGap is how soon after the previous update of its source an update
@@ -68,13 +70,13 @@ type randomCheck struct {
 // before its cache saw the next update, and wrote after it) from a second
 // rollout of the same content: the rollouts' trigger hashes do, where the
 // controller writes one (sameContent).
-func checkRandom(updates []update, rollouts []Rollout, keys []string, deadline time.Duration) randomCheck {
+func checkRandom(updates []update, rollouts []watch.Rollout, keys []string, deadline time.Duration) randomCheck {
 	var c randomCheck
 	byKey := map[string][]update{}
 	for _, u := range updates {
 		byKey[u.key] = append(byKey[u.key], u)
 	}
-	rolled := map[string][]Rollout{}
+	rolled := map[string][]watch.Rollout{}
 	for _, r := range rollouts {
 		if slices.Contains(keys, r.Key) {
 			rolled[r.Key] = append(rolled[r.Key], r)
@@ -85,7 +87,7 @@ func checkRandom(updates []update, rollouts []Rollout, keys []string, deadline t
 		c.rollouts += len(rs)
 		before := c.doubled + c.withoutUpdate + c.missed
 		slices.SortFunc(us, func(a, b update) int { return cmp.Compare(a.rv, b.rv) })
-		slices.SortFunc(rs, func(a, b Rollout) int { return cmp.Compare(a.RV, b.RV) })
+		slices.SortFunc(rs, func(a, b watch.Rollout) int { return cmp.Compare(a.RV, b.RV) })
 		first := 0 // the first rollout after the update
 		for i, u := range us {
 			if i > 0 && u.at.Sub(us[i-1].at) < closeGap {
@@ -137,7 +139,7 @@ func checkRandom(updates []update, rollouts []Rollout, keys []string, deadline t
 // each as u (an update) or r (a rollout), its resourceVersion and the
 // milliseconds from begin when it was sent or seen, and a rollout's trigger
 // hash if any: "u 1201 +15230 ms, r 1203 +15262 ms #Xw3vQk9a".
-func timeline(key string, updates []update, rollouts []Rollout, begin time.Time) string {
+func timeline(key string, updates []update, rollouts []watch.Rollout, begin time.Time) string {
 	type event struct {
 		what string
 		rv   uint64

@@ -17,93 +17,13 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"nudge.dev/nudge/hack/bench/cgroup"
+	"nudge.dev/nudge/hack/bench/plane"
+	"nudge.dev/nudge/hack/bench/process"
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
 	"nudge.dev/nudge/internal/shard"
 )
-
-// ShardsResult is the shards scenario (-shards N): the single controller's
-// idle figures, then N controllers over the same cluster, each with
-// --shard set to one of N ranges cut at the population namespaces' hash
-// quantiles (shard.Balanced: the bench's namespaces, bench-000, bench-001,
-// ..., differ in their last characters alone, which equal ranges split
-// unevenly), and a round of changes each rolled exactly once. With
-// -shards-only the shards start on the freshly populated cluster instead,
-// and write the first-sight baselines themselves.
-type ShardsResult struct {
-	Load Load `json:"load"`
-	// Gate says whether kube-apiserver ran with ShardedListAndWatch.
-	Gate bool `json:"gate"`
-	// ShardsOnly says the single controller did not run first
-	// (-shards-only): Single and the ratios are then zero.
-	ShardsOnly bool `json:"shards_only,omitempty"`
-	// Single is the unsharded controller, measured as the shards are: its
-	// memory over a window of -memory-window once quiet and idle, and the
-	// bytes it received from the API server until the end of its idle
-	// phase (through the benchmark's counting proxy).
-	Single ShardFigures   `json:"single"`
-	Shards []ShardFigures `json:"shards"`
-	// MaxRSSRatio is the largest shard's RSS over the single controller's,
-	// each the maximum of its window (MedianRSSRatio the same of the
-	// medians, MaxAnonRatio of the anonymous parts' maxima); MaxBytesRatio
-	// is the same of the bytes received.
-	MaxRSSRatio    float64 `json:"max_rss_ratio"`
-	MedianRSSRatio float64 `json:"median_rss_ratio"`
-	MaxAnonRatio   float64 `json:"max_anon_ratio"`
-	MaxBytesRatio  float64 `json:"max_bytes_ratio"`
-	// QuietSeconds is the time from the last shard ready until every
-	// shard's CPU was quiet (its first reconcile of every workload done).
-	QuietSeconds float64 `json:"quiet_seconds"`
-	// Workloads are the cluster's Deployments (the probe's and the
-	// fan-out's included) and Baselined those carrying the baseline
-	// annotation once the shards were ready; with -shards-only,
-	// BaselinedSeconds is the time from the first shard's start until
-	// the last of them was seen with it.
-	Workloads        int      `json:"workloads"`
-	Baselined        int      `json:"baselined"`
-	BaselinedSeconds *float64 `json:"baselined_seconds,omitempty"`
-	// StartRollouts are the rollouts of any Deployment but the probe from
-	// the first shard's start until the changes: there must be none (a
-	// first-sight baseline is a write, not a rollout).
-	StartRollouts int `json:"start_rollouts"`
-	Changes       int `json:"changes"`
-	// Late are Deployments using a changed source that did not roll within
-	// -change-timeout; Misses those that did not roll within -wait-timeout.
-	Late          int `json:"late"`
-	Misses        int `json:"misses"`
-	OtherRollouts int `json:"other_rollouts"` // a second rollout of such a Deployment, or one of another
-}
-
-// ShardFigures are one controller's figures in the shards scenario.
-type ShardFigures struct {
-	Shard      string `json:"shard,omitempty"`     // its --shard range
-	Namespaces int    `json:"namespaces"`          // population namespaces it owns
-	Workloads  int    `json:"workloads,omitempty"` // Deployments in the namespaces it owns
-	// ReadySeconds is the time from its start until its /readyz answered
-	// 200 (caches synced); BaselinedSeconds until the last workload of
-	// its namespaces carried the baseline annotation, when it wrote them
-	// (-shards-only).
-	ReadySeconds     *float64 `json:"ready_seconds,omitempty"`
-	BaselinedSeconds *float64 `json:"baselined_seconds,omitempty"`
-	// RSSMiB is the maximum of Memory's RSS samples; PeakRSSMiB the peak
-	// since start (VmHWM) at the window's end.
-	RSSMiB     float64 `json:"rss_mib"`
-	PeakRSSMiB float64 `json:"peak_rss_mib"`
-	// PeakWorkingSetMiB is the largest working set of its memory cgroup
-	// (-cgroup) sampled every 250 ms from its start to the window's end;
-	// its idle working set is Memory.WorkingSet. Nil without -cgroup.
-	PeakWorkingSetMiB *float64     `json:"peak_working_set_mib,omitempty"`
-	CPUSeconds        float64      `json:"cpu_seconds"` // from its start to the window's end
-	Memory            MemoryWindow `json:"memory"`
-	ReceivedMiB       float64      `json:"received_mib"` // from the API server, start to idle end
-}
-
-// measure sets f's memory and CPU figures from its window w and its stats
-// s at the window's end.
-func (f *ShardFigures) measure(w MemoryWindow, s ProcStats) {
-	f.Memory, f.RSSMiB, f.PeakRSSMiB, f.CPUSeconds = w, w.RSS.Max, mib(s.PeakBytes), round(s.CPUSeconds, 2)
-	if s.Cgroup != nil {
-		f.PeakWorkingSetMiB = ptr.To(mib(s.PeakWorkingSetBytes))
-	}
-}
 
 // shards samples the single controller's memory over cfg.MemoryWindow
 // once it is quiet (after its idle phase), stops it, then starts cfg.Shards
@@ -115,17 +35,17 @@ func (f *ShardFigures) measure(w MemoryWindow, s ProcStats) {
 // changed source must roll exactly once, by its shard. The ratios compare
 // the same statistic of every process's window.
 func (b *bench) shards(ctx context.Context) error {
-	res := &ShardsResult{Load: loadAvg(), Gate: b.cfg.ShardGate, ShardsOnly: b.cfg.ShardsOnly, Workloads: b.res.Population.Deployments}
+	res := &results.Shards{Load: results.LoadAvg(), Gate: b.cfg.ShardGate, ShardsOnly: b.cfg.ShardsOnly, Workloads: b.res.Population.Deployments}
 	b.res.Shards = res
 	if err := b.phase("shards"); err != nil {
 		return err
 	}
 	if !b.cfg.ShardsOnly {
-		res.Single = ShardFigures{Namespaces: b.cfg.Namespaces, ReceivedMiB: mib(b.idleReceived)}
+		res.Single = results.ShardFigures{Namespaces: b.cfg.Namespaces, ReceivedMiB: stats.MiB(b.idleReceived)}
 		if b.res.Sync != nil {
 			res.Single.ReadySeconds = b.res.Sync.ReadySeconds
 		}
-		if err := b.sampleIdle(ctx, []*Controller{b.ctrl}, []*ShardFigures{&res.Single}, false); err != nil {
+		if err := b.sampleIdle(ctx, []*process.Controller{b.ctrl}, []*results.ShardFigures{&res.Single}, false); err != nil {
 			return err
 		}
 		logf("Single controller: %v", res.Single.Memory)
@@ -143,7 +63,7 @@ func (b *bench) shards(ctx context.Context) error {
 		return err
 	}
 	owned := b.ownedWorkloads(ranges)
-	ctrls := make([]*Controller, len(ranges))
+	ctrls := make([]*process.Controller, len(ranges))
 	proxies := make([]*countingProxy, len(ranges))
 	var binaries []string // the shards' own copies of the binary (-cgroup)
 	defer func() {
@@ -174,7 +94,7 @@ func (b *bench) shards(ctx context.Context) error {
 			return err
 		}
 		cmd := b.cfg.ControllerCmd + " --shard=" + r.Name
-		var cgroup *memCgroup
+		var group *cgroup.Group
 		if b.cfg.Cgroup != "" {
 			bin := ""
 			if cmd, bin, err = ownBinary(cmd, filepath.Join(b.workDir, fmt.Sprintf("shard-%d", i))); err != nil {
@@ -184,12 +104,12 @@ func (b *bench) shards(ctx context.Context) error {
 				binaries = append(binaries, bin)
 			}
 			b.cgroups++
-			if cgroup, err = newMemCgroup(b.cfg.Cgroup, fmt.Sprintf("nudge-bench-%d-%d-shard-%d", os.Getpid(), b.cgroups, i)); err != nil {
+			if group, err = cgroup.New(b.cfg.Cgroup, fmt.Sprintf("nudge-bench-%d-%d-shard-%d", os.Getpid(), b.cgroups, i)); err != nil {
 				return err
 			}
 		}
-		if ctrls[i], err = startController(cmd, kubeconfig, filepath.Join(b.workDir, fmt.Sprintf("shard-%d.log", i)), cgroup); err != nil {
-			return errors.Join(err, cgroup.removeIfAny())
+		if ctrls[i], err = process.Start(cmd, kubeconfig, filepath.Join(b.workDir, fmt.Sprintf("shard-%d.log", i)), group); err != nil {
+			return errors.Join(err, group.RemoveIfAny())
 		}
 	}
 	// Every shard's /readyz is polled at once, so that each one's time is
@@ -201,7 +121,7 @@ func (b *bench) shards(ctx context.Context) error {
 	}
 	ready.Wait()
 	for i, c := range ctrls {
-		f := ShardFigures{Shard: ranges[i].Name, Workloads: len(owned[i])}
+		f := results.ShardFigures{Shard: ranges[i].Name, Workloads: len(owned[i])}
 		for j := range b.cfg.Namespaces {
 			if ranges[i].Owns(b.layout.Namespace(j)) {
 				f.Namespaces++
@@ -211,7 +131,7 @@ func (b *bench) shards(ctx context.Context) error {
 		if at.IsZero() {
 			return fmt.Errorf("shard %s not ready within %v: %w", ranges[i].Name, b.cfg.SyncTimeout, c.Exited())
 		}
-		f.ReadySeconds = ptrSeconds(at.Sub(c.started))
+		f.ReadySeconds = ptrSeconds(at.Sub(c.Started()))
 		res.Shards = append(res.Shards, f)
 		logf("Shard %s ready in %.1f s (%d namespaces, %d workloads)", f.Shard, *f.ReadySeconds, f.Namespaces, f.Workloads)
 	}
@@ -231,7 +151,7 @@ func (b *bench) shards(ctx context.Context) error {
 			res.BaselinedSeconds = ptrSeconds(last.Sub(start))
 			for i, c := range ctrls {
 				if _, last := b.watcher.BaselinedAt(owned[i]); !last.IsZero() {
-					res.Shards[i].BaselinedSeconds = ptrSeconds(last.Sub(c.started))
+					res.Shards[i].BaselinedSeconds = ptrSeconds(last.Sub(c.Started()))
 				}
 			}
 		}
@@ -241,10 +161,10 @@ func (b *bench) shards(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res.QuietSeconds = seconds(quiet)
+	res.QuietSeconds = stats.Seconds(quiet)
 	if m := b.monitor; m != nil {
-		for i, p := range m.procs {
-			b.res.Plane.process(p.name).StartPeakMiB = ptr.To(m.peak(i, start, time.Now()))
+		for i, p := range m.Procs {
+			b.res.Plane.Process(p.Name).StartPeakMiB = ptr.To(m.Peak(i, start, time.Now()))
 		}
 	}
 	select {
@@ -252,20 +172,20 @@ func (b *bench) shards(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	figures := make([]*ShardFigures, len(ctrls))
+	figures := make([]*results.ShardFigures, len(ctrls))
 	for i := range ctrls {
-		res.Shards[i].ReceivedMiB = mib(proxies[i].Received())
+		res.Shards[i].ReceivedMiB = stats.MiB(proxies[i].Received())
 		figures[i] = &res.Shards[i]
 	}
 	if err := b.sampleIdle(ctx, ctrls, figures, true); err != nil {
 		return err
 	}
 	if b.res.Plane != nil {
-		if live, err := apiserverLiveHeap(ctx, b.cs.CoreV1().RESTClient(), true); err != nil {
+		if live, err := plane.APIServerLiveHeap(ctx, b.cs.CoreV1().RESTClient(), true); err != nil {
 			logf("Plane: %v", err)
 		} else {
-			b.res.Plane.APIServer.LiveHeapMiB = ptr.To(mib(live))
-			logf("Plane: kube-apiserver's live heap %.1f MiB after a forced collection", mib(live))
+			b.res.Plane.APIServer.LiveHeapMiB = ptr.To(stats.MiB(live))
+			logf("Plane: kube-apiserver's live heap %.1f MiB after a forced collection", stats.MiB(live))
 		}
 	}
 	single := res.Single.Memory
@@ -277,7 +197,7 @@ func (b *bench) shards(ctx context.Context) error {
 			res.MaxBytesRatio = max(res.MaxBytesRatio, ratio(f.ReceivedMiB, res.Single.ReceivedMiB))
 		}
 		logf("Shard %s: %d namespaces, %d workloads, ready in %s s, baselined in %s s, %v (peak RSS %.1f%s), CPU %.1f s, received %.1f MiB",
-			f.Shard, f.Namespaces, f.Workloads, optSeconds(f.ReadySeconds), optSeconds(f.BaselinedSeconds), f.Memory, f.PeakRSSMiB,
+			f.Shard, f.Namespaces, f.Workloads, results.OptSeconds(f.ReadySeconds), results.OptSeconds(f.BaselinedSeconds), f.Memory, f.PeakRSSMiB,
 			optMiB(", peak working set ", f.PeakWorkingSetMiB), f.CPUSeconds, f.ReceivedMiB)
 	}
 
@@ -323,11 +243,11 @@ func (b *bench) shards(ctx context.Context) error {
 }
 
 // logBaselines logs how many of n workloads carry the baseline annotation
-// every planeLogEvery until the returned function is called.
+// every plane.LogEvery until the returned function is called.
 func (b *bench) logBaselines(n int) (stop func()) {
 	done := make(chan struct{})
 	go func() {
-		tick := time.NewTicker(planeLogEvery)
+		tick := time.NewTicker(plane.LogEvery)
 		defer tick.Stop()
 		for {
 			select {
@@ -383,7 +303,7 @@ func (b *bench) ownedWorkloads(ranges []shard.Shard) [][]string {
 // is a path; the benchmark splits command lines at spaces) into dir and
 // returns cmdline running the copy, and the copy's path; cmdline and ""
 // when the first word is no path. The copy is
-// dropped from the page cache (see dropPageCache): each shard then pays
+// dropped from the page cache (see cgroup.DropPageCache): each shard then pays
 // for its own binary's pages in its cgroup, as a pod on a node of its own
 // does, rather than the first shard to touch a page paying for every one
 // (a page cache page is charged to the first cgroup that reads it).
@@ -400,7 +320,7 @@ func ownBinary(cmdline, dir string) (string, string, error) {
 	if err := copyFile(first, copied); err != nil {
 		return "", "", fmt.Errorf("copying the controller's binary: %w", err)
 	}
-	if err := dropPageCache(copied); err != nil {
+	if err := cgroup.DropPageCache(copied); err != nil {
 		return "", "", err
 	}
 	return copied + cmdline[len(first):], copied, nil
@@ -424,22 +344,22 @@ func copyFile(from, to string) error {
 }
 
 // sampleIdle waits until every one of ctrls is quiet, samples their memory
-// (and the plane's, with plane) over cfg.MemoryWindow and sets each one's
+// (and the plane's, with withPlane) over cfg.MemoryWindow and sets each one's
 // figures (and the plane's idle windows).
-func (b *bench) sampleIdle(ctx context.Context, ctrls []*Controller, figures []*ShardFigures, plane bool) error {
+func (b *bench) sampleIdle(ctx context.Context, ctrls []*process.Controller, figures []*results.ShardFigures, withPlane bool) error {
 	if _, err := waitQuiet(ctx, ctrls, b.cfg.SyncTimeout); err != nil {
 		return err
 	}
-	procs := make([]measured, 0, len(ctrls)+len(planeProcNames))
+	procs := make([]process.Measured, 0, len(ctrls)+len(plane.ProcNames))
 	for _, c := range ctrls {
 		procs = append(procs, c)
 	}
-	if plane && b.monitor != nil {
-		for _, p := range b.monitor.procs {
+	if withPlane && b.monitor != nil {
+		for _, p := range b.monitor.Procs {
 			procs = append(procs, p)
 		}
 	}
-	windows, err := sampleMemory(ctx, procs, b.cfg.MemoryWindow)
+	windows, err := process.SampleMemory(ctx, procs, b.cfg.MemoryWindow)
 	if err != nil {
 		return err
 	}
@@ -448,12 +368,12 @@ func (b *bench) sampleIdle(ctx context.Context, ctrls []*Controller, figures []*
 		if err != nil {
 			return err
 		}
-		figures[i].measure(windows[i], s)
+		figures[i].Measure(windows[i], s)
 	}
 	for i := len(ctrls); i < len(procs); i++ {
-		p := procs[i].(planeProc)
-		b.res.Plane.process(p.name).Idle = &windows[i]
-		logf("Plane, %s: %v", p.name, windows[i])
+		p := procs[i].(plane.Proc)
+		b.res.Plane.Process(p.Name).Idle = &windows[i]
+		logf("Plane, %s: %v", p.Name, windows[i])
 	}
 	return nil
 }
@@ -471,13 +391,13 @@ func ratio(a, b float64) float64 {
 	if b == 0 {
 		return 0
 	}
-	return round(a/b, 3)
+	return stats.Round(a/b, 3)
 }
 
 // waitQuiet returns once every controller of ctrls used less than 50 ms of
 // CPU in a second, with the time that took; an error after timeout or when
 // one exits.
-func waitQuiet(ctx context.Context, ctrls []*Controller, timeout time.Duration) (time.Duration, error) {
+func waitQuiet(ctx context.Context, ctrls []*process.Controller, timeout time.Duration) (time.Duration, error) {
 	start := time.Now()
 	for time.Since(start) < timeout {
 		before := make([]float64, len(ctrls))

@@ -5,6 +5,10 @@ import (
 	"fmt"
 	"sort"
 	"time"
+
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
+	"nudge.dev/nudge/hack/bench/watch"
 )
 
 // latency changes cfg.Latency sources one after another, each used by one
@@ -13,7 +17,7 @@ import (
 // of Deployment i of its range, so that both kinds are changed in each of
 // the four ways.
 func (b *bench) latency(ctx context.Context) error {
-	res := &LatencyResult{Load: loadAvg(), Changes: b.cfg.Latency}
+	res := &results.Latency{Load: results.LoadAvg(), Changes: b.cfg.Latency}
 	b.res.Latency = res
 	if err := b.phase("latency"); err != nil {
 		return err
@@ -29,10 +33,10 @@ func (b *bench) latency(ctx context.Context) error {
 		return err
 	}
 	res.OtherRollouts = unexpected(b.rollouts(begin, time.Now()), c.expected)
-	res.Latency, res.PatchRTT = distribution(c.lats), distribution(c.rtts)
-	res.ByWay = map[string]Distribution{}
+	res.Latency, res.PatchRTT = stats.NewDistribution(c.lats), stats.NewDistribution(c.rtts)
+	res.ByWay = map[string]stats.Distribution{}
 	for way, ds := range c.byWay {
-		res.ByWay[way] = distribution(ds)
+		res.ByWay[way] = stats.NewDistribution(ds)
 	}
 	logf("Latency: p50 %.1f ms, p90 %.1f ms, p99 %.1f ms, max %.1f ms, %d misses, %d other rollouts",
 		res.Latency.P50, res.Latency.P90, res.Latency.P99, res.Latency.Max, res.Misses, res.OtherRollouts)
@@ -93,7 +97,7 @@ func (c singleChanges) slowest(n int) []string {
 	sort.SliceStable(idx, func(a, b int) bool { return c.lats[idx[a]] > c.lats[idx[b]] })
 	var out []string
 	for _, i := range idx[:min(n, len(idx))] {
-		out = append(out, fmt.Sprintf("%.1f ms at %s (#%d)", ms(c.lats[i]), clock(c.sent[i].UTC()), i))
+		out = append(out, fmt.Sprintf("%.1f ms at %s (#%d)", stats.MS(c.lats[i]), clock(c.sent[i].UTC()), i))
 	}
 	return out
 }
@@ -102,7 +106,7 @@ func (c singleChanges) slowest(n int) []string {
 // turn), each used by one Deployment, and counts the rollouts that follow,
 // waiting cfg.Settle after the last: there must be none.
 func (b *bench) noop(ctx context.Context) error {
-	res := &NoOpResult{Load: loadAvg(), Changes: b.cfg.NoOp}
+	res := &results.NoOp{Load: results.LoadAvg(), Changes: b.cfg.NoOp}
 	b.res.NoOp = res
 	if err := b.phase("noop"); err != nil {
 		return err
@@ -126,7 +130,7 @@ func (b *bench) noop(ctx context.Context) error {
 // cfg.CoalesceGap apart, then waits the controller's rollout window and
 // cfg.Settle, and counts that Deployment's rollouts.
 func (b *bench) coalesce(ctx context.Context) error {
-	res := &CoalesceResult{Load: loadAvg(), Changes: b.cfg.Coalesce, GapMS: ms(b.cfg.CoalesceGap)}
+	res := &results.Coalesce{Load: results.LoadAvg(), Changes: b.cfg.Coalesce, GapMS: stats.MS(b.cfg.CoalesceGap)}
 	b.res.Coalesce = res
 	if err := b.phase("coalesce"); err != nil {
 		return err
@@ -147,7 +151,7 @@ func (b *bench) coalesce(ctx context.Context) error {
 	for _, r := range b.rollouts(begin, time.Now()) {
 		if r.Key == key {
 			res.Rollouts++
-			res.RolloutSeconds = append(res.RolloutSeconds, seconds(r.At.Sub(begin)))
+			res.RolloutSeconds = append(res.RolloutSeconds, stats.Seconds(r.At.Sub(begin)))
 		} else {
 			res.OtherRollouts++
 		}
@@ -175,7 +179,7 @@ func (b *bench) settle(ctx context.Context, d time.Duration) error {
 // unexpected counts the rollouts beyond one of each expected Deployment
 // (several changes to sources of one Deployment count once: the scenarios
 // never change one Deployment's sources twice, but the coalescing one).
-func unexpected(rollouts []Rollout, expected map[string]bool) int {
+func unexpected(rollouts []watch.Rollout, expected map[string]bool) int {
 	seen := map[string]bool{}
 	n := 0
 	for _, r := range rollouts {

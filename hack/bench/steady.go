@@ -2,40 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"time"
-)
 
-// SteadyResult is a steady stream of changes, Rate a second for Seconds,
-// spread over Sources sources each used by one Deployment, so that each
-// Deployment's source changes every Sources/Rate seconds. With Restart, the
-// controller is killed (SIGKILL) halfway and started again at once.
-type SteadyResult struct {
-	Load    Load    `json:"load"`
-	Rate    float64 `json:"rate"`
-	Sources int     `json:"sources"`
-	Seconds float64 `json:"seconds"`
-	Restart bool    `json:"restart"`
-	Changes int     `json:"changes"`
-	// Latency is from each change sent to its Deployment's next pod-template
-	// change, of the changes that rolled before the next change of the same
-	// source was sent.
-	Latency Distribution `json:"latency"`
-	// Missed changes did not roll before the next change of their source
-	// (or, for the last, within -change-timeout); Doubled counts the
-	// rollouts beyond one per change.
-	Missed  int `json:"missed"`
-	Doubled int `json:"doubled"`
-	// GapSeconds is the longest time with no rollout of the stream's
-	// Deployments, from the first change sent to the last rollout.
-	GapSeconds float64 `json:"gap_seconds"`
-	// CPUPerUpdate and RequestsPerUpdate are the controller's CPU
-	// milliseconds and API requests during the scenario, per change.
-	CPUPerUpdate      float64 `json:"cpu_ms_per_update"`
-	RequestsPerUpdate float64 `json:"requests_per_update"`
-	lats              []time.Duration
-}
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
+	"nudge.dev/nudge/hack/bench/watch"
+)
 
 // sent is one change the stream made.
 type sent struct {
@@ -46,7 +19,7 @@ type sent struct {
 // steady runs the steady stream (cfg.SteadyRate changes a second over
 // cfg.SteadySources sources for cfg.SteadyFor), the steady-restart one
 // killing and restarting the controller halfway, as a phase of its own.
-func (b *bench) steady(ctx context.Context, restart bool) (*SteadyResult, error) {
+func (b *bench) steady(ctx context.Context, restart bool) (*results.Steady, error) {
 	name := "steady"
 	if restart {
 		name = "steady-restart"
@@ -77,8 +50,8 @@ func (b *bench) steady(ctx context.Context, restart bool) (*SteadyResult, error)
 // starting again the running controller halfway, and matches its rollouts
 // to its changes. CPUPerUpdate and RequestsPerUpdate are left to the
 // caller.
-func (b *bench) stream(ctx context.Context, d time.Duration, restart bool) (*SteadyResult, error) {
-	res := &SteadyResult{Load: loadAvg(), Rate: b.cfg.SteadyRate, Sources: b.cfg.SteadySources,
+func (b *bench) stream(ctx context.Context, d time.Duration, restart bool) (*results.Steady, error) {
+	res := &results.Steady{Load: results.LoadAvg(), Rate: b.cfg.SteadyRate, Sources: b.cfg.SteadySources,
 		Seconds: d.Seconds(), Restart: restart}
 	ids := b.alloc.take(b.cfg.SteadySources)
 	period := time.Duration(float64(time.Second) / b.cfg.SteadyRate)
@@ -114,9 +87,9 @@ func (b *bench) stream(ctx context.Context, d time.Duration, restart bool) (*Ste
 	}
 	res.Changes = len(changes)
 	lats, missed, doubled := matchChanges(changes, b.rollouts(begin, time.Now()), b.cfg.ChangeTimeout)
-	res.Latency, res.Missed, res.Doubled = distribution(lats), missed, doubled
-	res.lats = lats
-	res.GapSeconds = seconds(longestGap(begin, b.rollouts(begin, time.Now()), keys))
+	res.Latency, res.Missed, res.Doubled = stats.NewDistribution(lats), missed, doubled
+	res.Samples = lats
+	res.GapSeconds = stats.Seconds(longestGap(begin, b.rollouts(begin, time.Now()), keys))
 	return res, nil
 }
 
@@ -125,7 +98,7 @@ func (b *bench) stream(ctx context.Context, d time.Duration, restart bool) (*Ste
 // timeout, for the last): its latency; a change with none is missed.
 // Rollouts of those Deployments matched to no change are doubled. Both
 // lists are in time order.
-func matchChanges(changes []sent, rollouts []Rollout, timeout time.Duration) (lats []time.Duration, missed, doubled int) {
+func matchChanges(changes []sent, rollouts []watch.Rollout, timeout time.Duration) (lats []time.Duration, missed, doubled int) {
 	byKey := map[string][]time.Time{}
 	for _, r := range rollouts {
 		byKey[r.Key] = append(byKey[r.Key], r.At)
@@ -159,7 +132,7 @@ func matchChanges(changes []sent, rollouts []Rollout, timeout time.Duration) (la
 
 // longestGap returns the longest time from begin with no rollout of keys,
 // up to the last of them.
-func longestGap(begin time.Time, rollouts []Rollout, keys []string) time.Duration {
+func longestGap(begin time.Time, rollouts []watch.Rollout, keys []string) time.Duration {
 	last, gap := begin, time.Duration(0)
 	for _, r := range rollouts {
 		if !slices.Contains(keys, r.Key) {
@@ -178,8 +151,8 @@ func (b *bench) perUpdate(n int, cpuMS, requests *float64) error {
 		return err
 	}
 	p := b.phases[len(b.phases)-1]
-	*cpuMS = round(p.CPUSeconds*1000/float64(n), 2)
-	*requests = round(float64(p.Requests.Total())/float64(n), 3)
+	*cpuMS = stats.Round(p.CPUSeconds*1000/float64(n), 2)
+	*requests = stats.Round(float64(p.Requests.Total())/float64(n), 3)
 	return nil
 }
 
@@ -195,9 +168,4 @@ func (b *bench) killController() error {
 		b.res.Process = processResult(s)
 	}
 	return b.ctrl.Kill()
-}
-
-// String says what the stream was.
-func (s *SteadyResult) String() string {
-	return fmt.Sprintf("%.0f changes/s over %d sources for %.0f s", s.Rate, s.Sources, s.Seconds)
 }

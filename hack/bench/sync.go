@@ -6,6 +6,9 @@ import (
 	"time"
 
 	"k8s.io/utils/ptr"
+
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
 )
 
 // probeInterval is how often the probe ConfigMap changes until the controller
@@ -17,7 +20,7 @@ const probeInterval = 250 * time.Millisecond
 // once its caches have synced) and, when the controller writes a baseline
 // annotation at first sight, until every workload carries it.
 func (b *bench) sync(ctx context.Context) error {
-	res := &SyncResult{Load: loadAvg(), Workloads: b.res.Population.Deployments}
+	res := &results.Sync{Load: results.LoadAvg(), Workloads: b.res.Population.Deployments}
 	b.res.Sync = res
 	if err := b.phase("sync"); err != nil {
 		return err
@@ -25,7 +28,7 @@ func (b *bench) sync(ctx context.Context) error {
 	if err := b.startController(); err != nil {
 		return err
 	}
-	start := b.ctrl.started
+	start := b.ctrl.Started()
 	deadline := start.Add(b.cfg.SyncTimeout)
 	ready := make(chan time.Time, 1)
 	go func() { ready <- b.ctrl.WaitReady(ctx, b.cfg.SyncTimeout) }()
@@ -88,7 +91,7 @@ func (b *bench) probe(ctx context.Context, deadline time.Time) (time.Time, error
 // idle leaves the synced controller alone for cfg.Idle and takes its memory
 // and CPU; it also counts the rollouts since its start (there must be none).
 func (b *bench) idle(ctx context.Context) error {
-	res := &IdleResult{Load: loadAvg()}
+	res := &results.Idle{Load: results.LoadAvg()}
 	b.res.Idle = res
 	if err := b.phase("idle"); err != nil {
 		return err
@@ -106,14 +109,14 @@ func (b *bench) idle(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	res.Seconds = seconds(after.At.Sub(before.At))
-	res.RSSMiB, res.AnonRSSMiB, res.PeakRSSMiB = mib(after.RSSBytes), mib(after.AnonBytes), mib(after.PeakBytes)
-	res.CPUSeconds = round(after.CPUSeconds, 2)
-	res.IdleCPUSeconds = round(after.CPUSeconds-before.CPUSeconds, 2)
+	res.Seconds = stats.Seconds(after.At.Sub(before.At))
+	res.RSSMiB, res.AnonRSSMiB, res.PeakRSSMiB = stats.MiB(after.RSSBytes), stats.MiB(after.AnonBytes), stats.MiB(after.PeakBytes)
+	res.CPUSeconds = stats.Round(after.CPUSeconds, 2)
+	res.IdleCPUSeconds = stats.Round(after.CPUSeconds-before.CPUSeconds, 2)
 	res.Threads = after.Threads
 	if m := after.Cgroup; m != nil {
-		res.WorkingSetMiB, res.ActiveFileMiB = ptr.To(mib(m.WorkingSet())), ptr.To(mib(m.ActiveFile))
-		res.PeakWorkingSetMiB = ptr.To(mib(after.PeakWorkingSetBytes))
+		res.WorkingSetMiB, res.ActiveFileMiB = ptr.To(stats.MiB(m.WorkingSet())), ptr.To(stats.MiB(m.ActiveFile))
+		res.PeakWorkingSetMiB = ptr.To(stats.MiB(after.PeakWorkingSetBytes))
 		logf("Idle: working set %.1f MiB (%.1f of it active file pages), peak %.1f MiB, RssAnon %.1f MiB",
 			*res.WorkingSetMiB, *res.ActiveFileMiB, *res.PeakWorkingSetMiB, res.AnonRSSMiB)
 	}
@@ -121,7 +124,7 @@ func (b *bench) idle(ctx context.Context) error {
 	// The same in text, with the runtime's memory statistics at its end
 	// (HeapInuse, HeapIdle, HeapReleased, StackInuse, ...).
 	b.prof().fetch(ctx, "/heap?debug=1", "heap-idle.txt", 0)
-	b.res.Sync.FirstStartRollouts = len(b.rollouts(b.ctrl.started, time.Now()))
+	b.res.Sync.FirstStartRollouts = len(b.rollouts(b.ctrl.Started(), time.Now()))
 	logf("Idle: RSS %.1f MiB, peak %.1f MiB, CPU %.2f s (%.2f s idle), %d rollouts since start",
 		res.RSSMiB, res.PeakRSSMiB, res.CPUSeconds, res.IdleCPUSeconds, b.res.Sync.FirstStartRollouts)
 	return nil

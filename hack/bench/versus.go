@@ -11,6 +11,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
+
+	"nudge.dev/nudge/hack/bench/audit"
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
 )
 
 // The floor scenario measures the controller under test against the floor
@@ -22,95 +26,10 @@ import (
 // even rounds), so that a slow stretch of the shared machine falls on both;
 // only one of them runs at a time.
 
-// applyFloorWorkers is the applier's concurrency, as hack/bench/applyfloor's
-// default.
-const applyFloorWorkers = 64
-
-// VersusResult is the floor scenario: each side's figures, one per round
-// (latencies pooled over the rounds), and the ratios of the controller's
-// medians to the floor's.
-type VersusResult struct {
-	Rounds   int    `json:"rounds"`
-	FloorCmd string `json:"floor_cmd"`
-	// Workloads: the rollouts of each turn's fan-out, burst and sequential
-	// changes, by which their CPU and requests are divided.
-	Workloads  VersusWorkloads `json:"workloads"`
-	Controller VersusSide      `json:"controller"`
-	Floor      VersusSide      `json:"floor"`
-	Ratios     []Ratio         `json:"ratios"`
-}
-
-// VersusSide is one side's figures: seconds until every workload rolled (or
-// every Harbor held the value), one per round; nil entries are rounds with a
-// miss.
-type VersusSide struct {
-	FanOutSeconds []*float64   `json:"fanout_seconds"`
-	BurstSeconds  []*float64   `json:"burst_seconds"`
-	Latency       Distribution `json:"latency"` // every round's changes
-	// LatencyRounds: each round's changes alone.
-	LatencyRounds []Distribution `json:"latency_rounds"`
-	// FanOutCPU, BurstCPU, LatencyCPU: the controller's CPU seconds for
-	// each round's figure, its Events included (until the quiet after
-	// it); the floor's value-binding fan-out runs in the benchmark.
-	FanOutCPU  []*float64 `json:"fanout_cpu_seconds"`
-	BurstCPU   []*float64 `json:"burst_cpu_seconds"`
-	LatencyCPU []*float64 `json:"latency_cpu_seconds"`
-	// FanOutRequests, BurstRequests, LatencyRequests: the controller's API
-	// requests (audit log) per rollout of each round's figure, over the
-	// same time as its CPU.
-	FanOutRequests       []*float64 `json:"fanout_requests_per_rollout"`
-	BurstRequests        []*float64 `json:"burst_requests_per_rollout"`
-	LatencyRequests      []*float64 `json:"latency_requests_per_rollout"`
-	LatencyMisses        int        `json:"latency_misses"`
-	BindingFanOutSeconds []*float64 `json:"binding_fanout_seconds,omitempty"`
-	// BindingStatusSeconds: the controller's only, from the change until
-	// every binding's status recorded it.
-	BindingStatusSeconds []*float64 `json:"binding_status_seconds,omitempty"`
-	// The steady streams (-floor-stream-for): change → rollout of every
-	// round's steady stream pooled, and of each alone; the longest time
-	// with no rollout of the stream killed and restarted halfway; the
-	// steady stream's CPU milliseconds and API requests per change, its
-	// Events included; missed and doubled changes of all rounds.
-	Steady                  Distribution   `json:"steady,omitempty"`
-	SteadyRounds            []Distribution `json:"steady_rounds,omitempty"`
-	RestartGapSeconds       []*float64     `json:"restart_gap_seconds,omitempty"`
-	SteadyCPUPerUpdate      []*float64     `json:"steady_cpu_ms_per_update,omitempty"`
-	SteadyRequestsPerUpdate []*float64     `json:"steady_requests_per_update,omitempty"`
-	SteadyMissed            int            `json:"steady_missed"`
-	SteadyDoubled           int            `json:"steady_doubled"`
-	RestartMissed           int            `json:"restart_missed"`
-	RestartDoubled          int            `json:"restart_doubled"`
-	latencies               []time.Duration
-	steadyLatencies         []time.Duration
-}
-
-// VersusWorkloads are the rollouts of one turn's figures.
-type VersusWorkloads struct {
-	FanOut  int `json:"fanout"`
-	Burst   int `json:"burst"`
-	Latency int `json:"latency"`
-}
-
-// Ratio is one figure of the controller over the same of the floor.
-type Ratio struct {
-	Figure     string  `json:"figure"`
-	Controller float64 `json:"controller"` // median over the rounds, or the pooled percentile
-	Floor      float64 `json:"floor"`
-	Unit       string  `json:"unit"`
-	// Ratio is the median of the rounds' own ratios (see versusRatios);
-	// Low and High the lowest and highest of them.
-	Ratio  float64  `json:"ratio"`
-	Low    float64  `json:"low"`
-	High   float64  `json:"high"`
-	Rounds []string `json:"rounds"`           // each round's ratio
-	Pooled float64  `json:"pooled,omitempty"` // latency: the ratio of the percentiles of every round's changes pooled
-	Target float64  `json:"target"`           // the largest ratio the issue accepts
-}
-
 // versus runs the floor scenario.
 func (b *bench) versus(ctx context.Context) error {
-	res := &VersusResult{Rounds: b.cfg.FloorRounds, FloorCmd: b.cfg.FloorCmd,
-		Workloads: VersusWorkloads{FanOut: b.cfg.FanOut, Burst: b.cfg.Burst, Latency: b.cfg.FloorLatency}}
+	res := &results.Versus{Rounds: b.cfg.FloorRounds, FloorCmd: b.cfg.FloorCmd,
+		Workloads: results.VersusWorkloads{FanOut: b.cfg.FanOut, Burst: b.cfg.Burst, Latency: b.cfg.FloorLatency}}
 	b.res.Versus = res
 	if b.res.Process == nil { // the end figures are the controller's, not the floor's
 		s, err := b.ctrl.Stats()
@@ -157,9 +76,9 @@ func (b *bench) versus(ctx context.Context) error {
 	if err := b.endPhase(); err != nil {
 		return err
 	}
-	for _, s := range []*VersusSide{&res.Controller, &res.Floor} {
-		s.Latency = distribution(s.latencies)
-		s.Steady = distribution(s.steadyLatencies)
+	for _, s := range []*results.VersusSide{&res.Controller, &res.Floor} {
+		s.Latency = stats.NewDistribution(s.LatencySamples)
+		s.Steady = stats.NewDistribution(s.SteadySamples)
 	}
 	res.Ratios = versusRatios(res)
 	for _, r := range res.Ratios {
@@ -189,7 +108,7 @@ const versusQuiet = 2 * time.Second
 // the recorder's pace once the rollouts pause) are that figure's cost,
 // counted in the phase's requests, not the next figure's. Both sides wait
 // alike.
-func (b *bench) versusTurn(ctx context.Context, side *VersusSide, round int, floor bool, harbors, floorHarbors []string) error {
+func (b *bench) versusTurn(ctx context.Context, side *results.VersusSide, round int, floor bool, harbors, floorHarbors []string) error {
 	quiet := func() error {
 		_, err := b.eventsQuiet(ctx, versusQuiet, b.cfg.WaitTimeout)
 		return err
@@ -200,7 +119,7 @@ func (b *bench) versusTurn(ctx context.Context, side *VersusSide, round int, flo
 		return err
 	}
 	from, start := time.Now(), b.cpu()
-	fan := &ManyResult{Load: loadAvg(), Changes: 1, Workloads: b.cfg.FanOut}
+	fan := &results.Many{Load: results.LoadAvg(), Changes: 1, Workloads: b.cfg.FanOut}
 	if err := b.changeFanOut(ctx, fan); err != nil {
 		return err
 	}
@@ -213,7 +132,7 @@ func (b *bench) versusTurn(ctx context.Context, side *VersusSide, round int, flo
 		return err
 	}
 	from, start = time.Now(), b.cpu()
-	burst := &ManyResult{Load: loadAvg(), Changes: b.cfg.Burst}
+	burst := &results.Many{Load: results.LoadAvg(), Changes: b.cfg.Burst}
 	if err := b.changeBurst(ctx, burst); err != nil {
 		return err
 	}
@@ -237,8 +156,8 @@ func (b *bench) versusTurn(ctx context.Context, side *VersusSide, round int, flo
 	if err := b.requestsSince(from, b.cfg.FloorLatency, &side.LatencyRequests); err != nil {
 		return err
 	}
-	side.latencies = append(side.latencies, c.lats...)
-	side.LatencyRounds = append(side.LatencyRounds, distribution(c.lats))
+	side.LatencySamples = append(side.LatencySamples, c.lats...)
+	side.LatencyRounds = append(side.LatencyRounds, stats.NewDistribution(c.lats))
 	logf("Versus: slowest changes of the turn: %s", strings.Join(c.slowest(5), ", "))
 	side.LatencyMisses += c.misses
 	if harbors != nil {
@@ -255,9 +174,9 @@ func (b *bench) versusTurn(ctx context.Context, side *VersusSide, round int, flo
 // versusBindings measures one side's value-binding fan-out: the
 // controller's, through the shared Secret bound into harbors, or the apply
 // floor's, applying the value to floorHarbors.
-func (b *bench) versusBindings(ctx context.Context, side *VersusSide, round int, floor bool, harbors, floorHarbors []string) error {
+func (b *bench) versusBindings(ctx context.Context, side *results.VersusSide, round int, floor bool, harbors, floorHarbors []string) error {
 	value := fmt.Sprintf("AKIAVERSUS%02d%s", round, map[bool]string{true: "FLOOR", false: "CTRL"}[floor])
-	f := &ManyResult{Changes: 1, Workloads: len(harbors)}
+	f := &results.Many{Changes: 1, Workloads: len(harbors)}
 	if floor {
 		sent := time.Now()
 		if err := b.applyFloor(ctx, floorHarbors, value); err != nil {
@@ -265,7 +184,7 @@ func (b *bench) versusBindings(ctx context.Context, side *VersusSide, round int,
 		}
 		seen, missing := b.harbors.wait(ctx, floorHarbors, value, sent, b.cfg.WaitTimeout)
 		fill(f, seen, missing, sent)
-		logf("Apply floor: %d of %d Harbors updated, last %s s after the first apply", f.Rolled, len(floorHarbors), optSeconds(f.LastSeconds))
+		logf("Apply floor: %d of %d Harbors updated, last %s s after the first apply", f.Rolled, len(floorHarbors), results.OptSeconds(f.LastSeconds))
 		side.BindingFanOutSeconds = append(side.BindingFanOutSeconds, f.AllSeconds)
 		return nil
 	}
@@ -288,7 +207,7 @@ func (b *bench) versusBindings(ctx context.Context, side *VersusSide, round int,
 // killed (SIGKILL) and restarted halfway, each cfg.FloorStreamFor long,
 // after the controller's Events went quiet. The steady stream's CPU and
 // requests per change are counted until its Events went quiet again.
-func (b *bench) versusStreams(ctx context.Context, side *VersusSide) error {
+func (b *bench) versusStreams(ctx context.Context, side *results.VersusSide) error {
 	if _, err := b.eventsQuiet(ctx, versusQuiet, b.cfg.WaitTimeout); err != nil {
 		return err
 	}
@@ -303,11 +222,11 @@ func (b *bench) versusStreams(ctx context.Context, side *VersusSide) error {
 	if err := b.audit.Read(); err != nil {
 		return err
 	}
-	perUpdate := func(v float64) *float64 { return ptr.To(round(v/float64(s.Changes), 3)) }
+	perUpdate := func(v float64) *float64 { return ptr.To(stats.Round(v/float64(s.Changes), 3)) }
 	side.SteadyCPUPerUpdate = append(side.SteadyCPUPerUpdate, perUpdate((b.cpu()-cpu)*1000))
-	side.SteadyRequestsPerUpdate = append(side.SteadyRequestsPerUpdate, perUpdate(float64(countRequests(b.audit.Between(from, time.Now())).Total())))
+	side.SteadyRequestsPerUpdate = append(side.SteadyRequestsPerUpdate, perUpdate(float64(audit.Count(b.audit.Between(from, time.Now())).Total())))
 	side.SteadyRounds = append(side.SteadyRounds, s.Latency)
-	side.steadyLatencies = append(side.steadyLatencies, s.lats...)
+	side.SteadySamples = append(side.SteadySamples, s.Samples...)
 	side.SteadyMissed += s.Missed
 	side.SteadyDoubled += s.Doubled
 	r, err := b.stream(ctx, b.cfg.FloorStreamFor, true)
@@ -328,8 +247,8 @@ func (b *bench) requestsSince(from time.Time, rollouts int, to *[]*float64) erro
 	if err := b.audit.Read(); err != nil {
 		return err
 	}
-	n := countRequests(b.audit.Between(from, time.Now())).Total()
-	*to = append(*to, ptr.To(round(float64(n)/float64(max(rollouts, 1)), 3)))
+	n := audit.Count(b.audit.Between(from, time.Now())).Total()
+	*to = append(*to, ptr.To(stats.Round(float64(n)/float64(max(rollouts, 1)), 3)))
 	return nil
 }
 
@@ -348,7 +267,7 @@ func perRollout(vs []*float64, rollouts int) []*float64 {
 // cpuSince returns the controllers' CPU seconds since b.cpu() returned
 // start.
 func (b *bench) cpuSince(start float64) *float64 {
-	return ptr.To(round(b.cpu()-start, 3))
+	return ptr.To(stats.Round(b.cpu()-start, 3))
 }
 
 // turnTo makes the floor (or the controller under test) the one running:
@@ -393,7 +312,7 @@ func (b *bench) turnTo(ctx context.Context, floor bool) error {
 			return err
 		}
 	}
-	logf("Versus: %s running (started %.1f s ago)", strings.Fields(cmd)[0], time.Since(c.started).Seconds())
+	logf("Versus: %s running (started %.1f s ago)", strings.Fields(cmd)[0], time.Since(c.Started()).Seconds())
 	return nil
 }
 
@@ -413,13 +332,13 @@ func (b *bench) rolloutsQuiet(ctx context.Context, quiet, timeout time.Duration)
 }
 
 // applyFloor server-side applies value to the bound field of every Harbor
-// of names from applyFloorWorkers goroutines, with no cache, status or
+// of names from results.ApplyFloorWorkers goroutines, with no cache, status or
 // Event: hack/bench/applyfloor's fan-out, on the benchmark's plane and
 // client.
 func (b *bench) applyFloor(ctx context.Context, names []string, value string) error {
 	harbors := b.dyn.Resource(harborGVR).Namespace(bindingNamespace)
 	var g errgroup.Group
-	g.SetLimit(applyFloorWorkers)
+	g.SetLimit(results.ApplyFloorWorkers)
 	for _, name := range names {
 		g.Go(func() error {
 			u := &unstructured.Unstructured{Object: map[string]any{
@@ -448,13 +367,13 @@ func applyFloorHarbor(i int) string { return fmt.Sprintf("h-a-%04d", i) }
 // rounds where it hit one turn only. For the latency the per-round ratio is
 // that of the turn's own percentile; the pooled percentiles of every round
 // are kept beside it.
-func versusRatios(res *VersusResult) []Ratio {
-	var out []Ratio
+func versusRatios(res *results.Versus) []results.Ratio {
+	var out []results.Ratio
 	add := func(figure, unit string, c, f []*float64, pooledC, pooledF float64, target float64) {
 		if len(c) == 0 || len(f) == 0 {
 			return
 		}
-		r := Ratio{Figure: figure, Unit: unit, Target: target}
+		r := results.Ratio{Figure: figure, Unit: unit, Target: target}
 		per := make([]*float64, 0, min(len(c), len(f)))
 		for i := range min(len(c), len(f)) {
 			if c[i] == nil || f[i] == nil {
@@ -471,10 +390,10 @@ func versusRatios(res *VersusResult) []Ratio {
 			out = append(out, r)
 			return
 		}
-		r.Ratio = round(mr, 2)
+		r.Ratio = stats.Round(mr, 2)
 		r.Low, r.High = spread(per)
 		if pooledC > 0 && pooledF > 0 {
-			r.Controller, r.Floor, r.Pooled = pooledC, pooledF, round(pooledC/pooledF, 2)
+			r.Controller, r.Floor, r.Pooled = pooledC, pooledF, stats.Round(pooledC/pooledF, 2)
 		} else {
 			r.Controller, _ = median(c)
 			r.Floor, _ = median(f)
@@ -484,7 +403,7 @@ func versusRatios(res *VersusResult) []Ratio {
 	c, f := res.Controller, res.Floor
 	add("fan-out (all rolled)", "s", c.FanOutSeconds, f.FanOutSeconds, 0, 0, 1.1)
 	add("burst (all rolled)", "s", c.BurstSeconds, f.BurstSeconds, 0, 0, 1.1)
-	pct := func(ds []Distribution, p func(Distribution) float64) []*float64 {
+	pct := func(ds []stats.Distribution, p func(stats.Distribution) float64) []*float64 {
 		vs := make([]*float64, len(ds))
 		for i, d := range ds {
 			if v := p(d); d.N > 0 && v > 0 {
@@ -493,8 +412,8 @@ func versusRatios(res *VersusResult) []Ratio {
 		}
 		return vs
 	}
-	p50 := func(d Distribution) float64 { return d.P50 }
-	p99 := func(d Distribution) float64 { return d.P99 }
+	p50 := func(d stats.Distribution) float64 { return d.P50 }
+	p99 := func(d stats.Distribution) float64 { return d.P99 }
 	if c.Latency.N > 0 && f.Latency.N > 0 {
 		add("change → pod template p50", "ms", pct(c.LatencyRounds, p50), pct(f.LatencyRounds, p50), c.Latency.P50, f.Latency.P50, 1.1)
 		add("change → pod template p99", "ms", pct(c.LatencyRounds, p99), pct(f.LatencyRounds, p99), c.Latency.P99, f.Latency.P99, 1.1)
@@ -562,36 +481,5 @@ func spread(vs []*float64) (low, high float64) {
 			high = *v
 		}
 	}
-	return round(low, 2), round(high, 2)
-}
-
-// versusMarkdown renders the floor scenario.
-func versusMarkdown(v *VersusResult, controller string) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, "\nAgainst the floor, same run: %d rounds, turns in the order ABBA, one controller running at a time; floor `%s`, and an in-process server-side applier of the bound field (%d workers) for the value-binding fan-out. The ratio is the median of the rounds' own ratios (each round's %s turn over its floor turn); the two sides' columns are medians over the rounds, for the latency the percentiles of every round's changes pooled (their ratio in brackets):\n\n", v.Rounds, v.FloorCmd, applyFloorWorkers, controller)
-	fmt.Fprintf(&b, "| figure | %s | floor | ratio | lowest–highest | each round | target | met |\n|---|---|---|---|---|---|---|---|\n", controller)
-	for _, r := range v.Ratios {
-		ok := r.Ratio > 0 && r.Ratio <= r.Target
-		target, verdict := fmt.Sprintf("≤ %.2f ×", r.Target), met(&ok)
-		if r.Target == 0 {
-			target, verdict = "reported", ""
-		}
-		pooled := ""
-		if r.Pooled > 0 {
-			pooled = fmt.Sprintf(" (%.2f ×)", r.Pooled)
-		}
-		fmt.Fprintf(&b, "| %s | %.3f %s | %.3f %s%s | %.2f × | %.2f–%.2f | %s | %s | %s |\n", r.Figure, r.Controller, r.Unit, r.Floor, r.Unit, pooled, r.Ratio, r.Low, r.High, strings.Join(r.Rounds, ", "), target, verdict)
-	}
-	if c, f := v.Controller, v.Floor; len(c.RestartGapSeconds) > 0 {
-		fmt.Fprintf(&b, "\nThe steady streams of every round: missed / doubled changes, %s %d / %d, floor %d / %d; killed and restarted halfway: %s %d / %d, floor %d / %d.\n",
-			controller, c.SteadyMissed, c.SteadyDoubled, f.SteadyMissed, f.SteadyDoubled, controller, c.RestartMissed, c.RestartDoubled, f.RestartMissed, f.RestartDoubled)
-	}
-	if s := v.Controller.BindingStatusSeconds; len(s) > 0 {
-		var parts []string
-		for _, x := range s {
-			parts = append(parts, optSeconds(x))
-		}
-		fmt.Fprintf(&b, "\nEvery binding's status recorded after the value-binding fan-out's change (%s): %s s.\n", controller, strings.Join(parts, ", "))
-	}
-	return b.String()
+	return stats.Round(low, 2), stats.Round(high, 2)
 }

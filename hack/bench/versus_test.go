@@ -4,6 +4,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"nudge.dev/nudge/hack/bench/results"
+	"nudge.dev/nudge/hack/bench/stats"
 )
 
 func ptrs(vs ...float64) []*float64 {
@@ -20,35 +23,35 @@ func ptrs(vs ...float64) []*float64 {
 func TestVersusRatios(t *testing.T) {
 	tests := map[string]struct {
 		controller, floor []*float64
-		want              Ratio // Figure, Unit and Target not compared
+		want              results.Ratio // Figure, Unit and Target not compared
 	}{
 		"one slow controller turn does not move the median": {
 			controller: ptrs(1.0, 1.0, 5.0, 1.0, 1.0),
 			floor:      ptrs(1.0, 1.0, 1.0, 1.0, 1.0),
-			want:       Ratio{Controller: 1.0, Floor: 1.0, Ratio: 1.0, Low: 1.0, High: 5.0, Rounds: []string{"1.00", "1.00", "5.00", "1.00", "1.00"}},
+			want:       results.Ratio{Controller: 1.0, Floor: 1.0, Ratio: 1.0, Low: 1.0, High: 5.0, Rounds: []string{"1.00", "1.00", "5.00", "1.00", "1.00"}},
 		},
 		"a slow stretch over both turns of a round cancels": {
 			// The ratio of medians would be 2.1 / 1.1 = 1.91.
 			controller: ptrs(1.2, 2.4, 2.1, 1.1),
 			floor:      ptrs(1.0, 2.0, 1.0, 1.0),
-			want:       Ratio{Controller: 1.65, Floor: 1.0, Ratio: 1.2, Low: 1.1, High: 2.1, Rounds: []string{"1.20", "1.20", "2.10", "1.10"}},
+			want:       results.Ratio{Controller: 1.65, Floor: 1.0, Ratio: 1.2, Low: 1.1, High: 2.1, Rounds: []string{"1.20", "1.20", "2.10", "1.10"}},
 		},
 		"an even count takes the mean of the middle two": {
 			controller: ptrs(1.0, 3.0),
 			floor:      ptrs(1.0, 1.0),
-			want:       Ratio{Controller: 2.0, Floor: 1.0, Ratio: 2.0, Low: 1.0, High: 3.0, Rounds: []string{"1.00", "3.00"}},
+			want:       results.Ratio{Controller: 2.0, Floor: 1.0, Ratio: 2.0, Low: 1.0, High: 3.0, Rounds: []string{"1.00", "3.00"}},
 		},
 		"a round with a miss gives no ratio": {
 			controller: []*float64{ptrs(1.0)[0], nil},
 			floor:      ptrs(1.0, 1.0),
-			want:       Ratio{Rounds: []string{"a round missed"}},
+			want:       results.Ratio{Rounds: []string{"a round missed"}},
 		},
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			res := &VersusResult{
-				Controller: VersusSide{FanOutSeconds: tt.controller},
-				Floor:      VersusSide{FanOutSeconds: tt.floor},
+			res := &results.Versus{
+				Controller: results.VersusSide{FanOutSeconds: tt.controller},
+				Floor:      results.VersusSide{FanOutSeconds: tt.floor},
 			}
 			got := versusRatios(res)
 			if len(got) != 1 {
@@ -66,17 +69,17 @@ func TestVersusRatios(t *testing.T) {
 // The latency's ratio is the median of the rounds' own percentiles' ratios;
 // the pooled percentiles are kept beside it.
 func TestVersusRatiosLatency(t *testing.T) {
-	res := &VersusResult{
-		Controller: VersusSide{
-			Latency:       Distribution{N: 300, P50: 10, P99: 40},
-			LatencyRounds: []Distribution{{N: 100, P50: 10, P99: 20}, {N: 100, P50: 10, P99: 90}, {N: 100, P50: 11, P99: 22}},
+	res := &results.Versus{
+		Controller: results.VersusSide{
+			Latency:       stats.Distribution{N: 300, P50: 10, P99: 40},
+			LatencyRounds: []stats.Distribution{{N: 100, P50: 10, P99: 20}, {N: 100, P50: 10, P99: 90}, {N: 100, P50: 11, P99: 22}},
 		},
-		Floor: VersusSide{
-			Latency:       Distribution{N: 300, P50: 10, P99: 20},
-			LatencyRounds: []Distribution{{N: 100, P50: 10, P99: 20}, {N: 100, P50: 10, P99: 20}, {N: 100, P50: 10, P99: 20}},
+		Floor: results.VersusSide{
+			Latency:       stats.Distribution{N: 300, P50: 10, P99: 20},
+			LatencyRounds: []stats.Distribution{{N: 100, P50: 10, P99: 20}, {N: 100, P50: 10, P99: 20}, {N: 100, P50: 10, P99: 20}},
 		},
 	}
-	got := map[string]Ratio{}
+	got := map[string]results.Ratio{}
 	for _, r := range versusRatios(res) {
 		got[r.Figure] = r
 	}
@@ -89,46 +92,24 @@ func TestVersusRatiosLatency(t *testing.T) {
 	}
 }
 
-// Each figure has a target, and the table says whether it is met: the
-// CPU per rollout (its Event included) and the requests per rollout are
-// issue 34's, the CPU divided by the figure's rollouts.
-func TestVersusMarkdownTargets(t *testing.T) {
-	v := &VersusResult{Rounds: 2, Workloads: VersusWorkloads{FanOut: 500}, Controller: VersusSide{
-		FanOutSeconds: ptrs(1.2, 1.2), FanOutCPU: ptrs(0.4, 0.4), FanOutRequests: ptrs(2, 2),
-	}, Floor: VersusSide{
-		FanOutSeconds: ptrs(1.0, 1.0), FanOutCPU: ptrs(0.2, 0.2), FanOutRequests: ptrs(1, 1),
-	}}
-	v.Ratios = versusRatios(v)
-	md := versusMarkdown(v, "nudge")
-	for _, want := range []string{
-		"| fan-out (all rolled) | 1.200 s | 1.000 s | 1.20 × | 1.20–1.20 | 1.20, 1.20 | ≤ 1.10 × | **no** |",
-		"| fan-out: CPU per rollout, its Event included | 0.800 ms | 0.400 ms | 2.00 × | 2.00–2.00 | 2.00, 2.00 | ≤ 1.25 × | **no** |",
-		"| fan-out: API requests per rollout | 2.000  | 1.000  | 2.00 × | 2.00–2.00 | 2.00, 2.00 | ≤ 2.00 × | yes |",
-	} {
-		if !strings.Contains(md, want) {
-			t.Errorf("versusMarkdown lacks the row\n%s\nin\n%s", want, md)
-		}
-	}
-}
-
 // The steady streams give two ratios with targets, issue 22's: the steady
 // stream's p99 (≤ 1.5 ×, per round as the latency's) and the longest time
 // with no rollout when the controller is killed and restarted halfway
 // (≤ 1.25 ×); their missed and doubled changes are said under the table.
 func TestVersusStreams(t *testing.T) {
-	v := &VersusResult{Rounds: 2, Controller: VersusSide{
-		Steady:            Distribution{N: 400, P99: 30},
-		SteadyRounds:      []Distribution{{N: 200, P99: 30}, {N: 200, P99: 24}},
+	v := &results.Versus{Rounds: 2, Controller: results.VersusSide{
+		Steady:            stats.Distribution{N: 400, P99: 30},
+		SteadyRounds:      []stats.Distribution{{N: 200, P99: 30}, {N: 200, P99: 24}},
 		RestartGapSeconds: ptrs(1.1, 1.3),
 		RestartMissed:     1,
-	}, Floor: VersusSide{
-		Steady:            Distribution{N: 400, P99: 20},
-		SteadyRounds:      []Distribution{{N: 200, P99: 20}, {N: 200, P99: 20}},
+	}, Floor: results.VersusSide{
+		Steady:            stats.Distribution{N: 400, P99: 20},
+		SteadyRounds:      []stats.Distribution{{N: 200, P99: 20}, {N: 200, P99: 20}},
 		RestartGapSeconds: ptrs(1.0, 1.0),
 		RestartMissed:     3,
 	}}
 	v.Ratios = versusRatios(v)
-	got := map[string]Ratio{}
+	got := map[string]results.Ratio{}
 	for _, r := range v.Ratios {
 		got[r.Figure] = r
 	}
@@ -139,7 +120,7 @@ func TestVersusStreams(t *testing.T) {
 	if restart.Ratio != 1.2 || restart.Target != 1.25 {
 		t.Errorf("restart: %+v, want ratio 1.20 (1.10 and 1.30), target 1.25", restart)
 	}
-	md := versusMarkdown(v, "nudge")
+	md := results.VersusMarkdown(v, "nudge")
 	for _, want := range []string{
 		"| steady stream: change → rollout p99 | 30.000 ms | 20.000 ms (1.50 ×) | 1.35 × | 1.20–1.50 | 1.50, 1.20 | ≤ 1.50 × | yes |",
 		"| restart under the stream: longest time with no rollout | 1.200 s | 1.000 s | 1.20 × | 1.10–1.30 | 1.10, 1.30 | ≤ 1.25 × | yes |",
@@ -150,7 +131,7 @@ func TestVersusStreams(t *testing.T) {
 		}
 	}
 	found := false
-	for _, tg := range targets(&Results{Versus: v}) {
+	for _, tg := range results.Targets(&results.Run{Versus: v}) {
 		if strings.HasPrefix(tg.Name, "the same, killed") {
 			found = true
 			if tg.Met == nil || *tg.Met {
@@ -174,6 +155,28 @@ func TestFloorEvents(t *testing.T) {
 	} {
 		if got := floorEvents(c.cmd); got != c.want {
 			t.Errorf("%s: floorEvents(%q) = %v, want %v", c.name, c.cmd, got, c.want)
+		}
+	}
+}
+
+// Each figure has a target, and the table says whether it is met: the
+// CPU per rollout (its Event included) and the requests per rollout are
+// issue 34's, the CPU divided by the figure's rollouts.
+func TestVersusMarkdownTargets(t *testing.T) {
+	v := &results.Versus{Rounds: 2, Workloads: results.VersusWorkloads{FanOut: 500}, Controller: results.VersusSide{
+		FanOutSeconds: ptrs(1.2, 1.2), FanOutCPU: ptrs(0.4, 0.4), FanOutRequests: ptrs(2, 2),
+	}, Floor: results.VersusSide{
+		FanOutSeconds: ptrs(1.0, 1.0), FanOutCPU: ptrs(0.2, 0.2), FanOutRequests: ptrs(1, 1),
+	}}
+	v.Ratios = versusRatios(v)
+	md := results.VersusMarkdown(v, "nudge")
+	for _, want := range []string{
+		"| fan-out (all rolled) | 1.200 s | 1.000 s | 1.20 × | 1.20–1.20 | 1.20, 1.20 | ≤ 1.10 × | **no** |",
+		"| fan-out: CPU per rollout, its Event included | 0.800 ms | 0.400 ms | 2.00 × | 2.00–2.00 | 2.00, 2.00 | ≤ 1.25 × | **no** |",
+		"| fan-out: API requests per rollout | 2.000  | 1.000  | 2.00 × | 2.00–2.00 | 2.00, 2.00 | ≤ 2.00 × | yes |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("versusMarkdown lacks the row\n%s\nin\n%s", want, md)
 		}
 	}
 }

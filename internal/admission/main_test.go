@@ -22,24 +22,17 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/admission"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
-	"nudge.dev/nudge/internal/testbed"
 	"nudge.dev/nudge/internal/workload"
 )
 
-// plane is the kube-apiserver every test here talks to; no workload
-// controller runs, so the pod-template writes are nudge's rollouts and the
-// tests' own.
-var (
-	plane *testbed.Plane
-	k8s   client.WithWatch
-)
+// suite is the kube-apiserver every test here talks to, and its client.
+var suite nt.Suite
 
-func TestMain(m *testing.M) { os.Exit(nt.Main(m, &plane, &k8s)) }
+func TestMain(m *testing.M) { os.Exit(suite.Main(m)) }
 
 // auto opts a workload in with nudge's own annotation.
 var auto = map[string]string{"nudge.dev/auto": "true"}
@@ -58,7 +51,7 @@ type env struct {
 // true, and registering it for the test's namespace alone, by URL.
 func setup(t *testing.T, webhook bool, mutate ...func(*options.Options)) *env {
 	t.Helper()
-	e := &env{Env: nt.Setup(t, plane, k8s, false, nil)}
+	e := &env{Env: suite.Setup(t, false, nil)}
 	var dir string
 	if webhook {
 		dir = t.TempDir()
@@ -66,7 +59,7 @@ func setup(t *testing.T, webhook bool, mutate ...func(*options.Options)) *env {
 		e.addr = nt.FreeAddr(t)
 	}
 	envVars := false
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) {
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) {
 		o.RolloutWindow = 0
 		if webhook {
 			o.AdmissionWebhook, o.AdmissionWebhookAddr, o.AdmissionWebhookCertDir = true, e.addr, dir
@@ -106,7 +99,7 @@ func (e *env) register(envVars bool) {
 	e.Create(cfg)
 	e.T.Cleanup(func() {
 		// Not e.Ctx: it ends before the test's cleanup runs.
-		if err := k8s.Delete(context.Background(), cfg); err != nil && !apierrors.IsNotFound(err) {
+		if err := suite.K8s.Delete(context.Background(), cfg); err != nil && !apierrors.IsNotFound(err) {
 			e.T.Errorf("Deleting %s: %v", cfg.Name, err)
 		}
 	})

@@ -22,11 +22,11 @@ import (
 // at the live resourceVersion. obj is updated from the response.
 func (e *env) replace(obj client.Object, opts ...client.UpdateOption) error {
 	live := obj.DeepCopyObject().(client.Object)
-	if err := k8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+	if err := suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), live); err != nil {
 		return err
 	}
 	obj.SetResourceVersion(live.GetResourceVersion())
-	return k8s.Update(e.Ctx, obj, opts...)
+	return suite.K8s.Update(e.Ctx, obj, opts...)
 }
 
 // webhookServes waits until the API server calls the webhook: a dry-run
@@ -217,7 +217,7 @@ func TestEveryKindKeepsItsTrigger(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			if tc.crd {
-				nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
+				nt.InstallCRD(t, suite.K8s, nt.RolloutCRD(t))
 			}
 			e := setup(t, true)
 			manifest := func() client.Object { return tc.build(e.NS) }
@@ -226,7 +226,7 @@ func TestEveryKindKeepsItsTrigger(t *testing.T) {
 			e.BaselinedObj(obj)
 			e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 			e.G.Eventually(func() map[string]string {
-				e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+				e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 				return tc.kind.Template(obj).Annotations
 			}).WithTimeout(20*time.Second).Should(HaveKey(workload.RestartedAtAnnotation), "nudge to roll %s", name)
 			rolled := *tc.kind.Template(obj)
@@ -245,7 +245,7 @@ func TestEveryKindKeepsItsTrigger(t *testing.T) {
 // its manifest, which leaves the pod template as it was: a restart in
 // progress is not cut short, and the next change rolls.
 func TestRolloutRestartAtIsKept(t *testing.T) {
-	nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.RolloutCRD(t))
 	e := setup(t, true)
 	manifest := func() *unstructured.Unstructured {
 		return nt.Rollout(e.NS, "web", map[string]string{"nudge.dev/auto": "true", "reloader.stakater.com/rollout-strategy": "restart"},
@@ -260,7 +260,7 @@ func TestRolloutRestartAtIsKept(t *testing.T) {
 	}
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.G.Eventually(func() string {
-		e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		return restartAt(obj)
 	}).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "nudge to roll the Rollout by spec.restartAt")
 	rolled := obj.DeepCopy()
@@ -273,7 +273,7 @@ func TestRolloutRestartAtIsKept(t *testing.T) {
 	}).WithTimeout(30*time.Second).Should(Equal(restartAt(rolled)), "the API server to call the webhook at %s", e.addr)
 
 	e.G.Expect(e.replace(manifest())).To(Succeed(), "the owner replacing the Rollout with its manifest")
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 	e.G.Expect(restartAt(obj)).To(Equal(restartAt(rolled)), "spec.restartAt as nudge wrote it")
 	e.G.Expect(obj.GetAnnotations()).To(HaveKeyWithValue(workload.AppliedAnnotation, rolled.GetAnnotations()[workload.AppliedAnnotation]), "nudge's state kept")
 	e.G.Expect(obj.GetLabels()).To(HaveKeyWithValue(workload.SealLabel, rolled.GetLabels()[workload.SealLabel]), "nudge's seal kept")
@@ -281,7 +281,7 @@ func TestRolloutRestartAtIsKept(t *testing.T) {
 	// The state kept is the rolled one: the next change rolls.
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "3" })
 	e.G.Eventually(func() string {
-		e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+		e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
 		return obj.GetAnnotations()[workload.AppliedAnnotation]
 	}).WithTimeout(20*time.Second).ShouldNot(Equal(rolled.GetAnnotations()[workload.AppliedAnnotation]), "nudge to roll the next change")
 }

@@ -43,10 +43,10 @@ func TestCRDRefusesMalformedBindings(t *testing.T) {
 		i++
 		b := valueBinding(e.ns, fmt.Sprintf("bad-%d", i), "harbor", tc.values...)
 		b.Spec.DeletionPolicy = tc.policy
-		e.g.Expect(k8s.Create(e.ctx, b)).To(MatchError(ContainSubstring(tc.want)), name)
+		e.g.Expect(suite.K8s.Create(e.ctx, b)).To(MatchError(ContainSubstring(tc.want)), name)
 	}
 	good := valueBinding(e.ns, "good", "harbor", ak)
-	e.g.Expect(k8s.Create(e.ctx, good)).To(Succeed())
+	e.g.Expect(suite.K8s.Create(e.ctx, good)).To(Succeed())
 	e.g.Expect(good.Spec.DeletionPolicy).To(Equal(v1alpha1.DeletionOrphan), "Orphan is the default")
 	e.g.Expect(good.Spec.Values[0].Type).To(Equal(v1alpha1.TypeString), "string is the default type")
 }

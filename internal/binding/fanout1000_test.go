@@ -32,7 +32,7 @@ func TestFanOutOfAThousandKeepsTheTargetWatch(t *testing.T) {
 	const n = 1000
 	installCRDs(t)
 	e := &env{t: t, g: NewWithT(t), ctx: t.Context()}
-	ns, err := plane.GenerateNamespace(e.ctx, "vb-")
+	ns, err := suite.Plane.GenerateNamespace(e.ctx, "vb-")
 	e.g.Expect(err).NotTo(HaveOccurred())
 	e.ns = ns
 	e.create(nt.Secret(e.ns, "shared", map[string]string{"accesskey": "AKIATHOUSAND0001"}))
@@ -71,7 +71,7 @@ func harborNames(n int) []string {
 func (e *env) createHarbors(names []string) {
 	e.t.Helper()
 	parallel(e.t, names, func(name string) error {
-		return k8s.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(harbor(e.ns, name)),
+		return suite.K8s.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(harbor(e.ns, name)),
 			client.FieldOwner("argocd-controller"), client.ForceOwnership)
 	})
 }
@@ -81,7 +81,7 @@ func (e *env) createHarbors(names []string) {
 func (e *env) bindShared(names []string) {
 	e.t.Helper()
 	parallel(e.t, names, func(name string) error {
-		return k8s.Create(e.ctx, valueBinding(e.ns, name, name, fromSecret("spec.imageChartStorage.s3.accesskey", "shared", "accesskey")))
+		return suite.K8s.Create(e.ctx, valueBinding(e.ns, name, name, fromSecret("spec.imageChartStorage.s3.accesskey", "shared", "accesskey")))
 	})
 }
 
@@ -92,7 +92,7 @@ func (e *env) holding(n int) func() map[string]int {
 		list := &unstructured.UnstructuredList{}
 		list.SetAPIVersion("goharbor.io/v1beta1")
 		list.SetKind("HarborList")
-		e.g.Expect(k8s.List(e.ctx, list, client.InNamespace(e.ns))).To(Succeed())
+		e.g.Expect(suite.K8s.List(e.ctx, list, client.InNamespace(e.ns))).To(Succeed())
 		if len(list.Items) < n {
 			return nil
 		}
@@ -111,7 +111,7 @@ func (e *env) holding(n int) func() map[string]int {
 func (e *env) recorded(n int) func() map[string]bool {
 	return func() map[string]bool {
 		var list v1alpha1.ValueBindingList
-		e.g.Expect(k8s.List(e.ctx, &list, client.InNamespace(e.ns))).To(Succeed())
+		e.g.Expect(suite.K8s.List(e.ctx, &list, client.InNamespace(e.ns))).To(Succeed())
 		if len(list.Items) < n {
 			return nil
 		}
@@ -132,7 +132,7 @@ func (e *env) recorded(n int) func() map[string]bool {
 // because their client did not keep up.
 func terminatedWatches(t *testing.T, resource string) int {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(plane.Config())
+	cs, err := kubernetes.NewForConfig(suite.Plane.Config())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -124,7 +124,7 @@ func TestOwnApplyReconcilesNothing(t *testing.T) {
 func (e *env) appliedFingerprints(n int) func() []string {
 	return func() []string {
 		var list v1alpha1.ValueBindingList
-		e.g.Expect(k8s.List(e.ctx, &list, client.InNamespace(e.ns))).To(Succeed())
+		e.g.Expect(suite.K8s.List(e.ctx, &list, client.InNamespace(e.ns))).To(Succeed())
 		if len(list.Items) < n {
 			return nil
 		}

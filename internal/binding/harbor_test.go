@@ -33,7 +33,7 @@ func TestHarborAccessKeyFollowsTheSecret(t *testing.T) {
 	e.g.Expect(c.Status).To(Equal(metav1.ConditionTrue))
 	fingerprint := func() string {
 		var b v1alpha1.ValueBinding
-		e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "harbor-s3"}, &b)).To(Succeed())
+		e.g.Expect(suite.K8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: "harbor-s3"}, &b)).To(Succeed())
 		return b.Status.AppliedFingerprint
 	}
 	before := fingerprint()
@@ -81,11 +81,11 @@ func (e *env) expectSecret(values ...string) {
 		forms = append(forms, v, base64.StdEncoding.EncodeToString([]byte(v)))
 	}
 	var evs eventsv1.EventList
-	e.g.Expect(k8s.List(e.ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
+	e.g.Expect(suite.K8s.List(e.ctx, &evs, client.InNamespace(e.ns))).To(Succeed())
 	events, err := json.Marshal(evs.Items)
 	e.g.Expect(err).NotTo(HaveOccurred())
 	var bindings v1alpha1.ValueBindingList
-	e.g.Expect(k8s.List(e.ctx, &bindings, client.InNamespace(e.ns))).To(Succeed())
+	e.g.Expect(suite.K8s.List(e.ctx, &bindings, client.InNamespace(e.ns))).To(Succeed())
 	var status []byte
 	for _, b := range bindings.Items {
 		s, err := json.Marshal(b.Status)

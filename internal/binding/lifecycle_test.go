@@ -36,15 +36,15 @@ func TestDeletionPolicy(t *testing.T) {
 	}
 	e.g.Eventually(func() []string {
 		var b v1alpha1.ValueBinding
-		e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(del), &b)).To(Succeed())
+		e.g.Expect(suite.K8s.Get(e.ctx, client.ObjectKeyFromObject(del), &b)).To(Succeed())
 		return b.Finalizers
 	}).WithTimeout(30*time.Second).Should(ContainElement("nudge.dev/value-binding"), "the Delete binding holds a finalizer")
 
-	e.g.Expect(k8s.Delete(e.ctx, orphan)).To(Succeed())
-	e.g.Expect(k8s.Delete(e.ctx, del)).To(Succeed())
+	e.g.Expect(suite.K8s.Delete(e.ctx, orphan)).To(Succeed())
+	e.g.Expect(suite.K8s.Delete(e.ctx, del)).To(Succeed())
 	for _, b := range []*v1alpha1.ValueBinding{orphan, del} {
 		e.g.Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(e.ctx, client.ObjectKeyFromObject(b), &v1alpha1.ValueBinding{}))
+			return apierrors.IsNotFound(suite.K8s.Get(e.ctx, client.ObjectKeyFromObject(b), &v1alpha1.ValueBinding{}))
 		}).WithTimeout(30*time.Second).Should(BeTrue(), "ValueBinding %s gone", b.Name)
 	}
 	e.g.Expect(e.field("delete", accessKey...)()).To(BeNil(), "Delete removed the field")
@@ -103,14 +103,14 @@ func TestCRDInstalledAfterNudge(t *testing.T) {
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	e.g.Expect(yaml.Unmarshal(harborCRD, crd)).To(Succeed())
 	crd.Name, crd.Spec.Group = "harbors."+group, group
-	t.Cleanup(func() { _ = k8s.Delete(t.Context(), crd) })
-	nt.InstallCRD(t, k8s, crd)
+	t.Cleanup(func() { _ = suite.K8s.Delete(t.Context(), crd) })
+	nt.InstallCRD(t, suite.K8s, crd)
 	h := harbor(e.ns, "harbor")
 	h.SetAPIVersion(group + "/v1beta1")
 	e.argoApply(h)
 	e.g.Eventually(func() any {
 		got := h.DeepCopy()
-		e.g.Expect(k8s.Get(e.ctx, client.ObjectKeyFromObject(h), got)).To(Succeed())
+		e.g.Expect(suite.K8s.Get(e.ctx, client.ObjectKeyFromObject(h), got)).To(Succeed())
 		return got.Object["spec"].(map[string]any)["imageChartStorage"].(map[string]any)["s3"].(map[string]any)["accesskey"]
 	}).WithTimeout(30*time.Second).Should(Equal("AK1"), "applied once the kind is served")
 	e.waitReason("harbor-s3", v1alpha1.ReasonApplied)
@@ -124,7 +124,7 @@ func TestLeaderElectionOneWriter(t *testing.T) {
 	e.nudge = replicas[0]
 	e.g.Eventually(func() string {
 		var l coordinationv1.Lease
-		if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: options.Default().LeaderElectionID}, &l); err != nil || l.Spec.HolderIdentity == nil {
+		if err := suite.K8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: options.Default().LeaderElectionID}, &l); err != nil || l.Spec.HolderIdentity == nil {
 			return ""
 		}
 		return *l.Spec.HolderIdentity
@@ -159,7 +159,7 @@ func TestValueBindingCRDInstalledAfterNudge(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	p := testbed.ForTest(t, testbed.Options{Mode: testbed.APIServer})
-	c, err := client.New(p.Config(), client.Options{Scheme: k8s.Scheme()})
+	c, err := client.New(p.Config(), client.Options{Scheme: suite.K8s.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	ns, err := p.GenerateNamespace(t.Context(), "vb-")
 	g.Expect(err).NotTo(HaveOccurred())

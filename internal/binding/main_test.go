@@ -16,8 +16,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -25,7 +23,6 @@ import (
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
-	"nudge.dev/nudge/internal/testbed"
 )
 
 // harborCRD is the test's Harbor CRD; see its header for the source.
@@ -33,27 +30,12 @@ import (
 //go:embed testdata/harbor-crd.yaml
 var harborCRD []byte
 
-// plane is the kube-apiserver every test here talks to, with nudge's
-// ValueBinding CRD (as the chart ships it) and the Harbor CRD installed.
-var (
-	plane *testbed.Plane
-	k8s   client.Client
-)
+// suite is the kube-apiserver every test here talks to, and its client;
+// the tests install nudge's ValueBinding CRD (as the chart ships it) and the
+// Harbor CRD on it (installCRDs).
+var suite nudgetest.Suite
 
-func TestMain(m *testing.M) {
-	os.Exit(testbed.Main(m, testbed.Options{Mode: testbed.APIServer}, func(p *testbed.Plane) {
-		plane = p
-		scheme := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(scheme)
-		_ = apiextensionsv1.AddToScheme(scheme)
-		_ = v1alpha1.AddToScheme(scheme)
-		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
-		if err != nil {
-			panic(err)
-		}
-		k8s = c
-	}))
-}
+func TestMain(m *testing.M) { os.Exit(suite.Main(m)) }
 
 // installCRDs installs the ValueBinding and Harbor CRDs once per test (an
 // existing one is kept).
@@ -64,7 +46,7 @@ func installCRDs(t *testing.T) {
 		if err := yaml.Unmarshal(b, crd); err != nil {
 			t.Fatal(err)
 		}
-		nudgetest.InstallCRD(t, k8s, crd)
+		nudgetest.InstallCRD(t, suite.K8s, crd)
 	}
 }
 
@@ -97,7 +79,7 @@ func setup(t *testing.T, start bool, mutate func(*options.Options)) *env {
 	t.Parallel()
 	installCRDs(t)
 	e := &env{t: t, g: NewWithT(t), ctx: t.Context()}
-	ns, err := plane.GenerateNamespace(e.ctx, "vb-")
+	ns, err := suite.Plane.GenerateNamespace(e.ctx, "vb-")
 	e.g.Expect(err).NotTo(HaveOccurred())
 	e.ns = ns
 	if start {
@@ -107,7 +89,7 @@ func setup(t *testing.T, start bool, mutate func(*options.Options)) *env {
 }
 
 func (e *env) start(mutate func(*options.Options)) *nudgetest.Nudge {
-	return nudgetest.Start(e.t, plane.Config(), e.ns, func(o *options.Options) {
+	return nudgetest.Start(e.t, suite.Plane.Config(), e.ns, func(o *options.Options) {
 		o.ValueBindings = true
 		o.ValueBindingTargets = []string{harborKind}
 		if mutate != nil {
@@ -119,7 +101,7 @@ func (e *env) start(mutate func(*options.Options)) *nudgetest.Nudge {
 func (e *env) create(objs ...client.Object) {
 	e.t.Helper()
 	for _, o := range objs {
-		e.g.Expect(k8s.Create(e.ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
+		e.g.Expect(suite.K8s.Create(e.ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
 	}
 }
 
@@ -144,7 +126,7 @@ func harbor(namespace, name string) *unstructured.Unstructured {
 // argoApply applies obj under the field manager argocd-controller, forced.
 func (e *env) argoApply(obj *unstructured.Unstructured) {
 	e.t.Helper()
-	e.g.Expect(k8s.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()),
+	e.g.Expect(suite.K8s.Apply(e.ctx, client.ApplyConfigurationFromUnstructured(obj.DeepCopy()),
 		client.FieldOwner("argocd-controller"), client.ForceOwnership)).To(Succeed())
 }
 
@@ -154,7 +136,7 @@ func (e *env) getHarbor(name string) *unstructured.Unstructured {
 	u := &unstructured.Unstructured{}
 	u.SetAPIVersion("goharbor.io/v1beta1")
 	u.SetKind("Harbor")
-	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, u)).To(Succeed())
+	e.g.Expect(suite.K8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, u)).To(Succeed())
 	return u
 }
 
@@ -203,7 +185,7 @@ func optional(v v1alpha1.BoundValue) v1alpha1.BoundValue {
 func (e *env) ready(name string) func() *metav1.Condition {
 	return func() *metav1.Condition {
 		var b v1alpha1.ValueBinding
-		if err := k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &b); err != nil {
+		if err := suite.K8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &b); err != nil {
 			return nil
 		}
 		c := apimeta.FindStatusCondition(b.Status.Conditions, v1alpha1.ConditionReady)
@@ -232,18 +214,18 @@ func (e *env) waitReason(name, reason string) *metav1.Condition {
 func (e *env) updateSecret(name string, data map[string]string) {
 	e.t.Helper()
 	var s corev1.Secret
-	e.g.Expect(k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &s)).To(Succeed())
+	e.g.Expect(suite.K8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, &s)).To(Succeed())
 	for k, v := range data {
 		s.Data[k] = []byte(v)
 	}
-	e.g.Expect(k8s.Update(e.ctx, &s)).To(Succeed())
+	e.g.Expect(suite.K8s.Update(e.ctx, &s)).To(Succeed())
 }
 
 // events returns the Events of the namespace with reason.
 func (e *env) events(reason string) func() []eventsv1.Event {
 	return func() []eventsv1.Event {
 		var list eventsv1.EventList
-		e.g.Expect(k8s.List(e.ctx, &list, client.InNamespace(e.ns))).To(Succeed())
+		e.g.Expect(suite.K8s.List(e.ctx, &list, client.InNamespace(e.ns))).To(Succeed())
 		var out []eventsv1.Event
 		for _, ev := range list.Items {
 			if ev.Reason == reason {

@@ -20,7 +20,7 @@ import (
 func TestValueBindingsGauge(t *testing.T) {
 	installCRDs(t)
 	e := &env{t: t, g: NewWithT(t), ctx: t.Context()}
-	ns, err := plane.GenerateNamespace(e.ctx, "vb-")
+	ns, err := suite.Plane.GenerateNamespace(e.ctx, "vb-")
 	e.g.Expect(err).NotTo(HaveOccurred())
 	e.ns = ns
 	e.nudge = e.start(nil)
@@ -59,9 +59,9 @@ func TestValueBindingsGauge(t *testing.T) {
 	})), "a binding whose source appeared moves from SourceNotFound to Applied")
 
 	for _, b := range []*v1alpha1.ValueBinding{finalized, missingTarget} {
-		e.g.Expect(k8s.Delete(e.ctx, b)).To(Succeed())
+		e.g.Expect(suite.K8s.Delete(e.ctx, b)).To(Succeed())
 		e.g.Eventually(func() bool {
-			return apierrors.IsNotFound(k8s.Get(e.ctx, client.ObjectKeyFromObject(b), &v1alpha1.ValueBinding{}))
+			return apierrors.IsNotFound(suite.K8s.Get(e.ctx, client.ObjectKeyFromObject(b), &v1alpha1.ValueBinding{}))
 		}).WithTimeout(30*time.Second).Should(BeTrue(), "ValueBinding %s gone", b.Name)
 	}
 	e.g.Eventually(bindingsGauge).WithTimeout(30*time.Second).Should(Equal(want(map[string]float64{

@@ -111,7 +111,7 @@ func TestTargetAppliedOnceCreated(t *testing.T) {
 	e.waitReason("harbor-s3", v1alpha1.ReasonApplied)
 
 	// Deleted and created again: applied to the new Harbor.
-	e.g.Expect(k8s.Delete(e.ctx, e.getHarbor("harbor"))).To(Succeed())
+	e.g.Expect(suite.K8s.Delete(e.ctx, e.getHarbor("harbor"))).To(Succeed())
 	e.waitReason("harbor-s3", v1alpha1.ReasonTargetNotFound)
 	e.argoApply(harbor(e.ns, "harbor"))
 	e.g.Eventually(e.field("harbor", accessKey...)).WithTimeout(30*time.Second).Should(Equal("AK1"), "the access key applied to the new Harbor")
@@ -132,6 +132,6 @@ func TestNoTargetsRefusesEveryBinding(t *testing.T) {
 func (e *env) harborExists(name string) func() bool {
 	return func() bool {
 		u := harbor(e.ns, name)
-		return k8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, u) == nil
+		return suite.K8s.Get(e.ctx, client.ObjectKey{Namespace: e.ns, Name: name}, u) == nil
 	}
 }

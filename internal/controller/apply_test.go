@@ -39,7 +39,7 @@ func TestApplyAnswer(t *testing.T) {
 		}
 	}
 
-	r := &controller.Reconciler{Client: k8s, Metadata: metadataClient(t), Kind: workload.Deployment}
+	r := &controller.Reconciler{Client: suite.K8s, Metadata: metadataClient(t), Kind: workload.Deployment}
 	d := e.Deployment("web")
 	read := d.ResourceVersion
 	d.SetSelfLink(workload.CachedSealMark + "stale")
@@ -57,8 +57,8 @@ func TestApplyAnswer(t *testing.T) {
 
 	e.Create(cronJob(e.NS, "nightly", auto, nt.EnvFrom("ConfigMap", "app")))
 	var cj batchv1.CronJob
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: "nightly"}, &cj)).To(Succeed())
-	r = &controller.Reconciler{Client: k8s, Kind: workload.CronJob, Behaviour: controller.Behaviour{CronJobStartJob: true}}
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: "nightly"}, &cj)).To(Succeed())
+	r = &controller.Reconciler{Client: suite.K8s, Kind: workload.CronJob, Behaviour: controller.Behaviour{CronJobStartJob: true}}
 	c := change(&cj)
 	c.Spec = nil
 	e.G.Expect(r.Apply(e.Ctx, &cj, c)).To(Succeed())
@@ -74,21 +74,21 @@ func TestApplyAnswer(t *testing.T) {
 //
 //	go test ./internal/controller -run - -bench ApplyAnswer -benchmem
 func BenchmarkApplyAnswer(b *testing.B) {
-	ns, err := plane.GenerateNamespace(b.Context(), "bench-")
+	ns, err := suite.Plane.GenerateNamespace(b.Context(), "bench-")
 	if err != nil {
 		b.Fatal(err)
 	}
 	d := nt.Deployment(ns, "web", 1, auto, nt.EnvFrom("ConfigMap", "app"), nt.EnvFrom("Secret", "creds"))
-	if err := k8s.Create(b.Context(), d); err != nil {
+	if err := suite.K8s.Create(b.Context(), d); err != nil {
 		b.Fatal(err)
 	}
-	jsonCfg := plane.Config()
+	jsonCfg := suite.Plane.Config()
 	jsonCfg.ContentType = runtime.ContentTypeJSON
 	jsonClient, err := nt.Client(jsonCfg)
 	if err != nil {
 		b.Fatal(err)
 	}
-	r := &controller.Reconciler{Client: k8s, Metadata: metadataClient(b), Kind: workload.Deployment}
+	r := &controller.Reconciler{Client: suite.K8s, Metadata: metadataClient(b), Kind: workload.Deployment}
 	patch := func(d *appsv1.Deployment, ch workload.Change) client.Patch {
 		body, err := ch.Patch(workload.Deployment)
 		if err != nil {
@@ -101,13 +101,15 @@ func BenchmarkApplyAnswer(b *testing.B) {
 		"metadata through controller-runtime": func(d *appsv1.Deployment, ch workload.Change) error {
 			meta := &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "apps/v1", Kind: "Deployment"},
 				ObjectMeta: metav1.ObjectMeta{Namespace: d.Namespace, Name: d.Name}}
-			if err := k8s.Patch(b.Context(), meta, patch(d, ch)); err != nil {
+			if err := suite.K8s.Patch(b.Context(), meta, patch(d, ch)); err != nil {
 				return err
 			}
 			d.ResourceVersion = meta.ResourceVersion
 			return nil
 		},
-		"whole protobuf": func(d *appsv1.Deployment, ch workload.Change) error { return k8s.Patch(b.Context(), d, patch(d, ch)) },
+		"whole protobuf": func(d *appsv1.Deployment, ch workload.Change) error {
+			return suite.K8s.Patch(b.Context(), d, patch(d, ch))
+		},
 		"whole JSON": func(d *appsv1.Deployment, ch workload.Change) error {
 			return jsonClient.Patch(b.Context(), d, patch(d, ch))
 		},
@@ -127,7 +129,7 @@ func BenchmarkApplyAnswer(b *testing.B) {
 
 // metadataClient returns a metadata client of the plane, as nudge's.
 func metadataClient(t testing.TB) metadata.Interface {
-	m, err := metadata.NewForConfig(metadata.ConfigFor(plane.Config()))
+	m, err := metadata.NewForConfig(metadata.ConfigFor(suite.Plane.Config()))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -187,7 +187,7 @@ func TestBadInput(t *testing.T) {
 			}
 			tc.change(e)
 			if tc.whileDown {
-				e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
+				e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
 			}
 			e.RolledTo(workload, tc.rollouts)
 			if tc.rollouts > 0 {

@@ -19,15 +19,15 @@ import (
 func TestWholeClusterCacheIndex(t *testing.T) {
 	e := setup(t, false, nil)
 	var ns corev1.Namespace
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Name: e.NS}, &ns)).To(Succeed())
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKey{Name: e.NS}, &ns)).To(Succeed())
 	ns.Labels = map[string]string{"nudge.dev/test": e.NS}
-	e.G.Expect(k8s.Update(e.Ctx, &ns)).To(Succeed())
+	e.G.Expect(suite.K8s.Update(e.Ctx, &ns)).To(Succeed())
 
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
 		nt.ConfigMap(e.NS, "ext-1", map[string]string{"a": "1"}),
 		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")),
 		nt.Deployment(e.NS, "named", 1, map[string]string{"configmap.reloader.stakater.com/reload": "ext-.*"}))
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) {
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) {
 		// Every namespace is cached; only this test's is reconciled.
 		o.Namespaces = nil
 		o.NamespaceSelector = "nudge.dev/test=" + e.NS

@@ -75,7 +75,7 @@ type customEnv struct {
 
 func setupCustom(t *testing.T, tc customCase) *customEnv {
 	e := &customEnv{env: setup(t, false, nil), tc: tc}
-	nt.InstallCRD(t, k8s, tc.crd(t))
+	nt.InstallCRD(t, suite.K8s, tc.crd(t))
 	e.specs = watchSpecs(t, tc.kind, e.NS)
 	e.obj = tc.object(e.NS)
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
@@ -88,7 +88,7 @@ func setupCustom(t *testing.T, tc customCase) *customEnv {
 func (e *customEnv) secretValue(n int) string { return fmt.Sprintf("s3cr3t-%s-%d", e.NS, n) }
 
 func (e *customEnv) start() {
-	e.Nudge = nt.Start(e.T, plane.Config(), e.NS, func(o *options.Options) {
+	e.Nudge = nt.Start(e.T, suite.Plane.Config(), e.NS, func(o *options.Options) {
 		o.RolloutWindow = 0
 		o.CustomKindsFile = e.kindsF
 	})
@@ -125,7 +125,7 @@ func TestCustomKindRules(t *testing.T) {
 
 			e.changeData("ConfigMap/app")
 			e.rolledTo(1) // rule 1
-			e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(e.obj), e.obj)).To(Succeed())
+			e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(e.obj), e.obj)).To(Succeed())
 			path := tc.kind.Adapter("").TriggerPath()
 			trigger, _, _ := unstructured.NestedStringMap(e.obj.Object, path...)
 			e.G.Expect(trigger).To(HaveKeyWithValue(workload.RestartedForAnnotation, "ConfigMap "+e.NS+"/app"),
@@ -152,7 +152,7 @@ func TestCustomKindRules(t *testing.T) {
 				workload.RestartedAtAnnotation: nil, workload.RestartedForAnnotation: nil}, path...)).To(Succeed())
 			body, err := json.Marshal(strip)
 			e.G.Expect(err).NotTo(HaveOccurred())
-			e.G.Expect(k8s.Patch(e.Ctx, e.obj, client.RawPatch(types.MergePatchType, body))).To(Succeed())
+			e.G.Expect(suite.K8s.Patch(e.Ctx, e.obj, client.RawPatch(types.MergePatchType, body))).To(Succeed())
 			e.BaselinedObj(e.obj)
 			e.rolledTo(4) // rule 6: the tool's write, none of nudge's
 		})
@@ -172,20 +172,20 @@ func TestCustomKindDeletedSource(t *testing.T) {
 			e.start()
 			e.BaselinedObj(e.obj)
 
-			e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+			e.G.Expect(suite.K8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
 			e.G.Eventually(e.Events("w", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
 				Should(ContainElement(HaveField("Note", ContainSubstring("Secret "+e.NS+"/db"))), "a Warning naming the missing Secret")
 			e.rolledTo(0)
 
 			e.Create(nt.Secret(e.NS, "db", map[string]string{"password": e.secretValue(1), "other": "o"}))
 			e.rolledTo(0)
-			e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+			e.G.Expect(suite.K8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
 			e.Create(nt.Secret(e.NS, "db", map[string]string{"password": e.secretValue(2), "other": "o"}))
 			e.rolledTo(1)
 
 			var events eventsv1.EventList
-			e.G.Expect(k8s.List(e.Ctx, &events, client.InNamespace(e.NS))).To(Succeed())
-			e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(e.obj), e.obj)).To(Succeed())
+			e.G.Expect(suite.K8s.List(e.Ctx, &events, client.InNamespace(e.NS))).To(Succeed())
+			e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(e.obj), e.obj)).To(Succeed())
 			written, err := json.Marshal([]any{e.obj, events.Items})
 			e.G.Expect(err).NotTo(HaveOccurred())
 			haystack := string(written) + e.Nudge.Logs()
@@ -211,14 +211,14 @@ func TestCustomKindServedAfterStart(t *testing.T) {
 	kind := nt.KnativeServiceKind
 	kind.APIVersion = crd.Spec.Group + "/v1"
 	file := nt.CustomKindsFile(t, kind)
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0; o.CustomKindsFile = file })
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0; o.CustomKindsFile = file })
 	e.G.Eventually(e.Nudge.Logs).WithTimeout(20*time.Second).Should(ContainSubstring(kind.APIVersion+", Kind=Service"),
 		"nudge to log that it waits for the kind")
 
-	nt.InstallCRD(t, k8s, crd)
+	nt.InstallCRD(t, suite.K8s, crd)
 	t.Cleanup(func() {
 		e.Nudge.Stop(t)
-		_ = k8s.Delete(context.Background(), crd)
+		_ = suite.K8s.Delete(context.Background(), crd)
 	})
 	obj := nt.KnativeService(e.NS, "w", auto, nt.EnvFrom("ConfigMap", "app"))
 	obj.SetAPIVersion(kind.APIVersion)
@@ -235,7 +235,7 @@ func TestBadCustomKindsFileStopsStart(t *testing.T) {
 	g := NewWithT(t)
 	opts := options.Default()
 	opts.CustomKindsFile = nt.CustomKindsFile(t, workload.CustomKind{APIVersion: "example.com/v1", Kind: "Thing"})
-	err := app.Run(t.Context(), plane.Config(), opts)
+	err := app.Run(t.Context(), suite.Plane.Config(), opts)
 	g.Expect(err).To(MatchError(And(ContainSubstring("--custom-kinds-file"), ContainSubstring("triggerPath is required"))))
 }
 
@@ -251,7 +251,7 @@ func watchSpecs(t *testing.T, k workload.CustomKind, ns string) *specWrites {
 	t.Helper()
 	list := &unstructured.UnstructuredList{}
 	list.SetGroupVersionKind(k.GroupVersionKind().GroupVersion().WithKind(k.Kind + "List"))
-	events := nt.Watch(t, k8s, list, client.InNamespace(ns))
+	events := nt.Watch(t, suite.K8s, list, client.InNamespace(ns))
 	sw := &specWrites{last: map[string]any{}, counts: map[string]int64{}}
 	go func() {
 		for ev := range events {

@@ -42,7 +42,7 @@ func TestCronJobTemplateRolls(t *testing.T) {
 	e.G.Expect(cj.Spec.JobTemplate.Spec.Template.Annotations).To(HaveKey(workload.RestartedAtAnnotation))
 	jobs := func() []batchv1.Job {
 		var l batchv1.JobList
-		e.G.Expect(k8s.List(e.Ctx, &l, client.InNamespace(e.NS))).To(Succeed())
+		e.G.Expect(suite.K8s.List(e.Ctx, &l, client.InNamespace(e.NS))).To(Succeed())
 		return l.Items
 	}
 	e.G.Eventually(jobs).WithTimeout(10*time.Second).Should(ConsistOf(And(
@@ -68,7 +68,7 @@ func TestJobsAreRecreatedOnlyWhenAskedFor(t *testing.T) {
 			e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
 			current := func() string {
 				var j batchv1.Job
-				if err := k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &j); err != nil {
+				if err := suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &j); err != nil {
 					return "missing"
 				}
 				return string(j.UID)
@@ -79,7 +79,7 @@ func TestJobsAreRecreatedOnlyWhenAskedFor(t *testing.T) {
 			}
 			e.G.Eventually(current).WithTimeout(15*time.Second).Should(And(Not(Equal(string(uid))), Not(Equal("missing"))), "the Job re-created")
 			var j batchv1.Job
-			e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
+			e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &j)).To(Succeed())
 			e.G.Expect(j.Spec.Template.Annotations).To(HaveKey(workload.RestartedAtAnnotation))
 			e.G.Expect(j.Annotations).To(HaveKey(workload.AppliedAnnotation))
 			second := j.UID
@@ -93,11 +93,11 @@ func TestJobsAreRecreatedOnlyWhenAskedFor(t *testing.T) {
 // Reloader's rollout-strategy "restart".
 func TestArgoRollouts(t *testing.T) {
 	e := setup(t, true, nil) // started before the CRD may exist
-	nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.RolloutCRD(t))
 	// A second nudge started now finds the CRD at start.
-	ns2, err := plane.GenerateNamespace(e.Ctx, "it-")
+	ns2, err := suite.Plane.GenerateNamespace(e.Ctx, "it-")
 	e.G.Expect(err).NotTo(HaveOccurred())
-	nt.Start(t, plane.Config(), ns2, nil)
+	nt.Start(t, suite.Plane.Config(), ns2, nil)
 	atStart := nt.Rollout(ns2, "web", auto, nt.EnvFrom("ConfigMap", "app"))
 	e.Create(nt.ConfigMap(ns2, "app", map[string]string{"a": "1"}), atStart)
 	e.BaselinedObj(atStart)
@@ -114,7 +114,7 @@ func TestArgoRollouts(t *testing.T) {
 	v, _, _ := unstructured.NestedString(byTemplate.Object, "spec", "template", "metadata", "annotations", workload.RestartedAtAnnotation)
 	e.G.Expect(v).NotTo(BeEmpty())
 	e.G.Eventually(func() string {
-		e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(byRestart), byRestart)).To(Succeed())
+		e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(byRestart), byRestart)).To(Succeed())
 		s, _, _ := unstructured.NestedString(byRestart.Object, "spec", "restartAt")
 		return s
 	}).WithTimeout(10*time.Second).ShouldNot(BeEmpty(), "spec.restartAt set")
@@ -122,8 +122,8 @@ func TestArgoRollouts(t *testing.T) {
 	e.G.Expect(found).To(BeFalse(), "the template left alone with the restart strategy")
 
 	var cm corev1.ConfigMap
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Namespace: ns2, Name: "app"}, &cm)).To(Succeed())
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKey{Namespace: ns2, Name: "app"}, &cm)).To(Succeed())
 	cm.Data["a"] = "2"
-	e.G.Expect(k8s.Update(e.Ctx, &cm)).To(Succeed())
+	e.G.Expect(suite.K8s.Update(e.Ctx, &cm)).To(Succeed())
 	e.G.Eventually(e.Generation(atStart)).WithTimeout(10*time.Second).Should(Equal(int64(2)), "the Rollout seen at start rolled")
 }

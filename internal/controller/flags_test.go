@@ -112,15 +112,15 @@ func TestReloaderFlags(t *testing.T) {
 			e := setup(t, false, nil)
 			if tc.nsLabels != nil {
 				var ns corev1.Namespace
-				e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Name: e.NS}, &ns)).To(Succeed())
+				e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKey{Name: e.NS}, &ns)).To(Succeed())
 				ns.Labels = tc.nsLabels
-				e.G.Expect(k8s.Update(e.Ctx, &ns)).To(Succeed())
+				e.G.Expect(suite.K8s.Update(e.Ctx, &ns)).To(Succeed())
 			}
 			app := nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"})
 			app.Labels = tc.appLabels
 			e.Create(app, nt.Secret(e.NS, "db", map[string]string{"password": "p"}),
 				nt.Deployment(e.NS, "web", 1, tc.annotations, tc.pod...))
-			e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) {
+			e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) {
 				o.RolloutWindow = 0
 				if tc.opts != nil {
 					tc.opts(o, e.NS)
@@ -135,9 +135,9 @@ func TestReloaderFlags(t *testing.T) {
 			}
 			switch tc.change {
 			case "delete ConfigMap/app":
-				e.G.Expect(k8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "app", nil))).To(Succeed())
+				e.G.Expect(suite.K8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "app", nil))).To(Succeed())
 			case "recreate ConfigMap/app":
-				e.G.Expect(k8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "app", nil))).To(Succeed())
+				e.G.Expect(suite.K8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "app", nil))).To(Succeed())
 				e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout for the deletion")
 				e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}))
 			default:
@@ -188,7 +188,7 @@ func TestPausePeriod(t *testing.T) {
 	e.G.Eventually(func() bool { return e.Deployment("web").Spec.Paused }).WithTimeout(10*time.Second).Should(BeTrue(), "paused with the trigger")
 	e.G.Expect(e.Deployment("web").Annotations).To(HaveKey(dialect.ReloaderPausedAt))
 	e.Nudge.Stop(t)
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
 	e.G.Eventually(func() bool { return e.Deployment("web").Spec.Paused }).WithTimeout(15*time.Second).Should(BeFalse(), "resumed after the period")
 	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey(dialect.ReloaderPausedAt))
 	e.G.Expect(e.Rollouts("web")()).To(Equal(int64(1)))
@@ -206,7 +206,7 @@ func TestTakeOverFromOtherTools(t *testing.T) {
 	}
 	d.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "STAKATER_APP_CONFIGMAP", Value: "9ff99bd578c45053d076640b122ec309c61d3b7e"}}
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), d)
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, nil)
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, nil)
 	e.Baselined("web")
 	e.RolledTo("web", 0)
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
@@ -236,14 +236,14 @@ func TestNamespaceSelectorFollowsLabels(t *testing.T) {
 	e := setup(t, false, nil)
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
 		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.NamespaceSelector = "team=blue"; o.RolloutWindow = 0 })
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.NamespaceSelector = "team=blue"; o.RolloutWindow = 0 })
 	e.G.Consistently(func() string { return e.Deployment("web").Annotations[workload.AppliedAnnotation] }).
 		WithTimeout(2*time.Second).Should(BeEmpty(), "an unselected namespace left alone")
 
 	var ns corev1.Namespace
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Name: e.NS}, &ns)).To(Succeed())
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKey{Name: e.NS}, &ns)).To(Succeed())
 	ns.Labels = map[string]string{"team": "blue"}
-	e.G.Expect(k8s.Update(e.Ctx, &ns)).To(Succeed())
+	e.G.Expect(suite.K8s.Update(e.Ctx, &ns)).To(Succeed())
 	e.Baselined("web")
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.RolledTo("web", 1)

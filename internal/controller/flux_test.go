@@ -46,7 +46,7 @@ func helmReleaseCRD() *apiextensionsv1.CustomResourceDefinition {
 func TestTriggerInMetadataAnnotations(t *testing.T) {
 	const requestedAt = "reconcile.fluxcd.io/requestedAt"
 	e := setup(t, false, nil)
-	nt.InstallCRD(t, k8s, helmReleaseCRD())
+	nt.InstallCRD(t, suite.K8s, helmReleaseCRD())
 	kind := workload.CustomKind{APIVersion: "helm.toolkit.fluxcd.io/v2", Kind: "HelmRelease", Resource: "helmreleases",
 		TriggerPath: "metadata.annotations", TriggerAnnotation: requestedAt}
 	hr := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"interval": "10m"}}}
@@ -56,10 +56,10 @@ func TestTriggerInMetadataAnnotations(t *testing.T) {
 	hr.SetAnnotations(map[string]string{"configmap.reloader.stakater.com/reload": "values"})
 	e.Create(nt.ConfigMap(e.NS, "values", map[string]string{"replicaCount": "1"}), hr)
 	file := nt.CustomKindsFile(t, kind)
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0; o.CustomKindsFile = file })
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0; o.CustomKindsFile = file })
 	e.BaselinedObj(hr)
 	requested := func() string {
-		e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(hr), hr)).To(Succeed())
+		e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(hr), hr)).To(Succeed())
 		return hr.GetAnnotations()[requestedAt]
 	}
 	e.G.Consistently(requested).WithTimeout(3*time.Second).Should(BeEmpty(), "no reconcile requested at first sight")

@@ -30,7 +30,7 @@ func TestLeaderElectionEveryReplicaReady(t *testing.T) {
 	ports, err := testbed.FreePorts(2)
 	e.G.Expect(err).NotTo(HaveOccurred())
 	for _, port := range ports {
-		nt.Start(t, plane.Config(), e.NS, func(o *options.Options) {
+		nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) {
 			o.LeaderElect = true
 			o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", port)
 			o.RolloutWindow = 0
@@ -48,7 +48,7 @@ func TestLeaderElectionEveryReplicaReady(t *testing.T) {
 	}
 	e.G.Eventually(func() string {
 		var l coordinationv1.Lease
-		if err := k8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: options.Default().LeaderElectionID}, &l); err != nil || l.Spec.HolderIdentity == nil {
+		if err := suite.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: options.Default().LeaderElectionID}, &l); err != nil || l.Spec.HolderIdentity == nil {
 			return ""
 		}
 		return *l.Spec.HolderIdentity
@@ -71,9 +71,9 @@ func TestTwoWritersOneBehindRollOnce(t *testing.T) {
 	e := setup(t, false, nil)
 	ports, err := testbed.FreePorts(1)
 	e.G.Expect(err).NotTo(HaveOccurred())
-	nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
+	nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
 	lag := &laggingWatches{kind: "configmaps", lag: 2 * time.Second}
-	behind := rest.CopyConfig(plane.Config())
+	behind := rest.CopyConfig(suite.Plane.Config())
 	behind.Wrap(lag.wrap)
 	nt.Start(t, behind, e.NS, func(o *options.Options) {
 		o.RolloutWindow = 0
@@ -107,7 +107,7 @@ func TestRestartAsksOncePerSource(t *testing.T) {
 	e := setup(t, false, nil)
 	const n = 60
 	window0 := func(o *options.Options) { o.RolloutWindow = 0 }
-	first := nt.Start(t, plane.Config(), e.NS, window0)
+	first := nt.Start(t, suite.Plane.Config(), e.NS, window0)
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}))
 	names := make([]string, n)
 	for i := range names {
@@ -135,7 +135,7 @@ func TestRestartAsksOncePerSource(t *testing.T) {
 	first.Stop(t)
 
 	var lists atomic.Int64
-	counting := rest.CopyConfig(plane.Config())
+	counting := rest.CopyConfig(suite.Plane.Config())
 	counting.Wrap(func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
 			q := req.URL.Query()

@@ -31,9 +31,9 @@ func TestEveryKind(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			e := setup(t, false, nil)
 			if name == "Rollout" {
-				nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
+				nt.InstallCRD(t, suite.K8s, nt.RolloutCRD(t))
 			}
-			e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
+			e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
 			obj := build(e.NS)
 			e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), obj)
 			e.BaselinedObj(obj)
@@ -56,12 +56,12 @@ func TestLostKeyNeverRolls(t *testing.T) {
 	e.Nudge.Stop(t)
 
 	var key corev1.Secret
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: options.Default().KeySecret}, &key)).To(Succeed())
-	e.G.Expect(k8s.Delete(e.Ctx, &key)).To(Succeed())
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, nil)
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: options.Default().KeySecret}, &key)).To(Succeed())
+	e.G.Expect(suite.K8s.Delete(e.Ctx, &key)).To(Succeed())
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, nil)
 	e.G.Eventually(func() string { return e.Deployment("web").Annotations["nudge.dev/applied-fingerprint"] }).
 		WithTimeout(20*time.Second).ShouldNot(Equal(before), "a baseline under the new key")
 	e.RolledTo("web", 0)
-	_, err := fingerprint.LoadKey(e.Ctx, k8s, e.NS, options.Default().KeySecret)
+	_, err := fingerprint.LoadKey(e.Ctx, suite.K8s, e.NS, options.Default().KeySecret)
 	e.G.Expect(err).NotTo(HaveOccurred(), "a new key was created")
 }

@@ -74,7 +74,7 @@ func TestDeletedNamedRequiredSource(t *testing.T) {
 			e.Create(source("1"), nt.Deployment(e.NS, "web", 1, tc.annotations, tc.pod))
 			e.Baselined("web")
 
-			e.G.Expect(k8s.Delete(e.Ctx, source(""))).To(Succeed())
+			e.G.Expect(suite.K8s.Delete(e.Ctx, source(""))).To(Succeed())
 			e.G.Eventually(e.Events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
 				Should(ContainElement(HaveField("Note", ContainSubstring("Required "+tc.kind+" "+e.NS+"/cfg does not exist"))),
 					"a Warning that the required %s is missing", tc.kind)
@@ -82,7 +82,7 @@ func TestDeletedNamedRequiredSource(t *testing.T) {
 
 			e.Create(source("1"))
 			e.RolledTo("web", 0)
-			e.G.Expect(k8s.Delete(e.Ctx, source(""))).To(Succeed())
+			e.G.Expect(suite.K8s.Delete(e.Ctx, source(""))).To(Succeed())
 			e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout after the second deletion")
 			e.Create(source("2"))
 			e.RolledTo("web", 1)

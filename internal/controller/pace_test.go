@@ -62,7 +62,7 @@ func (p *pace) change(d time.Duration) {
 func (p *pace) restart() {
 	p.T.Helper()
 	p.Nudge.Stop(p.T)
-	p.Nudge = nt.Start(p.T, plane.Config(), p.NS, p.opts)
+	p.Nudge = nt.Start(p.T, suite.Plane.Config(), p.NS, p.opts)
 }
 
 // held returns the Deployment's nudge.dev/held annotation.
@@ -199,7 +199,7 @@ func TestMaintenanceWindowOfTheNamespace(t *testing.T) {
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"n": "0"}),
 		nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "app")),
 		nt.Deployment(e.NS, "own", 1, map[string]string{"nudge.dev/auto": "true", dialect.NudgeMaintenanceWindow: "0 12 * * * 1h"}, nt.EnvFrom("ConfigMap", "app")))
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) {
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) {
 		o.RolloutWindow, o.Clock = 0, clk
 		o.Namespaces, o.NamespaceSelector = nil, "kubernetes.io/metadata.name="+e.NS
 	})

@@ -42,7 +42,7 @@ func TestPodReloaderRollsStatefulSetsAndDaemonSets(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			e := setup(t, true, func(o *options.Options) { o.RolloutWindow = 0 })
-			tw := nt.WatchTemplatesOf(t, k8s, e.NS, tc.list)
+			tw := nt.WatchTemplatesOf(t, suite.K8s, e.NS, tc.list)
 			w := tc.workload(e.NS)
 			e.Create(nt.ConfigMap(e.NS, "cfg", map[string]string{"a": "1"}),
 				nt.ConfigMap(e.NS, "extra", map[string]string{"x": "1"}),

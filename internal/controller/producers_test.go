@@ -81,7 +81,7 @@ func TestProducerReadyGate(t *testing.T) {
 			if kind == "Certificate" {
 				crd = nt.CertificateCRD(t)
 			}
-			nt.InstallCRD(t, k8s, crd)
+			nt.InstallCRD(t, suite.K8s, crd)
 			e := gated{setup(t, false, nil)}
 			user, pass := e.producerObj(kind, "user", "user"), e.producerObj(kind, "pass", "pass")
 			e.Create(user, pass)
@@ -89,7 +89,7 @@ func TestProducerReadyGate(t *testing.T) {
 			e.ready(pass, "True")
 			e.Create(e.secretOf("user", user), e.secretOf("pass", pass),
 				nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("Secret", "user"), nt.EnvFrom("Secret", "pass")))
-			e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
+			e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow = 0 })
 			e.Baselined("web")
 
 			e.ready(user, "False")
@@ -112,13 +112,13 @@ func TestProducerReadyGate(t *testing.T) {
 // Rule 16: past --producer-ready-timeout nudge rolls anyway, with a
 // Warning ProducerNotReady naming the Secret and its producer.
 func TestProducerReadyGateTimesOut(t *testing.T) {
-	nt.InstallCRD(t, k8s, nt.ExternalSecretCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.ExternalSecretCRD(t))
 	e := gated{setup(t, false, nil)}
 	es := e.producerObj("ExternalSecret", "db", "db")
 	e.Create(es)
 	e.ready(es, "True")
 	e.Create(e.secretOf("db", es), nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("Secret", "db")))
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow, o.ProducerReadyTimeout = 0, 3*time.Second })
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.RolloutWindow, o.ProducerReadyTimeout = 0, 3*time.Second })
 	e.Baselined("web")
 	e.ready(es, "False")
 	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["v"] = []byte("2") })

@@ -200,7 +200,7 @@ func (e *env) refuseRollouts() (allow func()) {
 		"no rollout here (test)", func() error {
 			d := nt.Deployment(e.NS, "admission-probe", 1, nil)
 			d.Spec.Template.Annotations = map[string]string{"nudge.dev/restarted-at": "probe"}
-			return k8s.Create(e.Ctx, d, client.DryRunAll)
+			return suite.K8s.Create(e.Ctx, d, client.DryRunAll)
 		})
 }
 

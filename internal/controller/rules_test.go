@@ -45,7 +45,7 @@ func TestFirstSightNeverRolls(t *testing.T) {
 	for _, name := range []string{"one", "two", "three"} {
 		e.Create(nt.Deployment(e.NS, name, 1, auto, nt.EnvFrom("ConfigMap", "app"), nt.Volume("Secret", "db")))
 	}
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, nil)
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, nil)
 	for _, name := range []string{"one", "two", "three"} {
 		e.Baselined(name)
 	}
@@ -104,7 +104,7 @@ func TestChangeWhileDownIsRolledAtStart(t *testing.T) {
 
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout while nudge is down")
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, nil)
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, nil)
 	e.RolledTo("web", 1)
 }
 
@@ -116,7 +116,7 @@ func TestDeletedRequiredSource(t *testing.T) {
 		nt.Deployment(e.NS, "web", 1, auto, nt.Volume("Secret", "db")))
 	e.Baselined("web")
 
-	e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+	e.G.Expect(suite.K8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
 	e.G.Eventually(e.Events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("Secret "+e.NS+"/db"))), "a Warning naming the missing Secret")
 	e.RolledTo("web", 0)
@@ -124,7 +124,7 @@ func TestDeletedRequiredSource(t *testing.T) {
 	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}))
 	e.RolledTo("web", 0)
 
-	e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+	e.G.Expect(suite.K8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
 	e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero())
 	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p2"}))
 	e.RolledTo("web", 1)
@@ -148,7 +148,7 @@ func TestOptionalSourceAppearsAndDisappears(t *testing.T) {
 
 	e.Create(nt.ConfigMap(e.NS, "flags", map[string]string{"beta": "on"}))
 	e.RolledTo("web", 1)
-	e.G.Expect(k8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "flags", nil))).To(Succeed())
+	e.G.Expect(suite.K8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "flags", nil))).To(Succeed())
 	e.RolledTo("web", 2)
 	e.G.Expect(e.Events("web", record.ReasonSourceMissing)()).To(BeEmpty(), "no Warning for an optional source")
 }
@@ -165,7 +165,7 @@ func TestDeletedNamedSource(t *testing.T) {
 		}, nt.EnvFrom("ConfigMap", "app")))
 	e.Baselined("web")
 
-	e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+	e.G.Expect(suite.K8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
 	e.G.Eventually(e.Events("web", record.ReasonSourceMissing)).WithTimeout(10*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("Named Secret "+e.NS+"/db"))), "a Warning naming the missing Secret")
 	e.RolledTo("web", 0)
@@ -174,7 +174,7 @@ func TestDeletedNamedSource(t *testing.T) {
 	e.RolledTo("web", 1)
 	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p1"}))
 	e.RolledTo("web", 1)
-	e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+	e.G.Expect(suite.K8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
 	e.Create(nt.Secret(e.NS, "db", map[string]string{"password": "p2"}))
 	e.RolledTo("web", 2)
 }
@@ -264,7 +264,7 @@ func TestChurnRollsEveryDeploymentAliveAtAChange(t *testing.T) {
 			gone := alive[0]
 			alive = alive[1:]
 			e.G.Expect(e.Rollouts(gone)()).To(Equal(want[gone]), "Deployment %s rolled once per change while alive", gone)
-			e.G.Expect(k8s.Delete(e.Ctx, e.Deployment(gone))).To(Succeed())
+			e.G.Expect(suite.K8s.Delete(e.Ctx, e.Deployment(gone))).To(Succeed())
 			delete(want, gone)
 		}
 	}
@@ -297,11 +297,11 @@ func TestSecretValuesNeverLeak(t *testing.T) {
 	e.Baselined("web")
 	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte(value + "-2") })
 	e.RolledTo("web", 1)
-	e.G.Expect(k8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
+	e.G.Expect(suite.K8s.Delete(e.Ctx, nt.Secret(e.NS, "db", nil))).To(Succeed())
 	e.G.Eventually(e.Events("web", record.ReasonSourceMissing)).WithTimeout(10 * time.Second).ShouldNot(BeEmpty())
 
 	var events eventsv1.EventList
-	e.G.Expect(k8s.List(e.Ctx, &events, client.InNamespace(e.NS))).To(Succeed())
+	e.G.Expect(suite.K8s.List(e.Ctx, &events, client.InNamespace(e.NS))).To(Succeed())
 	written, err := json.Marshal([]any{e.Deployment("web"), events.Items})
 	e.G.Expect(err).NotTo(HaveOccurred())
 	haystack := string(written) + e.Nudge.Logs()
@@ -329,7 +329,7 @@ func TestMalformedAnnotationWarnsOnce(t *testing.T) {
 	for i := range 3 { // three more reconciles of the same workload
 		d := e.Deployment("web")
 		d.Annotations["touch"] = string(rune('a' + i))
-		e.G.Expect(k8s.Update(e.Ctx, d)).To(Succeed())
+		e.G.Expect(suite.K8s.Update(e.Ctx, d)).To(Succeed())
 	}
 	e.G.Consistently(func() []eventsv1.Event { return e.Events("web", record.ReasonMalformedAnnotation)() }).
 		WithTimeout(3*time.Second).Should(ConsistOf(HaveField("Series", BeNil())), "a single Warning, never repeated")

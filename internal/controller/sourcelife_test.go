@@ -134,7 +134,7 @@ func playLife(e *env, c lifeCase, flag string) {
 	e.T.Helper()
 	d := c.deployment(e.NS)
 	del := func() {
-		e.G.Expect(k8s.Delete(e.Ctx, c.object(e.NS))).To(Succeed(), "deleting %s %s", c.kind, c.source())
+		e.G.Expect(suite.K8s.Delete(e.Ctx, c.object(e.NS))).To(Succeed(), "deleting %s %s", c.kind, c.source())
 	}
 	switch {
 	case flag == "--reload-on-delete" && c.before:
@@ -185,7 +185,7 @@ func TestOptionalSourceAppearingJustAfterItsWorkloadRolls(t *testing.T) {
 	}
 	gap := func() { time.Sleep(lifeGap) } // the sequence under test
 	del := func(name string) {
-		e.G.Expect(k8s.Delete(e.Ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: name}})).To(Succeed())
+		e.G.Expect(suite.K8s.Delete(e.Ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: e.NS, Name: name}})).To(Succeed())
 	}
 	var wg sync.WaitGroup
 	wg.Go(func() { e.Create(optional("appears")); gap(); e.Create(cm("appears-src", "1")) })

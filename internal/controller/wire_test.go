@@ -96,9 +96,9 @@ var builtin = map[string]bool{"core": true, "apps": true, "batch": true, "events
 // CBOR; a write's answer, its metadata alone, is protobuf for both.
 func TestWireFormats(t *testing.T) {
 	e := setup(t, false, nil)
-	nt.InstallCRD(t, k8s, nt.RolloutCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.RolloutCRD(t))
 	w := &wire{calls: map[call]int{}, failed: map[string]int{}}
-	cfg := plane.Config()
+	cfg := suite.Plane.Config()
 	cfg.Wrap(w.wrap)
 	e.Nudge = nt.Start(t, cfg, e.NS, func(o *options.Options) { o.RolloutWindow, o.LeaderElect = 0, true })
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),

@@ -38,11 +38,11 @@ func (e *env) updatePodStatus(ps *unstructured.Unstructured, mutate func(*unstru
 	e.T.Helper()
 	e.G.Eventually(func() error {
 		cur := ps.DeepCopy()
-		if err := k8s.Get(e.Ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
+		if err := suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(ps), cur); err != nil {
 			return err
 		}
 		mutate(cur)
-		return k8s.Update(e.Ctx, cur)
+		return suite.K8s.Update(e.Ctx, cur)
 	}).WithTimeout(10*time.Second).Should(Succeed(), "updating SecretProviderClassPodStatus %s", ps.GetName())
 }
 
@@ -51,7 +51,7 @@ func (e *env) updatePodStatus(ps *unstructured.Unstructured, mutate func(*unstru
 // rolls each workload that mounts it and selects it, once; first sight and a
 // change of anything but the versions roll nothing.
 func TestSecretsStoreCSI(t *testing.T) {
-	nt.InstallCRD(t, k8s, nt.PodStatusCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.PodStatusCRD(t))
 	v1 := [][2]string{{"secret/db-password", "1"}, {"secret/db-user", "7"}}
 	v2 := [][2]string{{"secret/db-password", "2"}, {"secret/db-user", "7"}}
 	rotate := func(u *unstructured.Unstructured) { nt.SetPodStatusObjects(u, v2...) }
@@ -128,7 +128,7 @@ func TestSecretsStoreCSI(t *testing.T) {
 // that mounts it rolls once per rotation, and its first pod status (the
 // first mount) is a baseline, not a rollout.
 func TestSecretsStoreCSIOnlyMounted(t *testing.T) {
-	nt.InstallCRD(t, k8s, nt.PodStatusCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.PodStatusCRD(t))
 	e := setup(t, true, csiOn)
 	auto := map[string]string{dialect.ReloaderAuto: "true"}
 	e.Create(
@@ -160,23 +160,23 @@ func TestSecretsStoreCSIOnlyMounted(t *testing.T) {
 // starts. A class whose pods are all gone leaves the fingerprint without a
 // rollout, and its next mount, whatever its versions, is a baseline.
 func TestSecretsStoreCSIAcrossRestarts(t *testing.T) {
-	nt.InstallCRD(t, k8s, nt.PodStatusCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.PodStatusCRD(t))
 	e := setup(t, true, csiOn)
 	ps := nt.PodStatus(e.NS, "web-5d8f7-x2k9q", "vault-db", [2]string{"secret/db", "1"})
 	e.Create(ps, nt.Deployment(e.NS, "web", 1, map[string]string{dialect.ReloaderAuto: "true"}, nt.CSIVolume("vault-db")))
 	e.counted("web", "vault-db")
 	e.Nudge.Stop(t)
 
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, csiOn)
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, csiOn)
 	e.RolledTo("web", 0)
 	e.Nudge.Stop(t)
 
 	e.updatePodStatus(ps, func(u *unstructured.Unstructured) { nt.SetPodStatusObjects(u, [2]string{"secret/db", "2"}) })
 	e.G.Consistently(e.Rollouts("web")).WithTimeout(time.Second).Should(BeZero(), "no rollout while nudge is down")
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, csiOn)
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, csiOn)
 	e.RolledTo("web", 1)
 
-	e.G.Expect(k8s.Delete(e.Ctx, ps)).To(Succeed())
+	e.G.Expect(suite.K8s.Delete(e.Ctx, ps)).To(Succeed())
 	e.G.Eventually(func() string {
 		return e.Deployment("web").Annotations[workload.AppliedAnnotation]
 	}).WithTimeout(20*time.Second).ShouldNot(ContainSubstring(classEntry("vault-db")), "the unmounted class to leave the fingerprint")

@@ -89,7 +89,7 @@ func (e *env) setStatus(name string, set func(*appsv1.Deployment)) {
 	e.G.Eventually(func() error {
 		d := e.Deployment(name)
 		set(d)
-		return k8s.Status().Update(e.Ctx, d)
+		return suite.K8s.Status().Update(e.Ctx, d)
 	}).WithTimeout(10*time.Second).Should(Succeed(), "writing the status of Deployment %s", name)
 }
 
@@ -197,7 +197,7 @@ func TestWavesSurviveRestart(t *testing.T) {
 	e.change("2")
 	e.RolledTo("a", 1)
 	e.Nudge.Stop(t)
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
 	e.G.Consistently(e.rolled("b", "c")).WithTimeout(4*time.Second).Should(BeEmpty(), "a's rollout still in flight after the restart")
 	e.complete("a")
 	e.RolledTo("b", 1)
@@ -207,7 +207,7 @@ func TestWavesSurviveRestart(t *testing.T) {
 	e.G.Eventually(func() map[string]string { return e.Deployment("c").Annotations }).WithTimeout(20*time.Second).Should(
 		HaveKey(fleet.HaltedAnnotation), "c held after b failed")
 	e.Nudge.Stop(t)
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0 })
 	e.G.Consistently(e.rolled("c")).WithTimeout(3*time.Second).Should(BeEmpty(), "the hold outlives the restart")
 	e.Annotate("c", `{"`+fleet.HaltedAnnotation+`":null}`)
 	e.RolledTo("c", 1)
@@ -239,7 +239,7 @@ func TestNoWavesWritesNothingOfThem(t *testing.T) {
 	e.RolledTo("api", 1)
 	e.G.Expect(e.Deployment("web").Annotations).NotTo(HaveKey(fleet.RolledForAnnotation))
 	var d appsv1.Deployment
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: "api"}, &d)).To(Succeed())
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: "api"}, &d)).To(Succeed())
 	e.G.Expect(d.Annotations).NotTo(HaveKey(fleet.RolledForAnnotation))
 }
 
@@ -327,7 +327,7 @@ type slotCase struct {
 func (tc slotCase) run(t *testing.T) {
 	const timeout = 8 * time.Second
 	e := waves(t, 1, func(o *options.Options) { o.RolloutTimeout = timeout }, map[string]int{"b": 0, "c": 0})
-	tw := nt.WatchTemplatesOf(t, k8s, e.NS, tc.list)
+	tw := nt.WatchTemplatesOf(t, suite.K8s, e.NS, tc.list)
 	w := tc.workload(e.NS)
 	e.Create(w)
 	e.BaselinedObj(w)
@@ -371,11 +371,11 @@ func (tc slotCase) run(t *testing.T) {
 func (e *env) setStatusOf(obj client.Object, set func(client.Object)) {
 	e.T.Helper()
 	e.G.Eventually(func() error {
-		if err := k8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if err := suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 			return err
 		}
 		set(obj)
-		return k8s.Status().Update(e.Ctx, obj)
+		return suite.K8s.Status().Update(e.Ctx, obj)
 	}).WithTimeout(10*time.Second).Should(Succeed(), "writing the status of %T %s", obj, obj.GetName())
 }
 

@@ -30,7 +30,7 @@ func journalSecret() string {
 // (nudge's own there), nil when it has none.
 func (e *env) journal() map[string][]byte {
 	var s corev1.Secret
-	err := k8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: journalSecret()}, &s)
+	err := suite.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: journalSecret()}, &s)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -57,12 +57,12 @@ func TestDeletedJobIsCreatedAfterARestart(t *testing.T) {
 	e.G.Eventually(e.Events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
 	e.Nudge.Stop(t)
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
 	e.G.Expect(e.journal()).To(HaveKey(entry), "the Job to create in the journal")
 	e.G.Expect(string(e.journal()[entry])).NotTo(ContainSubstring("p2"), "the journal holds no source content")
 
 	allow()
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, recreateJobs)
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, recreateJobs)
 	recreated := e.recreated(job)
 	e.G.Eventually(e.journal).WithTimeout(10*time.Second).ShouldNot(HaveKey(entry), "the entry cleared once the Job exists")
 	e.G.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
@@ -105,7 +105,7 @@ func TestStaleJobJournalEntries(t *testing.T) {
 		}})
 	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
 
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, recreateJobs)
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, recreateJobs)
 	recreated := e.recreated(undeleted)
 	e.G.Eventually(e.journal).WithTimeout(10*time.Second).Should(BeEmpty(), "both entries cleared")
 	e.G.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{undeleted.UID, recreated.UID}),

@@ -42,11 +42,11 @@ func TestRefusedJobIsKeptAcrossARestart(t *testing.T) {
 		Should(ContainElement(HaveField("Note", ContainSubstring("did not delete it"))), "a Warning that the Job is kept")
 	e.Nudge.Stop(t)
 	var kept batchv1.Job
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &kept)).To(Succeed(), "the Job kept")
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &kept)).To(Succeed(), "the Job kept")
 	e.G.Expect(kept.UID).To(Equal(job.UID))
 	e.G.Expect(kept.DeletionTimestamp).To(BeNil())
 
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, recreate)
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, recreate)
 	allow()
 	recreated := e.recreated(job)
 	e.G.Consistently(uids).WithTimeout(3*time.Second).Should(Equal([]types.UID{job.UID, recreated.UID}), "one Job re-created, once")
@@ -67,7 +67,7 @@ func TestRecreatedJobSurvivesARefusedCreate(t *testing.T) {
 	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
 	e.G.Eventually(e.Events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
 
 	allow()
 	recreated := e.recreated(job)
@@ -84,10 +84,10 @@ func (e *env) refuseJobsButDryRuns() (allow func()) {
 	return e.Refuse("refuse-jobs-"+e.NS, jobCreates(), "has(request.dryRun) && request.dryRun", message, func() error {
 		probe := migrateJob(e.NS)
 		probe.Name = "admission-probe"
-		if err := k8s.Create(e.Ctx, probe); err != nil {
+		if err := suite.K8s.Create(e.Ctx, probe); err != nil {
 			return err
 		}
-		return k8s.Delete(e.Ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
+		return suite.K8s.Delete(e.Ctx, probe, client.PropagationPolicy(metav1.DeletePropagationBackground))
 	})
 }
 
@@ -97,7 +97,7 @@ func (e *env) recreated(job *batchv1.Job) *batchv1.Job {
 	e.T.Helper()
 	var recreated batchv1.Job
 	e.G.Eventually(func() (types.UID, error) {
-		err := k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &recreated)
+		err := suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &recreated)
 		return recreated.UID, err
 	}).WithTimeout(60*time.Second).ShouldNot(Equal(job.UID), "nudge to create the Job once admission allows it")
 	e.G.Expect(recreated.Spec.Template.Annotations).To(HaveKeyWithValue(workload.RestartedForAnnotation, "Secret "+e.NS+"/db"))
@@ -111,7 +111,7 @@ func (e *env) recreated(job *batchv1.Job) *batchv1.Job {
 // namespace has had since it was called.
 func (e *env) jobUIDs(name string) func() []types.UID {
 	e.T.Helper()
-	events := nt.Watch(e.T, k8s, &batchv1.JobList{}, client.InNamespace(e.NS))
+	events := nt.Watch(e.T, suite.K8s, &batchv1.JobList{}, client.InNamespace(e.NS))
 	var mu sync.Mutex
 	var uids []types.UID
 	go func() {
@@ -149,7 +149,7 @@ func (e *env) refuseJobs() (allow func()) {
 	return e.Refuse("refuse-jobs-"+e.NS, jobCreates(), "false", "no Job may be created here (test)", func() error {
 		probe := migrateJob(e.NS)
 		probe.Name = "admission-probe"
-		return k8s.Create(e.Ctx, probe, client.DryRunAll)
+		return suite.K8s.Create(e.Ctx, probe, client.DryRunAll)
 	})
 }
 
@@ -179,25 +179,25 @@ func TestJobQuotaDoesNotKeepTheJob(t *testing.T) {
 	use := func(n string) {
 		e.T.Helper()
 		e.G.Eventually(func() error {
-			if err := k8s.Get(e.Ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
+			if err := suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(quota), quota); err != nil {
 				return err
 			}
 			quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{jobs: resource.MustParse(n)}}
-			return k8s.Status().Update(e.Ctx, quota)
+			return suite.K8s.Status().Update(e.Ctx, quota)
 		}).Should(Succeed(), "setting the quota's usage to %s", n)
 	}
 	use("1")
 	probe := func() error {
 		p := migrateJob(e.NS)
 		p.Name = "quota-probe"
-		return k8s.Create(e.Ctx, p, client.DryRunAll)
+		return suite.K8s.Create(e.Ctx, p, client.DryRunAll)
 	}
 	e.G.Eventually(probe).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring("exceeded quota")), "the quota to be enforced")
 
 	e.UpdateSecret("db", func(s *corev1.Secret) { s.Data["password"] = []byte("p2") })
 	e.G.Eventually(e.Events("migrate", record.ReasonJobNotRecreated)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("could not create it yet"))), "a Warning that the Job is not re-created yet")
-	e.G.Expect(k8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
+	e.G.Expect(suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(job), &batchv1.Job{})).To(Satisfy(apierrors.IsNotFound), "the old Job deleted")
 
 	use("0")
 	recreated := e.recreated(job)

@@ -25,35 +25,18 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"nudge.dev/nudge/internal/options"
-	"nudge.dev/nudge/internal/testbed"
+	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/workload"
 )
 
-// Main runs the integration tests of a package against a kube-apiserver of
-// their own (testbed.APIServer: no workload controller runs, so the pod
-// template writes to a Deployment are nudge's rollouts and the test's own),
-// setting *plane and *k8s, a client of it that knows the built-in kinds
-// and CRDs, before m runs. It returns m's exit code.
-func Main(m *testing.M, plane **testbed.Plane, k8s *client.WithWatch) int {
-	return testbed.Main(m, testbed.Options{Mode: testbed.APIServer}, func(p *testbed.Plane) {
-		*plane = p
-		c, err := Client(p.Config())
-		if err != nil {
-			panic(err)
-		}
-		*k8s = c
-	})
-}
-
-// Client returns a client of cfg that knows the built-in kinds and CRDs.
+// Client returns a client of cfg that knows the built-in kinds, CRDs and
+// nudge's own ValueBinding.
 func Client(cfg *rest.Config) (client.WithWatch, error) {
 	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := apiextensionsv1.AddToScheme(scheme); err != nil {
-		return nil, err
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, v1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			return nil, err
+		}
 	}
 	return client.NewWithWatch(cfg, client.Options{Scheme: scheme})
 }
@@ -71,23 +54,6 @@ type Env struct {
 	// Templates counts, from a watch, the pod-template changes of the
 	// namespace's Deployments.
 	Templates *TemplateWrites
-}
-
-// Setup marks t parallel, creates a namespace for it on plane and, when
-// start, starts a nudge watching that namespace with mutate applied to its
-// options.
-func Setup(t *testing.T, plane *testbed.Plane, k8s client.WithWatch, start bool, mutate func(*options.Options)) *Env {
-	t.Helper()
-	t.Parallel()
-	e := &Env{T: t, G: gomega.NewWithT(t), Ctx: t.Context(), K8s: k8s}
-	ns, err := plane.GenerateNamespace(e.Ctx, "it-")
-	e.G.Expect(err).NotTo(gomega.HaveOccurred())
-	e.NS = ns
-	e.Templates = WatchTemplates(t, k8s, ns)
-	if start {
-		e.Nudge = Start(t, plane.Config(), ns, mutate)
-	}
-	return e
 }
 
 // Create creates objs, failing the test on an error.

@@ -32,7 +32,7 @@ func TestWriteBackIsToldByTheFieldOwner(t *testing.T) {
 		"an update with the exported manifest and its managedFields (kubectl replace of get -o yaml --show-managed-fields)": {
 			write: func(e *env, exported, current *appsv1.Deployment) error {
 				current.Labels, current.Annotations, current.ManagedFields = exported.Labels, exported.Annotations, exported.ManagedFields
-				return k8s.Update(e.Ctx, current)
+				return suite.K8s.Update(e.Ctx, current)
 			},
 			restored: true,
 		},
@@ -51,7 +51,7 @@ func TestWriteBackIsToldByTheFieldOwner(t *testing.T) {
 			write: func(e *env, _, current *appsv1.Deployment) error {
 				current.Annotations["team"] = "blue"
 				current.Labels = map[string]string{"app": "web", workload.SealLabel: current.Labels[workload.SealLabel]}
-				return k8s.Update(e.Ctx, current)
+				return suite.K8s.Update(e.Ctx, current)
 			},
 		},
 		"a server-side apply without nudge's keys leaves it": {
@@ -109,8 +109,8 @@ func TestUndoToTheCurrentStateIsNudges(t *testing.T) {
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "1" })
 	undone := e.Deployment("web")
 	undone.Spec.Template, undone.Annotations = first.Spec.Template, first.Annotations
-	e.G.Expect(k8s.Update(e.Ctx, undone)).To(Succeed(), "restoring the first revision")
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, window)
+	e.G.Expect(suite.K8s.Update(e.Ctx, undone)).To(Succeed(), "restoring the first revision")
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, window)
 	e.G.Eventually(func() string { return e.Deployment("web").Labels[workload.SealLabel] }).WithTimeout(20*time.Second).
 		Should(Equal(first.Labels[workload.SealLabel]), "nudge to seal the undone state again")
 	e.RolledTo("web", 2) // the undo
@@ -134,5 +134,5 @@ func apply(e *env, d *appsv1.Deployment, manager string, force bool) error {
 	if force {
 		opts = append(opts, client.ForceOwnership)
 	}
-	return k8s.Apply(e.Ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
+	return suite.K8s.Apply(e.Ctx, client.ApplyConfigurationFromUnstructured(u), opts...)
 }

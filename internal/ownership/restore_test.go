@@ -30,7 +30,7 @@ func TestRewrittenWorkloadIsNotRolledAgain(t *testing.T) {
 		e.G.Eventually(func() error {
 			d := manifest()
 			d.ResourceVersion = e.Deployment("web").ResourceVersion
-			return k8s.Update(e.Ctx, d)
+			return suite.K8s.Update(e.Ctx, d)
 		}).Should(Succeed(), "replacing the Deployment with its manifest")
 	}
 	// The first replace changed the pod template (the trigger went away):
@@ -60,7 +60,7 @@ func TestRolloutUndoIsKept(t *testing.T) {
 		d := e.Deployment("web")
 		d.Spec.Template = first.Spec.Template
 		d.Annotations = first.Annotations
-		return k8s.Update(e.Ctx, d)
+		return suite.K8s.Update(e.Ctx, d)
 	}).Should(Succeed(), "restoring the first revision")
 	e.RolledTo("web", 2)
 	e.G.Expect(e.Deployment("web").Spec.Template.Annotations).NotTo(HaveKey(workload.RestartedAtAnnotation))
@@ -81,7 +81,7 @@ func TestRestoredStateIsNotRolledAgain(t *testing.T) {
 
 	restored := e.Deployment("web")
 	restored.Labels, restored.Annotations, restored.Spec.Template = exported.Labels, exported.Annotations, exported.Spec.Template
-	e.G.Expect(k8s.Update(e.Ctx, restored)).To(Succeed(), "the GitOps tool applying the exported manifest")
+	e.G.Expect(suite.K8s.Update(e.Ctx, restored)).To(Succeed(), "the GitOps tool applying the exported manifest")
 	e.G.Eventually(e.Events("web", record.ReasonStateRestored)).WithTimeout(10*time.Second).ShouldNot(BeEmpty(),
 		"a Warning that the state was set back")
 	e.RolledTo("web", 2) // the restore's own change of the pod template, and no more
@@ -104,11 +104,11 @@ func TestRestoredStateIsNotRolledAfterARestart(t *testing.T) {
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.RolledTo("web", 1)
 	e.Nudge.Stop(t)
-	e.Nudge = nt.Start(t, plane.Config(), e.NS, window)
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, window)
 
 	restored := e.Deployment("web")
 	restored.Labels, restored.Annotations, restored.Spec.Template = exported.Labels, exported.Annotations, exported.Spec.Template
-	e.G.Expect(k8s.Update(e.Ctx, restored)).To(Succeed(), "the GitOps tool applying the exported manifest")
+	e.G.Expect(suite.K8s.Update(e.Ctx, restored)).To(Succeed(), "the GitOps tool applying the exported manifest")
 	e.G.Eventually(e.Events("web", record.ReasonStateRestored)).WithTimeout(20*time.Second).
 		Should(ContainElement(HaveField("Note", ContainSubstring("set back by "))), "a Warning from the restarted nudge naming the writer")
 	e.RolledTo("web", 2) // the restore's own change of the pod template, and no more

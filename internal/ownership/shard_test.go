@@ -153,7 +153,7 @@ type shardedCluster struct {
 }
 
 func newShardedCluster(t *testing.T, sharedKey bool) *shardedCluster {
-	c := &shardedCluster{Cluster: nt.NewCluster(t, k8s), id: utilrand.String(6)}
+	c := &shardedCluster{Cluster: nt.NewCluster(t, suite.K8s), id: utilrand.String(6)}
 	if sharedKey {
 		c.system = c.newNamespace("shard-sys-")
 	}
@@ -162,7 +162,7 @@ func newShardedCluster(t *testing.T, sharedKey bool) *shardedCluster {
 
 func (c *shardedCluster) newNamespace(prefix string) string {
 	c.T.Helper()
-	ns, err := plane.GenerateNamespace(c.Ctx, prefix)
+	ns, err := suite.Plane.GenerateNamespace(c.Ctx, prefix)
 	c.G.Expect(err).NotTo(HaveOccurred())
 	return ns
 }
@@ -183,7 +183,7 @@ func (c *shardedCluster) shard(name string, values ...string) *nt.Member {
 	for i, v := range values {
 		values[i] = c.value(v)
 	}
-	return c.Start(name, plane.Config(), system, func(o *options.Options) {
+	return c.Start(name, suite.Plane.Config(), system, func(o *options.Options) {
 		o.Namespaces = nil
 		o.NamespaceSelector = shardLabel + " in (" + strings.Join(values, ",") + ")"
 		o.LeaderElectionID = "nudge-" + name
@@ -206,13 +206,13 @@ func (c *shardedCluster) relabel(n *nt.Space, shard string) { c.label(n.Name, sh
 func (c *shardedCluster) label(ns, shard string) {
 	c.T.Helper()
 	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"labels":{"`+shardLabel+`":"`+c.value(shard)+`"}}}`))
-	c.G.Expect(k8s.Patch(c.Ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, patch)).To(Succeed())
+	c.G.Expect(suite.K8s.Patch(c.Ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, patch)).To(Succeed())
 }
 
 func (c *shardedCluster) deployment(n *nt.Space) *appsv1.Deployment {
 	c.T.Helper()
 	var d appsv1.Deployment
-	c.G.Expect(k8s.Get(c.Ctx, client.ObjectKey{Namespace: n.Name, Name: "web"}, &d)).To(Succeed())
+	c.G.Expect(suite.K8s.Get(c.Ctx, client.ObjectKey{Namespace: n.Name, Name: "web"}, &d)).To(Succeed())
 	return &d
 }
 
@@ -234,7 +234,7 @@ func (c *shardedCluster) rolledBy(m *nt.Member, n *nt.Space, want int) {
 // n (its creation included).
 func (c *shardedCluster) writes(n *nt.Space) func() int64 {
 	c.T.Helper()
-	events := nt.Watch(c.T, k8s, &appsv1.DeploymentList{}, client.InNamespace(n.Name))
+	events := nt.Watch(c.T, suite.K8s, &appsv1.DeploymentList{}, client.InNamespace(n.Name))
 	var count atomic.Int64
 	go func() {
 		for range events {
@@ -246,5 +246,5 @@ func (c *shardedCluster) writes(n *nt.Space) func() int64 {
 
 // events returns the Events about the Deployment of n with reason.
 func (c *shardedCluster) events(n *nt.Space, reason string) func() []eventsv1.Event {
-	return (&nt.Env{T: c.T, G: c.G, Ctx: c.Ctx, NS: n.Name, K8s: k8s}).Events("web", reason)
+	return (&nt.Env{T: c.T, G: c.G, Ctx: c.Ctx, NS: n.Name, K8s: suite.K8s}).Events("web", reason)
 }

@@ -26,8 +26,8 @@ import (
 // watch's is v1) does not matter.
 func TestExternalSecret(t *testing.T) {
 	t.Parallel()
-	nt.InstallCRD(t, k8s, nt.ExternalSecretCRD(t))
-	e := setup(t, plane, k8s)
+	nt.InstallCRD(t, suite.K8s, nt.ExternalSecretCRD(t))
+	e := setup(t, suite.Plane, suite.K8s)
 	es := e.externalSecret("v1beta1", "db-es", "db")
 	e.create(es)
 	secret := e.secret("db", nil, es)
@@ -69,7 +69,7 @@ func TestExternalSecret(t *testing.T) {
 		Reason: "last synced generation 2, not 3 yet"}), "the Secret it writes now waits for its sync")
 
 	e.forget()
-	e.g.Expect(k8s.Delete(e.ctx, es)).To(Succeed())
+	e.g.Expect(suite.K8s.Delete(e.ctx, es)).To(Succeed())
 	e.becomes(e.secret("db-new", nil, es), producer.Status{}, "a deleted ExternalSecret")
 	e.g.Eventually(e.hookedWith("db-new")).WithTimeout(10*time.Second).Should(BeTrue(), "the hook called with the Secret on a delete")
 	e.g.Expect(e.log()).NotTo(ContainSubstring(`"error"`), "nothing logged as an error")
@@ -81,8 +81,8 @@ func TestExternalSecret(t *testing.T) {
 // writing another Secret has no producer.
 func TestCertificate(t *testing.T) {
 	t.Parallel()
-	nt.InstallCRD(t, k8s, nt.CertificateCRD(t))
-	e := setup(t, plane, k8s)
+	nt.InstallCRD(t, suite.K8s, nt.CertificateCRD(t))
+	e := setup(t, suite.Plane, suite.K8s)
 	cert := e.certificate("web", "web-tls")
 	e.create(cert)
 	secret := e.secret("web-tls", map[string]string{producer.CertificateNameAnnotation: "web"}, nil)
@@ -115,17 +115,17 @@ func TestCertificate(t *testing.T) {
 // the hook being called for them.
 func TestNoProducer(t *testing.T) {
 	t.Parallel()
-	nt.InstallCRD(t, k8s, nt.ExternalSecretCRD(t))
-	nt.InstallCRD(t, k8s, nt.CertificateCRD(t))
-	ns, err := plane.GenerateNamespace(t.Context(), "producer-")
+	nt.InstallCRD(t, suite.K8s, nt.ExternalSecretCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.CertificateCRD(t))
+	ns, err := suite.Plane.GenerateNamespace(t.Context(), "producer-")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
 	// Created before the gate starts, in the namespace it will watch.
-	early := &env{t: t, g: NewWithT(t), ctx: t.Context(), k8s: k8s, ns: ns}
+	early := &env{t: t, g: NewWithT(t), ctx: t.Context(), k8s: suite.K8s, ns: ns}
 	es := early.externalSecret("v1", "listed", "")
 	early.create(es)
 	early.setStatus(es, readyCondition("True", "SecretSynced", "secret synced", 0))
 
-	e := setupIn(t, plane.Config(), k8s, ns)
+	e := setupIn(t, suite.Plane.Config(), suite.K8s, ns)
 	owned := e.secret("listed", nil, es)
 	e.becomes(owned, producer.Status{Known: true, Producer: "ExternalSecret " + ns + "/listed", Ready: true},
 		"an ExternalSecret of the first list, writing the Secret of its own name")
@@ -221,13 +221,13 @@ func TestInstalledAfterStart(t *testing.T) {
 // producer is unknown, so none holds a rollout.
 func TestForbidden(t *testing.T) {
 	t.Parallel()
-	nt.InstallCRD(t, k8s, nt.ExternalSecretCRD(t))
-	nt.InstallCRD(t, k8s, nt.CertificateCRD(t))
-	ns, err := plane.GenerateNamespace(t.Context(), "producer-")
+	nt.InstallCRD(t, suite.K8s, nt.ExternalSecretCRD(t))
+	nt.InstallCRD(t, suite.K8s, nt.CertificateCRD(t))
+	ns, err := suite.Plane.GenerateNamespace(t.Context(), "producer-")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	nobody, err := plane.UserConfig("nobody")
+	nobody, err := suite.Plane.UserConfig("nobody")
 	NewWithT(t).Expect(err).NotTo(HaveOccurred())
-	e := setupIn(t, nobody, k8s, ns)
+	e := setupIn(t, nobody, suite.K8s, ns)
 	cert := e.certificate("web", "web-tls")
 	e.create(cert)
 	e.setStatus(cert, readyCondition("False", "DoesNotExist", "Issuing certificate as Secret does not exist", 1))

@@ -30,20 +30,17 @@ import (
 	"nudge.dev/nudge/internal/testbed"
 )
 
-// plane is the kube-apiserver the tests talk to; the producer CRDs are
-// installed on it by the tests that need them (TestInstalledAfterStart has
-// a plane of its own, where they are not).
-var (
-	plane *testbed.Plane
-	k8s   client.WithWatch
-)
+// suite is the kube-apiserver the tests talk to, and its client; the
+// producer CRDs are installed on it by the tests that need them
+// (TestInstalledAfterStart has a plane of its own, where they are not).
+var suite nt.Suite
 
 func TestMain(m *testing.M) {
 	// What logs through controller-runtime's root logger rather than a
 	// context's (served.Kinds' runnable, client-go's reflectors) is
 	// dropped, as nudgetest.Start drops it.
 	ctrl.SetLogger(logr.Discard())
-	os.Exit(nt.Main(m, &plane, &k8s))
+	os.Exit(suite.Main(m))
 }
 
 // env is one test's namespace and its gate, run by a manager of its own

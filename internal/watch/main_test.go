@@ -4,16 +4,10 @@ import (
 	"os"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	nt "nudge.dev/nudge/internal/nudgetest"
-	"nudge.dev/nudge/internal/testbed"
 )
 
-// plane is the kube-apiserver the sources' tests read from.
-var (
-	plane *testbed.Plane
-	k8s   client.WithWatch
-)
+// suite is the kube-apiserver the sources' tests read from, and its client.
+var suite nt.Suite
 
-func TestMain(m *testing.M) { os.Exit(nt.Main(m, &plane, &k8s)) }
+func TestMain(m *testing.M) { os.Exit(suite.Main(m)) }

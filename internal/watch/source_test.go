@@ -102,7 +102,7 @@ func TestKindSourceBeforeTheCacheStarts(t *testing.T) {
 	g.Eventually(queue.Len).WithTimeout(30*time.Second).Should(Equal(n),
 		"every listed ConfigMap queued before the source started")
 	changed := nt.ConfigMap(ns, "cm-123", map[string]string{"k": "changed"})
-	g.Expect(k8s.Update(ctx, changed)).To(Succeed())
+	g.Expect(suite.K8s.Update(ctx, changed)).To(Succeed())
 	select {
 	case <-updated:
 	case <-time.After(30 * time.Second):
@@ -130,12 +130,12 @@ func TestKindSourceBeforeTheCacheStarts(t *testing.T) {
 func configMapsCache(t *testing.T, prefix string, n int) (string, cache.Cache) {
 	t.Helper()
 	g := NewWithT(t)
-	ns, err := plane.GenerateNamespace(t.Context(), prefix)
+	ns, err := suite.Plane.GenerateNamespace(t.Context(), prefix)
 	g.Expect(err).NotTo(HaveOccurred())
 	for i := range n {
-		g.Expect(k8s.Create(t.Context(), nt.ConfigMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"}))).To(Succeed())
+		g.Expect(suite.K8s.Create(t.Context(), nt.ConfigMap(ns, fmt.Sprintf("cm-%d", i), map[string]string{"k": "v"}))).To(Succeed())
 	}
-	c, err := cache.New(plane.Config(), cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	c, err := cache.New(suite.Plane.Config(), cache.Options{Scheme: scheme.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	g.Expect(err).NotTo(HaveOccurred())
 	return ns, c
 }

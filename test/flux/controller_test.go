@@ -77,7 +77,7 @@ func newGitSource(t *testing.T, namespace, name string) *gitSource {
 	_ = unstructured.SetNestedMap(repo.Object, map[string]any{
 		"url": "http://127.0.0.1:1/apps.git", "interval": "10m", "ref": map[string]any{"branch": "main"},
 	}, "spec")
-	if err := k8s.Create(t.Context(), repo); err != nil {
+	if err := suite.K8s.Create(t.Context(), repo); err != nil {
 		t.Fatalf("creating GitRepository %s: %v", s.repo, err)
 	}
 	return s
@@ -113,7 +113,7 @@ func (s *gitSource) push(content string) string {
 
 	repo := &unstructured.Unstructured{}
 	repo.SetGroupVersionKind(gitRepositoryGVK)
-	if err := k8s.Get(s.t.Context(), s.repo, repo); err != nil {
+	if err := suite.K8s.Get(s.t.Context(), s.repo, repo); err != nil {
 		s.t.Fatalf("reading GitRepository %s: %v", s.repo, err)
 	}
 	now := time.Now().UTC().Format(time.RFC3339)
@@ -128,7 +128,7 @@ func (s *gitSource) push(content string) string {
 			"lastTransitionTime": now, "observedGeneration": repo.GetGeneration(),
 		}},
 	}, "status")
-	if err := k8s.Status().Update(s.t.Context(), repo); err != nil {
+	if err := suite.K8s.Status().Update(s.t.Context(), repo); err != nil {
 		s.t.Fatalf("writing the artifact of GitRepository %s: %v", s.repo, err)
 	}
 	return revision
@@ -141,7 +141,7 @@ func startKustomizeController(t *testing.T, namespace string) {
 	t.Helper()
 	bin := charttest.Built(t, "kustomize-controller", "hack/flux.sh")
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := nt.WriteKubeconfig(kubeconfig, plane.Config(), namespace); err != nil {
+	if err := nt.WriteKubeconfig(kubeconfig, suite.Plane.Config(), namespace); err != nil {
 		t.Fatal(err)
 	}
 	nt.StartProcess(t, bin, []string{"KUBECONFIG=" + kubeconfig, "RUNTIME_NAMESPACE=" + namespace},
@@ -153,9 +153,9 @@ func startKustomizeController(t *testing.T, namespace string) {
 // kustomize-controller watches, from their Go modules.
 func installFluxCRDs(t *testing.T) {
 	t.Helper()
-	nt.InstallCRD(t, k8s, nt.ModuleCRD(t, kustomizeController, "config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"))
+	nt.InstallCRD(t, suite.K8s, nt.ModuleCRD(t, kustomizeController, "config/crd/bases/kustomize.toolkit.fluxcd.io_kustomizations.yaml"))
 	for _, kind := range []string{"gitrepositories", "ocirepositories", "buckets"} {
-		nt.InstallCRD(t, k8s, nt.ModuleCRD(t, sourceController, "config/crd/bases/source.toolkit.fluxcd.io_"+kind+".yaml"))
+		nt.InstallCRD(t, suite.K8s, nt.ModuleCRD(t, sourceController, "config/crd/bases/source.toolkit.fluxcd.io_"+kind+".yaml"))
 	}
 }
 
@@ -166,7 +166,7 @@ func installFluxCRDs(t *testing.T) {
 // (as `flux reconcile kustomization` does) for the same revision.
 func TestFluxKustomizeControllerLeavesNudgesState(t *testing.T) {
 	installFluxCRDs(t)
-	e := nt.Setup(t, plane, k8s, true, func(o *options.Options) { o.RolloutWindow = options.Default().RolloutWindow })
+	e := suite.Setup(t, true, func(o *options.Options) { o.RolloutWindow = options.Default().RolloutWindow })
 	g, ctx := e.G, e.Ctx
 	git := newGitSource(t, e.NS, "apps")
 	const image1, image2 = "registry.example/app:1", "registry.example/app:2"
@@ -180,12 +180,12 @@ func TestFluxKustomizeControllerLeavesNudgesState(t *testing.T) {
 		"interval": "10m", "path": "./", "prune": true, "force": true,
 		"sourceRef": map[string]any{"kind": "GitRepository", "name": "apps"},
 	}, "spec")
-	g.Expect(k8s.Create(ctx, ks)).To(Succeed())
+	g.Expect(suite.K8s.Create(ctx, ks)).To(Succeed())
 	startKustomizeController(t, e.NS)
 	applied := func(revision, requested string) {
 		t.Helper()
 		g.Eventually(func() []string {
-			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(ks), ks)).To(Succeed())
+			g.Expect(suite.K8s.Get(ctx, client.ObjectKeyFromObject(ks), ks)).To(Succeed())
 			rev, _, _ := unstructured.NestedString(ks.Object, "status", "lastAppliedRevision")
 			handled, _, _ := unstructured.NestedString(ks.Object, "status", "lastHandledReconcileAt")
 			return []string{rev, handled}
@@ -205,7 +205,7 @@ func TestFluxKustomizeControllerLeavesNudgesState(t *testing.T) {
 	// The same revision again, as each interval's reconcile applies it.
 	before := e.Deployment("web")
 	requested := time.Now().UTC().Format(time.RFC3339Nano)
-	g.Expect(k8s.Patch(ctx, ks, client.RawPatch(types.MergePatchType,
+	g.Expect(suite.K8s.Patch(ctx, ks, client.RawPatch(types.MergePatchType,
 		[]byte(`{"metadata":{"annotations":{"reconcile.fluxcd.io/requestedAt":"`+requested+`"}}}`)))).To(Succeed())
 	applied(revision, requested)
 	e.RolledTo("web", 1)
@@ -214,7 +214,7 @@ func TestFluxKustomizeControllerLeavesNudgesState(t *testing.T) {
 	g.Expect(nudgeKeys(after)).To(Equal(rolled), "nudge's keys as nudge wrote them")
 	g.Expect(owners(after, "f:metadata", "f:annotations", "f:"+workload.AppliedAnnotation)).To(Equal([]string{workload.FieldManager + "/Update"}))
 	g.Expect(owners(after, "f:spec", "f:template", "f:spec", "f:containers")).To(ContainElement(fieldManager+"/Apply"), "the containers owned by kustomize-controller")
-	flux := newKustomization(k8s, e.NS, "apps", true)
+	flux := newKustomization(suite.K8s, e.NS, "apps", true)
 	g.Expect(flux.drift(ctx, t, manifests(e.NS, "2", image1))).To(BeEmpty(), "ssa's drift check finds no drift")
 
 	revision = git.push(manifests(e.NS, "2", image2))

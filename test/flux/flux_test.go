@@ -10,7 +10,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 
 	"nudge.dev/nudge/internal/fingerprint"
-	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/workload"
@@ -105,9 +104,9 @@ func owners(d *appsv1.Deployment, path ...string) []string {
 // parses, its seal holds, no Warning) and nudge rolls the next change of
 // the ConfigMap once.
 func TestFluxApplyLeavesNudgesState(t *testing.T) {
-	e := nt.Setup(t, plane, k8s, true, func(o *options.Options) { o.RolloutWindow = options.Default().RolloutWindow })
+	e := suite.Setup(t, true, func(o *options.Options) { o.RolloutWindow = options.Default().RolloutWindow })
 	g, ctx := e.G, e.Ctx
-	flux := newKustomization(k8s, e.NS, "apps", true)
+	flux := newKustomization(suite.K8s, e.NS, "apps", true)
 	rolled := func() int { return len(e.Events("web", record.ReasonRolled)()) }
 	deployment := func() *appsv1.Deployment { return e.Deployment("web") }
 	const image1, image2 = "registry.example/app:1", "registry.example/app:2"
@@ -155,7 +154,7 @@ func TestFluxApplyLeavesNudgesState(t *testing.T) {
 	g.Expect(nudgeKeys(d)).To(Equal(after), "nudge's keys and trigger kept through Flux's rollout")
 	g.Expect(rolled()).To(Equal(1), "no Rolled Event of nudge's for Flux's rollout")
 	g.Expect(flux.drift(ctx, t, manifests(e.NS, "2", image2))).To(BeEmpty(), "no drift after Flux's rollout")
-	key, err := fingerprint.ReadKey(ctx, k8s, e.NS, options.Default().KeySecret)
+	key, err := fingerprint.ReadKey(ctx, suite.K8s, e.NS, options.Default().KeySecret)
 	g.Expect(err).NotTo(HaveOccurred())
 	state, err := fingerprint.Parse(d.Annotations[workload.AppliedAnnotation], e.NS)
 	g.Expect(err).NotTo(HaveOccurred(), "nudge's applied state parses")

@@ -9,18 +9,12 @@ import (
 	"os"
 	"testing"
 
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	nt "nudge.dev/nudge/internal/nudgetest"
-	"nudge.dev/nudge/internal/testbed"
 )
 
-// plane is the kube-apiserver every test here talks to; no workload
-// controller runs, so the pod-template writes to a Deployment are nudge's
-// rollouts and Flux's applies.
-var (
-	plane *testbed.Plane
-	k8s   client.WithWatch
-)
+// suite is the kube-apiserver every test here talks to, and its client; no
+// workload controller runs, so the pod-template writes to a Deployment are
+// nudge's rollouts and Flux's applies.
+var suite nt.Suite
 
-func TestMain(m *testing.M) { os.Exit(nt.Main(m, &plane, &k8s)) }
+func TestMain(m *testing.M) { os.Exit(suite.Main(m)) }

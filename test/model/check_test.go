@@ -53,7 +53,7 @@ func (w *world) diff(m *model.Model, seen digests) string {
 			continue
 		}
 		var d appsv1.Deployment
-		if err := k8s.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &d); err != nil {
+		if err := suite.K8s.Get(w.ctx, client.ObjectKey{Namespace: w.ns, Name: name}, &d); err != nil {
 			fmt.Fprintf(&b, "  %s: %v\n", name, err)
 			continue
 		}

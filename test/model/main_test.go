@@ -5,20 +5,13 @@ import (
 	"os"
 	"testing"
 
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"nudge.dev/nudge/internal/testbed"
+	nt "nudge.dev/nudge/internal/nudgetest"
 )
 
-var (
-	// plane is the kube-apiserver every sequence plays on; no workload
-	// controller runs, so a Deployment's pod-template changes are its
-	// rollouts as users would see them.
-	plane *testbed.Plane
-	k8s   client.Client
-)
+// suite is the kube-apiserver every sequence plays on, and its client; no
+// workload controller runs, so a Deployment's pod-template changes are its
+// rollouts as users would see them.
+var suite nt.Suite
 
 var (
 	seedFlag      = flag.Uint64("seed", 0, "replay the one sequence of this seed (printed on failure)")
@@ -30,14 +23,5 @@ var (
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	os.Exit(testbed.Main(m, testbed.Options{Mode: testbed.APIServer}, func(p *testbed.Plane) {
-		plane = p
-		scheme := runtime.NewScheme()
-		_ = clientgoscheme.AddToScheme(scheme)
-		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
-		if err != nil {
-			panic(err)
-		}
-		k8s = c
-	}))
+	os.Exit(suite.Main(m))
 }

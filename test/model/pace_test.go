@@ -124,7 +124,7 @@ func TestPaceAcrossSequences(t *testing.T) {
 // replicas for an odd seed.
 func newPacedSequence(t *testing.T, seed uint64) *sequence {
 	t.Helper()
-	ns, err := plane.GenerateNamespace(t.Context(), "pace-")
+	ns, err := suite.Plane.GenerateNamespace(t.Context(), "pace-")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func (r *inProcess) options(o *options.Options) {
 }
 
 func (r *inProcess) one() *nudgetest.Nudge {
-	return nudgetest.Start(r.t, plane.Config(), r.ns, r.options)
+	return nudgetest.Start(r.t, suite.Plane.Config(), r.ns, r.options)
 }
 
 func (r *inProcess) start() {
@@ -101,7 +101,7 @@ func (r *processes) one() (*exec.Cmd, chan error) {
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	args := []string{"--kubeconfig=" + plane.Kubeconfig(), "--namespaces=" + r.ns, "--system-namespace=" + r.ns,
+	args := []string{"--kubeconfig=" + suite.Plane.Kubeconfig(), "--namespaces=" + r.ns, "--system-namespace=" + r.ns,
 		"--metrics-bind-address=0", "--health-probe-bind-address=0", "--rollout-window=" + r.window.String(), "--log-format=json",
 		"--max-rollouts-per-hour=0", // the storm brake, which the models of these runs do not know
 		"--workers=1"}               // see world.ballast

@@ -67,7 +67,7 @@ func TestRulesAcrossSequences(t *testing.T) {
 		seed := p.seed
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			t.Parallel()
-			ns, err := plane.GenerateNamespace(t.Context(), "model-")
+			ns, err := suite.Plane.GenerateNamespace(t.Context(), "model-")
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -57,7 +57,7 @@ func TestSoak(t *testing.T) {
 	}
 	namespaces := make([]string, *worldsFlag)
 	for i := range namespaces {
-		ns, err := plane.GenerateNamespace(t.Context(), "soak-")
+		ns, err := suite.Plane.GenerateNamespace(t.Context(), "soak-")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -78,7 +78,7 @@ func TestSoak(t *testing.T) {
 		}
 	})
 	log := filepath.Join(dir, "nudge.log")
-	args := []string{"--kubeconfig=" + plane.Kubeconfig(), "--namespaces=" + strings.Join(namespaces, ","),
+	args := []string{"--kubeconfig=" + suite.Plane.Kubeconfig(), "--namespaces=" + strings.Join(namespaces, ","),
 		"--system-namespace=" + namespaces[0], fmt.Sprintf("--metrics-bind-address=127.0.0.1:%d", ports[0]),
 		"--health-probe-bind-address=0", "--rollout-window=0", "--log-format=json", "--log-level=" + *soakLogFlag,
 		"--max-rollouts-per-hour=0"} // the storm brake, which the sequences' model does not know here

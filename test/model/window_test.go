@@ -117,7 +117,7 @@ type restart struct {
 // starts nudge, and returns once nudge has recorded every Deployment's
 // baseline and the rollouts are watched.
 func newStream(t *testing.T, seed uint64) *stream {
-	ns, err := plane.GenerateNamespace(t.Context(), "window-")
+	ns, err := suite.Plane.GenerateNamespace(t.Context(), "window-")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func newStream(t *testing.T, seed uint64) *stream {
 	}
 	for _, name := range model.StreamSources() {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string]string{"k": content(0)}}
-		if err := k8s.Create(s.ctx, cm); err != nil {
+		if err := suite.K8s.Create(s.ctx, cm); err != nil {
 			t.Fatal(err)
 		}
 		s.versions[name] = 0
@@ -146,7 +146,7 @@ func newStream(t *testing.T, seed uint64) *stream {
 				Template: template(name, uses, 0),
 			},
 		}
-		if err := k8s.Create(s.ctx, d); err != nil {
+		if err := suite.K8s.Create(s.ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -154,7 +154,7 @@ func newStream(t *testing.T, seed uint64) *stream {
 	s.wait(func() bool {
 		for name, sources := range model.StreamWorkloads() {
 			var d appsv1.Deployment
-			if err := k8s.Get(s.ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
+			if err := suite.K8s.Get(s.ctx, client.ObjectKey{Namespace: ns, Name: name}, &d); err != nil {
 				return false
 			}
 			for _, src := range sources {
@@ -165,7 +165,7 @@ func newStream(t *testing.T, seed uint64) *stream {
 		}
 		return true
 	}, time.Minute, "nudge to record every Deployment's baseline")
-	s.key, err = fingerprint.ReadKey(s.ctx, k8s, ns, options.Default().KeySecret)
+	s.key, err = fingerprint.ReadKey(s.ctx, suite.K8s, ns, options.Default().KeySecret)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,7 +203,7 @@ func (s *stream) play() {
 		v := s.versions[step.Source]
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: s.ns, Name: step.Source}}
 		patch := fmt.Sprintf(`{"data":{"k":%q}}`, content(v))
-		if err := k8s.Patch(s.ctx, cm, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
+		if err := suite.K8s.Patch(s.ctx, cm, client.RawPatch(types.MergePatchType, []byte(patch))); err != nil {
 			s.t.Fatalf("updating ConfigMap %s to v%d: %v", step.Source, v, err)
 		}
 		s.updates = append(s.updates, model.Update{Source: step.Source, Version: v, RV: resourceVersion(s.t, cm), At: time.Now()})
@@ -240,7 +240,7 @@ func (s *stream) settle() {
 	s.final = map[string]map[string]int{}
 	for name := range model.StreamWorkloads() {
 		var d appsv1.Deployment
-		if err := k8s.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &d); err != nil {
+		if err := suite.K8s.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &d); err != nil {
 			s.t.Fatal(err)
 		}
 		rv := resourceVersion(s.t, &d)
@@ -263,7 +263,7 @@ func (s *stream) history(name string) model.History {
 // nil when it cannot be read.
 func (s *stream) applied(name string) map[string]int {
 	var d appsv1.Deployment
-	if err := k8s.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &d); err != nil {
+	if err := suite.K8s.Get(s.ctx, client.ObjectKey{Namespace: s.ns, Name: name}, &d); err != nil {
 		return nil
 	}
 	return s.versionsOf(name, d.Annotations[appliedAnnotation])
@@ -372,7 +372,7 @@ type seenRollout struct {
 // the list's resourceVersion, which it returns.
 func watchRollouts(t *testing.T, ns string) (*rolloutLog, int64) {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(plane.Config())
+	cs, err := kubernetes.NewForConfig(suite.Plane.Config())
 	if err != nil {
 		t.Fatal(err)
 	}

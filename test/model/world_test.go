@@ -84,7 +84,7 @@ func newWorld(t *testing.T, ns string) (*world, error) {
 		})
 	}
 	for _, o := range objs {
-		if err := k8s.Create(w.ctx, o); err != nil {
+		if err := suite.K8s.Create(w.ctx, o); err != nil {
 			return nil, err
 		}
 	}
@@ -92,7 +92,7 @@ func newWorld(t *testing.T, ns string) (*world, error) {
 	// be recorded later, without a rollout, perhaps with the first fence's
 	// content.
 	return w, w.until(func() bool {
-		err := k8s.Get(w.ctx, client.ObjectKeyFromObject(d), d)
+		err := suite.K8s.Get(w.ctx, client.ObjectKeyFromObject(d), d)
 		applied := d.Annotations[appliedAnnotation]
 		return err == nil && strings.Contains(applied, " ConfigMap/"+fenceName+"=") && strings.Contains(applied, " Secret/"+fenceName+"=")
 	}, "nudge to record the fence Deployment's baseline")
@@ -122,7 +122,7 @@ func (w *world) fence() error {
 		d := w.deployment(fenceName)
 		entry := " " + string(kind) + "/" + fenceName + "="
 		if err := w.until(func() bool {
-			err := k8s.Get(w.ctx, client.ObjectKeyFromObject(d), d)
+			err := suite.K8s.Get(w.ctx, client.ObjectKeyFromObject(d), d)
 			return err == nil && strings.Contains(d.Annotations[appliedAnnotation], entry) != ignored
 		}, fmt.Sprintf("nudge to record the fence Deployment's state with %s ignored=%t", id, ignored)); err != nil {
 			return err
@@ -151,7 +151,7 @@ func (w *world) until(cond func() bool, what string) error {
 func (w *world) do(m *model.Model, s model.Step) error {
 	switch s.Op {
 	case model.CreateSource:
-		return k8s.Create(w.ctx, w.source(s.Source, s.Data))
+		return suite.K8s.Create(w.ctx, w.source(s.Source, s.Data))
 	case model.ChangeData:
 		return w.update(w.source(s.Source, nil), func(o client.Object) { setData(o, s.Data) })
 	case model.ChangeLabels:
@@ -160,7 +160,7 @@ func (w *world) do(m *model.Model, s model.Step) error {
 			o.SetLabels(map[string]string{"touched": fmt.Sprint(w.touch)})
 		})
 	case model.DeleteSource:
-		return k8s.Delete(w.ctx, w.source(s.Source, nil))
+		return suite.K8s.Delete(w.ctx, w.source(s.Source, nil))
 	case model.CreateWorkload:
 		d := &appsv1.Deployment{
 			ObjectMeta: metav1.ObjectMeta{Namespace: w.ns, Name: s.Workload, Annotations: withPace(annotations(s.Opt), s.Pace)},
@@ -171,12 +171,12 @@ func (w *world) do(m *model.Model, s model.Step) error {
 			},
 		}
 		if s.Then == nil {
-			return k8s.Create(w.ctx, d)
+			return suite.K8s.Create(w.ctx, d)
 		}
 		if err := w.ballast(); err != nil {
 			return err
 		}
-		if err := k8s.Create(w.ctx, d); err != nil {
+		if err := suite.K8s.Create(w.ctx, d); err != nil {
 			return err
 		}
 		return w.do(m, *s.Then)
@@ -188,7 +188,7 @@ func (w *world) do(m *model.Model, s model.Step) error {
 		for k, v := range annotations(s.Opt) {
 			patch[k] = v
 		}
-		return k8s.Patch(w.ctx, w.deployment(s.Workload), mergePatch(patch))
+		return suite.K8s.Patch(w.ctx, w.deployment(s.Workload), mergePatch(patch))
 	case model.Undo:
 		prev, ok := w.revs.previous(s.Workload)
 		if !ok {
@@ -215,7 +215,7 @@ func (w *world) do(m *model.Model, s model.Step) error {
 		for k, v := range withPace(nil, s.Pace) {
 			patch[k] = v
 		}
-		return k8s.Patch(w.ctx, w.deployment(s.Workload), mergePatch(patch))
+		return suite.K8s.Patch(w.ctx, w.deployment(s.Workload), mergePatch(patch))
 	case model.MarkUrgent:
 		err := w.update(w.source(s.Source, nil), func(o client.Object) {
 			a := o.GetAnnotations()
@@ -302,17 +302,17 @@ func (w *world) tick(now time.Time) error {
 // read.
 func (w *world) poke(name string) error {
 	w.pokes++
-	return k8s.Patch(w.ctx, w.deployment(name), mergePatch(map[string]any{"test.nudge.dev/poke": fmt.Sprint(w.pokes)}))
+	return suite.K8s.Patch(w.ctx, w.deployment(name), mergePatch(map[string]any{"test.nudge.dev/poke": fmt.Sprint(w.pokes)}))
 }
 
 // update reads o, changes it and writes it back, again on a conflict.
 func (w *world) update(o client.Object, change func(client.Object)) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		if err := k8s.Get(w.ctx, client.ObjectKeyFromObject(o), o); err != nil {
+		if err := suite.K8s.Get(w.ctx, client.ObjectKeyFromObject(o), o); err != nil {
 			return err
 		}
 		change(o)
-		return k8s.Update(w.ctx, o)
+		return suite.K8s.Update(w.ctx, o)
 	})
 }
 
@@ -454,7 +454,7 @@ type revisions struct {
 
 func watchRevisions(t *testing.T, ns string) *revisions {
 	t.Helper()
-	cs, err := kubernetes.NewForConfig(plane.Config())
+	cs, err := kubernetes.NewForConfig(suite.Plane.Config())
 	if err != nil {
 		t.Fatal(err)
 	}

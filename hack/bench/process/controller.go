@@ -1,4 +1,8 @@
-package main
+// Package process runs the controller under test (or the floor) as a
+// process of its own, through sh and, with -cgroup, in a memory cgroup, and
+// reads its memory and CPU from /proc: one sample (Stats), or a window of
+// samples once it is quiet (MemoryWindow).
+package process
 
 import (
 	"bytes"
@@ -14,6 +18,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"nudge.dev/nudge/hack/bench/cgroup"
 )
 
 // clockTicks is the unit of utime and stime in /proc/<pid>/stat (USER_HZ,
@@ -32,7 +38,7 @@ type Controller struct {
 	// cgroup is the controller's memory cgroup, nil without -cgroup;
 	// peakWorkingSet the largest working set sampled in it (see
 	// sampleWorkingSet), in bytes.
-	cgroup         *memCgroup
+	cgroup         *cgroup.Group
 	peakWorkingSet atomic.Int64
 }
 
@@ -40,15 +46,15 @@ type Controller struct {
 // of its own is sampled for its peak.
 const workingSetEvery = 250 * time.Millisecond
 
-// startController runs cmdline through sh -c 'exec …', so that the shell
+// Start runs cmdline through sh -c 'exec …', so that the shell
 // becomes the controller and its PID is the controller's, with {kubeconfig},
 // {metrics-addr}, {probe-addr} and {pprof-addr} replaced, appending its output to logPath.
 // It runs in a process group of its own and is killed if the benchmark dies.
-// With cgroup, it runs in that memory cgroup, which it removes once the
+// With group, it runs in that memory cgroup, which it removes once the
 // controller has exited, and its working set is sampled for the peak.
-func startController(cmdline, kubeconfig, logPath string, cgroup *memCgroup) (*Controller, error) {
+func Start(cmdline, kubeconfig, logPath string, group *cgroup.Group) (*Controller, error) {
 	vars := map[string]string{"{kubeconfig}": kubeconfig}
-	c := &Controller{logPath: logPath, done: make(chan struct{}), cgroup: cgroup}
+	c := &Controller{logPath: logPath, done: make(chan struct{}), cgroup: group}
 	for _, name := range []string{"{metrics-addr}", "{probe-addr}", "{pprof-addr}"} {
 		if !strings.Contains(cmdline, name) {
 			continue
@@ -75,8 +81,10 @@ func startController(cmdline, kubeconfig, logPath string, cgroup *memCgroup) (*C
 	defer log.Close()
 	fmt.Fprintf(log, "# %s\n", cmdline)
 	script := "exec " + cmdline
-	if cgroup != nil {
-		script = cgroup.enter(cmdline)
+	if group != nil {
+		// The shell enters the cgroup, then execs the controller: it is
+		// charged for every page it touches from its first.
+		script = "echo $$ >" + Quote(group.Procs()) + " && exec " + cmdline
 	}
 	c.cmd = exec.Command("sh", "-c", script)
 	c.cmd.Stdout, c.cmd.Stderr = log, log
@@ -87,16 +95,23 @@ func startController(cmdline, kubeconfig, logPath string, cgroup *memCgroup) (*C
 	c.started = time.Now()
 	go func() {
 		c.err = c.cmd.Wait()
-		if cgroup != nil {
-			c.err = errors.Join(c.err, cgroup.remove())
+		if group != nil {
+			c.err = errors.Join(c.err, group.Remove())
 		}
 		close(c.done)
 	}()
-	if cgroup != nil {
+	if group != nil {
 		go c.sampleWorkingSet()
 	}
 	return c, nil
 }
+
+// Started returns when the controller was started.
+func (c *Controller) Started() time.Time { return c.started }
+
+// PprofURL returns the controller's /debug/pprof URL, "" when its command
+// line has no {pprof-addr}.
+func (c *Controller) PprofURL() string { return c.pprofURL }
 
 // sampleWorkingSet keeps the largest working set of the controller's cgroup
 // in peakWorkingSet, every workingSetEvery until it exits.
@@ -104,7 +119,7 @@ func (c *Controller) sampleWorkingSet() {
 	tick := time.NewTicker(workingSetEvery)
 	defer tick.Stop()
 	for {
-		if m, err := c.cgroup.read(); err == nil && m.WorkingSet() > c.peakWorkingSet.Load() {
+		if m, err := c.cgroup.Read(); err == nil && m.WorkingSet() > c.peakWorkingSet.Load() {
 			c.peakWorkingSet.Store(m.WorkingSet())
 		}
 		select {
@@ -163,8 +178,8 @@ func (c *Controller) Stop(grace time.Duration) error {
 	}
 }
 
-// ProcStats is what /proc says of the controller at one moment.
-type ProcStats struct {
+// Stats is what /proc says of the controller at one moment.
+type Stats struct {
 	At         time.Time
 	RSSBytes   int64   // VmRSS
 	PeakBytes  int64   // VmHWM: the peak RSS since start
@@ -175,19 +190,19 @@ type ProcStats struct {
 	// Cgroup is the controller's memory cgroup, and PeakWorkingSetBytes
 	// the largest working set sampled in it since start; nil and 0
 	// without -cgroup.
-	Cgroup              *CgroupMemory
+	Cgroup              *cgroup.Memory
 	PeakWorkingSetBytes int64
 }
 
 // Stats reads the controller's memory and CPU from /proc, and with
 // -cgroup its cgroup's.
-func (c *Controller) Stats() (ProcStats, error) {
-	s, err := readProcStats(c.cmd.Process.Pid)
+func (c *Controller) Stats() (Stats, error) {
+	s, err := ReadStats(c.cmd.Process.Pid)
 	if err != nil {
 		return s, fmt.Errorf("reading the controller's memory and CPU: %w", err)
 	}
 	if c.cgroup != nil {
-		m, err := c.cgroup.read()
+		m, err := c.cgroup.Read()
 		if err != nil {
 			return s, fmt.Errorf("reading the controller's cgroup: %w", err)
 		}
@@ -197,10 +212,10 @@ func (c *Controller) Stats() (ProcStats, error) {
 	return s, nil
 }
 
-// readProcStats reads the memory and CPU of process pid from
+// ReadStats reads the memory and CPU of process pid from
 // /proc/PID/status and /proc/PID/stat (proc(5)).
-func readProcStats(pid int) (ProcStats, error) {
-	s := ProcStats{At: time.Now()}
+func ReadStats(pid int) (Stats, error) {
+	s := Stats{At: time.Now()}
 	dir := "/proc/" + strconv.Itoa(pid)
 	status, err := os.ReadFile(dir + "/status")
 	if err != nil {
@@ -282,4 +297,13 @@ func tailFile(path string, n int) string {
 		lines = lines[len(lines)-n:]
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Quote returns s quoted for sh when it holds anything but plain
+// characters.
+func Quote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -1,11 +1,8 @@
-package main
+package results
 
 import (
-	"crypto/sha256"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -14,10 +11,11 @@ import (
 // Load is the system load average (/proc/loadavg) over 1, 5 and 15 minutes.
 type Load [3]float64
 
+// String is the three averages to two decimals.
 func (l Load) String() string { return fmt.Sprintf("%.2f %.2f %.2f", l[0], l[1], l[2]) }
 
-// loadAvg returns the load average now; zeros when /proc cannot tell.
-func loadAvg() Load {
+// LoadAvg returns the load average now; zeros when /proc cannot tell.
+func LoadAvg() Load {
 	var l Load
 	data, err := os.ReadFile("/proc/loadavg")
 	if err != nil {
@@ -43,8 +41,10 @@ type Machine struct {
 	LoadEnd   Load   `json:"load_end"`
 }
 
-func machine() Machine {
-	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), LoadStart: loadAvg()}
+// ThisMachine describes the machine the benchmark runs on, with its load
+// now as LoadStart; what /proc cannot tell is left empty.
+func ThisMachine() Machine {
+	m := Machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), LoadStart: LoadAvg()}
 	if data, err := os.ReadFile("/proc/meminfo"); err == nil {
 		for _, line := range strings.Split(string(data), "\n") {
 			if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
@@ -65,31 +65,4 @@ func machine() Machine {
 		m.Kernel = strings.TrimSpace(string(data))
 	}
 	return m
-}
-
-// binaryID returns "path, size MiB, sha256 prefix" of the controller binary
-// when the command's first word is a file, else "".
-func binaryID(cmdline string) string {
-	path := strings.Fields(cmdline)[0]
-	f, err := os.Open(path)
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	h := sha256.New()
-	n, err := io.Copy(h, f)
-	if err != nil {
-		return ""
-	}
-	return fmt.Sprintf("%s, %.1f MiB, sha256 %x", path, float64(n)/(1<<20), h.Sum(nil)[:6])
-}
-
-// revision returns `git describe --always --dirty` of the working directory,
-// or "".
-func revision() string {
-	out, err := exec.Command("git", "describe", "--always", "--dirty").Output()
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(out))
 }

@@ -1,4 +1,8 @@
-package main
+// Package plane samples what the bench's control plane needs while a run
+// goes (Monitor): the memory of kube-apiserver and etcd, kube-apiserver's
+// live heap, etcd's database, the audit log and the disk's free space; the
+// figures land in a Result.
+package plane
 
 import (
 	"bufio"
@@ -18,15 +22,17 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 
+	"nudge.dev/nudge/hack/bench/process"
+	"nudge.dev/nudge/hack/bench/stats"
 	"nudge.dev/nudge/internal/testbed"
 )
 
-// PlaneResult is what the plane needed to hold the run's cluster: the
+// Result is what the plane needed to hold the run's cluster: the
 // memory of kube-apiserver and etcd, which bounds what one cluster holds
 // on this machine, and what the run left on disk.
-type PlaneResult struct {
-	APIServer PlaneProcess `json:"kube_apiserver"`
-	Etcd      PlaneProcess `json:"etcd"`
+type Result struct {
+	APIServer Process `json:"kube_apiserver"`
+	Etcd      Process `json:"etcd"`
 	// EtcdDBMiB is the size of etcd's database file at the end of the
 	// run, EtcdDBInUseMiB the part of it in use, and EtcdQuotaMiB the
 	// quota past which etcd refuses writes (its metrics
@@ -46,8 +52,8 @@ type PlaneResult struct {
 	Env []string `json:"env,omitempty"`
 }
 
-// PlaneProcess is the memory of one process of the plane, in MiB.
-type PlaneProcess struct {
+// Process is the memory of one process of the plane, in MiB.
+type Process struct {
 	PID int `json:"pid"`
 	// PopulatedRSSMiB and PopulatedAnonMiB are its RSS and RssAnon once
 	// the population was created, PopulatePeakMiB its peak RSS (VmHWM)
@@ -58,8 +64,8 @@ type PlaneProcess struct {
 	// StartPeakMiB is the largest RSS sampled (every second) while the
 	// shards started, from the first one's start until all were quiet;
 	// Idle its memory over the shards' memory window; nil without shards.
-	StartPeakMiB *float64      `json:"start_peak_mib,omitempty"`
-	Idle         *MemoryWindow `json:"idle,omitempty"`
+	StartPeakMiB *float64              `json:"start_peak_mib,omitempty"`
+	Idle         *process.MemoryWindow `json:"idle,omitempty"`
 	// PeakRSSMiB is its peak RSS since its start (VmHWM), at the end of
 	// the run.
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
@@ -74,37 +80,41 @@ type PlaneProcess struct {
 	LiveHeapMiB          *float64 `json:"live_heap_mib,omitempty"`
 }
 
-// planeProc is a process the plane started (testbed.Plane.PID).
-type planeProc struct {
-	name string
-	pid  int
+// Proc is a process the plane started (testbed.Plane.PID).
+type Proc struct {
+	Name string // one of ProcNames
+	PID  int
 }
 
 // Stats reads the process's memory and CPU from /proc.
-func (p planeProc) Stats() (ProcStats, error) {
-	s, err := readProcStats(p.pid)
+func (p Proc) Stats() (process.Stats, error) {
+	s, err := process.ReadStats(p.PID)
 	if err != nil {
-		return s, fmt.Errorf("reading %s's memory: %w", p.name, err)
+		return s, fmt.Errorf("reading %s's memory: %w", p.Name, err)
 	}
 	return s, nil
 }
 
-// planeProcNames are the processes of an apiserver-mode plane, in the
-// order of planeMonitor.procs.
-var planeProcNames = []string{"kube-apiserver", "etcd"}
+// ProcNames are the processes of an apiserver-mode plane, in the
+// order of Monitor.Procs.
+var ProcNames = []string{"kube-apiserver", "etcd"}
 
-// planeMonitor samples the memory of the plane's processes every second,
+// Monitor samples the memory of the plane's processes every second,
 // from its start until Stop, and logs it with the audit log's size and the
-// disk's free space every planeLogEvery: the figures a run needs when
+// disk's free space every LogEvery: the figures a run needs when
 // kube-apiserver or etcd runs out of memory, or the disk of space.
-type planeMonitor struct {
+type Monitor struct {
+	// Procs are the plane's processes, in the order of ProcNames; set by
+	// StartMonitor and only read after.
+	Procs []Proc
+
 	plane *testbed.Plane
-	procs []planeProc
 	api   rest.Interface // the admin's, for kube-apiserver's live heap
+	logf  func(format string, args ...any)
 
 	mu      sync.Mutex
-	samples [][]ProcStats // of each of procs, in time order
-	err     error         // the first failed read (a process gone)
+	samples [][]process.Stats // of each of Procs, in time order
+	err     error             // the first failed read (a process gone)
 	// live and peakLive are kube-apiserver's live heap at its last
 	// collection when last logged, and the largest logged, in bytes.
 	live, peakLive int64
@@ -112,35 +122,36 @@ type planeMonitor struct {
 	stop, done chan struct{}
 }
 
-// planeLogEvery is how often the plane monitor logs.
-const planeLogEvery = 30 * time.Second
+// LogEvery is how often the plane monitor logs.
+const LogEvery = 30 * time.Second
 
-// startPlaneMonitor starts sampling the plane's processes; api is the admin's client, through
-// which kube-apiserver's live heap is read each time the monitor logs.
-func startPlaneMonitor(plane *testbed.Plane, api rest.Interface) (*planeMonitor, error) {
-	m := &planeMonitor{plane: plane, api: api, samples: make([][]ProcStats, len(planeProcNames)), stop: make(chan struct{}), done: make(chan struct{})}
-	for _, name := range planeProcNames {
+// StartMonitor starts sampling the plane's processes; api is the
+// admin's client, through which kube-apiserver's live heap is read each time
+// the monitor logs with logf.
+func StartMonitor(plane *testbed.Plane, api rest.Interface, logf func(format string, args ...any)) (*Monitor, error) {
+	m := &Monitor{plane: plane, api: api, logf: logf, samples: make([][]process.Stats, len(ProcNames)), stop: make(chan struct{}), done: make(chan struct{})}
+	for _, name := range ProcNames {
 		pid := plane.PID(name)
 		if pid == 0 {
 			return nil, fmt.Errorf("the plane runs no %s", name)
 		}
-		m.procs = append(m.procs, planeProc{name: name, pid: pid})
+		m.Procs = append(m.Procs, Proc{Name: name, PID: pid})
 	}
 	go m.run()
 	return m, nil
 }
 
-func (m *planeMonitor) run() {
+func (m *Monitor) run() {
 	defer close(m.done)
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	lastLog := time.Now()
 	for {
 		m.sample()
-		if time.Since(lastLog) >= planeLogEvery {
+		if time.Since(lastLog) >= LogEvery {
 			lastLog = time.Now()
 			m.readLive()
-			logf("Plane: %s", m)
+			m.logf("Plane: %s", m)
 		}
 		select {
 		case <-m.stop:
@@ -150,15 +161,15 @@ func (m *planeMonitor) run() {
 	}
 }
 
-func (m *planeMonitor) sample() {
+func (m *Monitor) sample() {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	for i, p := range m.procs {
+	for i, p := range m.Procs {
 		s, err := p.Stats()
 		if err != nil {
 			if m.err == nil {
 				m.err = err
-				logf("Plane: %v", err)
+				m.logf("Plane: %v", err)
 			}
 			continue
 		}
@@ -168,10 +179,10 @@ func (m *planeMonitor) sample() {
 
 // readLive reads kube-apiserver's live heap at its last collection, and
 // keeps the largest.
-func (m *planeMonitor) readLive() {
-	live, err := apiserverLiveHeap(context.Background(), m.api, false)
+func (m *Monitor) readLive() {
+	live, err := APIServerLiveHeap(context.Background(), m.api, false)
 	if err != nil {
-		logf("Plane: %v", err)
+		m.logf("Plane: %v", err)
 		return
 	}
 	m.mu.Lock()
@@ -181,17 +192,17 @@ func (m *planeMonitor) readLive() {
 
 // String is each process's last RSS and its peak, kube-apiserver's live
 // heap, the audit log's size and the disk's free space.
-func (m *planeMonitor) String() string {
+func (m *Monitor) String() string {
 	m.mu.Lock()
 	var parts []string
-	for i, p := range m.procs {
+	for i, p := range m.Procs {
 		if n := len(m.samples[i]); n > 0 {
 			s := m.samples[i][n-1]
 			live := ""
-			if p.name == "kube-apiserver" && m.live > 0 {
-				live = fmt.Sprintf(", live heap %.0f", mib(m.live))
+			if p.Name == "kube-apiserver" && m.live > 0 {
+				live = fmt.Sprintf(", live heap %.0f", stats.MiB(m.live))
 			}
-			parts = append(parts, fmt.Sprintf("%s RSS %.0f MiB (anonymous %.0f%s, peak %.0f)", p.name, mib(s.RSSBytes), mib(s.AnonBytes), live, mib(s.PeakBytes)))
+			parts = append(parts, fmt.Sprintf("%s RSS %.0f MiB (anonymous %.0f%s, peak %.0f)", p.Name, stats.MiB(s.RSSBytes), stats.MiB(s.AnonBytes), live, stats.MiB(s.PeakBytes)))
 		}
 	}
 	m.mu.Unlock()
@@ -201,20 +212,20 @@ func (m *planeMonitor) String() string {
 
 // disk returns the audit log's size in MiB and the free space of the
 // plane's filesystem in GiB; 0 for what it cannot read.
-func (m *planeMonitor) disk() (auditMiB, freeGiB float64) {
+func (m *Monitor) disk() (auditMiB, freeGiB float64) {
 	if fi, err := os.Stat(m.plane.AuditLogPath()); err == nil {
-		auditMiB = mib(fi.Size())
+		auditMiB = stats.MiB(fi.Size())
 	}
 	var st unix.Statfs_t
 	if err := unix.Statfs(m.plane.Dir(), &st); err == nil {
-		freeGiB = round(float64(st.Bavail)*float64(st.Bsize)/(1<<30), 1)
+		freeGiB = stats.Round(float64(st.Bavail)*float64(st.Bsize)/(1<<30), 1)
 	}
 	return auditMiB, freeGiB
 }
 
-// peak returns the largest RSS of process i sampled at or after from and
+// Peak returns the largest RSS of process i sampled at or after from and
 // before to, in MiB; 0 when none was.
-func (m *planeMonitor) peak(i int, from, to time.Time) float64 {
+func (m *Monitor) Peak(i int, from, to time.Time) float64 {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	var top int64
@@ -223,57 +234,57 @@ func (m *planeMonitor) peak(i int, from, to time.Time) float64 {
 			top = max(top, s.RSSBytes)
 		}
 	}
-	return mib(top)
+	return stats.MiB(top)
 }
 
-// populated sets each process's figures once the population is created.
-func (m *planeMonitor) populated(res *PlaneResult) error {
-	for _, p := range m.procs {
+// Populated sets each process's figures once the population is created.
+func (m *Monitor) Populated(res *Result) error {
+	for _, p := range m.Procs {
 		s, err := p.Stats()
 		if err != nil {
 			return err
 		}
-		f := res.process(p.name)
-		f.PID, f.PopulatedRSSMiB, f.PopulatedAnonMiB, f.PopulatePeakMiB = p.pid, mib(s.RSSBytes), mib(s.AnonBytes), mib(s.PeakBytes)
+		f := res.Process(p.Name)
+		f.PID, f.PopulatedRSSMiB, f.PopulatedAnonMiB, f.PopulatePeakMiB = p.PID, stats.MiB(s.RSSBytes), stats.MiB(s.AnonBytes), stats.MiB(s.PeakBytes)
 	}
 	m.readLive()
 	if m.live > 0 {
-		res.APIServer.PopulatedLiveHeapMiB = ptr.To(mib(m.live))
+		res.APIServer.PopulatedLiveHeapMiB = ptr.To(stats.MiB(m.live))
 	}
-	logf("Populated: %s", m)
+	m.logf("Populated: %s", m)
 	return nil
 }
 
-// end stops the monitor and sets the figures of the run's end, those it
+// End stops the monitor and sets the figures of the run's end, those it
 // can still read (a process may have died: the log says so): each
 // process's peak RSS, etcd's database and quota, the audit log and the
 // disk.
-func (m *planeMonitor) end(ctx context.Context, res *PlaneResult) {
+func (m *Monitor) End(ctx context.Context, res *Result) {
 	m.Stop()
-	for _, p := range m.procs {
+	for _, p := range m.Procs {
 		s, err := p.Stats()
 		if err != nil {
-			logf("Plane: %v", err)
+			m.logf("Plane: %v", err)
 			continue
 		}
-		res.process(p.name).PeakRSSMiB = mib(s.PeakBytes)
+		res.Process(p.Name).PeakRSSMiB = stats.MiB(s.PeakBytes)
 	}
 	if m.peakLive > 0 {
-		res.APIServer.PeakLiveHeapMiB = ptr.To(mib(m.peakLive))
+		res.APIServer.PeakLiveHeapMiB = ptr.To(stats.MiB(m.peakLive))
 	}
 	res.AuditLogMiB, res.DiskFreeGiB = m.disk()
 	metrics, err := m.etcdMetrics(ctx)
 	if err != nil {
-		logf("Plane: etcd's metrics: %v", err)
+		m.logf("Plane: etcd's metrics: %v", err)
 	}
-	res.EtcdDBMiB = mib(int64(metrics["etcd_mvcc_db_total_size_in_bytes"]))
-	res.EtcdDBInUseMiB = mib(int64(metrics["etcd_mvcc_db_total_size_in_use_in_bytes"]))
-	res.EtcdQuotaMiB = mib(int64(metrics["etcd_server_quota_backend_bytes"]))
-	logf("Plane at the end: %s", m)
+	res.EtcdDBMiB = stats.MiB(int64(metrics["etcd_mvcc_db_total_size_in_bytes"]))
+	res.EtcdDBInUseMiB = stats.MiB(int64(metrics["etcd_mvcc_db_total_size_in_use_in_bytes"]))
+	res.EtcdQuotaMiB = stats.MiB(int64(metrics["etcd_server_quota_backend_bytes"]))
+	m.logf("Plane at the end: %s", m)
 }
 
 // Stop stops the sampling; it is safe to call more than once.
-func (m *planeMonitor) Stop() {
+func (m *Monitor) Stop() {
 	if m == nil {
 		return
 	}
@@ -286,7 +297,7 @@ func (m *planeMonitor) Stop() {
 }
 
 // etcdMetrics returns etcd's unlabelled metrics, from its /metrics.
-func (m *planeMonitor) etcdMetrics(ctx context.Context) (map[string]float64, error) {
+func (m *Monitor) etcdMetrics(ctx context.Context) (map[string]float64, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, m.plane.EtcdURL()+"/metrics", nil)
@@ -304,12 +315,12 @@ func (m *planeMonitor) etcdMetrics(ctx context.Context) (map[string]float64, err
 	return promValues(resp.Body)
 }
 
-// apiserverLiveHeap returns kube-apiserver's live heap, in bytes: the
+// APIServerLiveHeap returns kube-apiserver's live heap, in bytes: the
 // heap its last garbage collection marked (go_gc_heap_live_bytes of its
 // /metrics), after forcing one with force (through
 // /debug/pprof/heap?gc=1), through client (the admin's: /metrics and
 // /debug/pprof are served to system:masters).
-func apiserverLiveHeap(ctx context.Context, client rest.Interface, force bool) (int64, error) {
+func APIServerLiveHeap(ctx context.Context, client rest.Interface, force bool) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if force {
@@ -332,9 +343,9 @@ func apiserverLiveHeap(ctx context.Context, client rest.Interface, force bool) (
 	return int64(live), nil
 }
 
-// goEnv returns GOGC and GOMEMLIMIT as "NAME=value" when environ sets
+// GoEnv returns GOGC and GOMEMLIMIT as "NAME=value" when environ sets
 // them.
-func goEnv(environ []string) []string {
+func GoEnv(environ []string) []string {
 	var out []string
 	for _, kv := range environ {
 		if strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GOMEMLIMIT=") {
@@ -371,9 +382,9 @@ func promValues(r io.Reader) (map[string]float64, error) {
 	return out, sc.Err()
 }
 
-// process returns the figures of the process named name, one of
-// planeProcNames.
-func (r *PlaneResult) process(name string) *PlaneProcess {
+// Process returns the figures of the process named name, one of
+// ProcNames.
+func (r *Result) Process(name string) *Process {
 	if name == "etcd" {
 		return &r.Etcd
 	}

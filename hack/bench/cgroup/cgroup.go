@@ -1,4 +1,7 @@
-package main
+// Package cgroup makes a memory cgroup for one process the bench starts,
+// as a container's, and reads its working set as the kubelet computes it
+// (usage minus inactive file pages).
+package cgroup
 
 import (
 	"bufio"
@@ -13,37 +16,34 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// memCgroup is a memory cgroup the benchmark made for one controller
+// Group is a memory cgroup the benchmark made for one controller
 // process, as a container's: cgroup v2, or v1's memory controller. Its
 // working set is the kubelet's (cAdvisor's): usage minus inactive file
 // pages, the figure a container's memory limit and eviction compare with.
-type memCgroup struct {
+type Group struct {
 	dir string
 	v2  bool // memory.current and inactive_file, else v1's memory.usage_in_bytes and total_inactive_file
 }
 
-// newMemCgroup makes a child of parent named name, parent being a directory
+// New makes a child of parent named name, parent being a directory
 // of the memory cgroup hierarchy (v2, or v1's memory controller) the
 // benchmark may write.
-func newMemCgroup(parent, name string) (*memCgroup, error) {
+func New(parent, name string) (*Group, error) {
 	dir := filepath.Join(parent, name)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("making the controller's cgroup: %w", err)
 	}
 	_, err := os.Stat(filepath.Join(dir, "memory.current"))
-	return &memCgroup{dir: dir, v2: err == nil}, nil
+	return &Group{dir: dir, v2: err == nil}, nil
 }
 
-// enter returns the sh script that moves the shell into the cgroup and
-// then execs cmdline: the process is charged for every page it touches from
-// its first.
-func (g *memCgroup) enter(cmdline string) string {
-	return "echo $$ >" + shellQuote(filepath.Join(g.dir, "cgroup.procs")) + " && exec " + cmdline
-}
+// Procs returns the path of the cgroup's cgroup.procs: a process that
+// writes its PID there enters the cgroup.
+func (g *Group) Procs() string { return filepath.Join(g.dir, "cgroup.procs") }
 
-// CgroupMemory is what the controller's memory cgroup says at one moment, in
+// Memory is what the controller's memory cgroup says at one moment, in
 // bytes.
-type CgroupMemory struct {
+type Memory struct {
 	Usage        int64 // memory.current (v2), memory.usage_in_bytes (v1): anonymous, page cache and kernel memory charged
 	InactiveFile int64 // inactive_file (v2), total_inactive_file (v1)
 	ActiveFile   int64 // active_file (v2), total_active_file (v1): file pages counted in the working set
@@ -51,11 +51,11 @@ type CgroupMemory struct {
 
 // WorkingSet is usage minus inactive file pages, as the kubelet computes
 // it; never below 0.
-func (m CgroupMemory) WorkingSet() int64 { return max(m.Usage-m.InactiveFile, 0) }
+func (m Memory) WorkingSet() int64 { return max(m.Usage-m.InactiveFile, 0) }
 
-// read reads the cgroup's usage and memory.stat.
-func (g *memCgroup) read() (CgroupMemory, error) {
-	var m CgroupMemory
+// Read reads the cgroup's usage and memory.stat.
+func (g *Group) Read() (Memory, error) {
+	var m Memory
 	usageFile, inactive, active := "memory.usage_in_bytes", "total_inactive_file", "total_active_file"
 	if g.v2 {
 		usageFile, inactive, active = "memory.current", "inactive_file", "active_file"
@@ -85,29 +85,29 @@ func (g *memCgroup) read() (CgroupMemory, error) {
 	return m, nil
 }
 
-// removeIfAny removes g, when not nil (see remove).
-func (g *memCgroup) removeIfAny() error {
+// RemoveIfAny removes g, when not nil (see Remove).
+func (g *Group) RemoveIfAny() error {
 	if g == nil {
 		return nil
 	}
-	return g.remove()
+	return g.Remove()
 }
 
-// remove removes the cgroup once its processes have exited (v1 moves what
+// Remove removes the cgroup once its processes have exited (v1 moves what
 // is still charged to it to its parent).
-func (g *memCgroup) remove() error {
+func (g *Group) Remove() error {
 	if err := os.Remove(g.dir); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("removing the controller's cgroup: %w", err)
 	}
 	return nil
 }
 
-// dropPageCache drops the file at path from the page cache
+// DropPageCache drops the file at path from the page cache
 // (POSIX_FADV_DONTNEED): a process that maps it then reads it from disk and
 // its cgroup is charged for the pages, as a container started from an image
 // is, and not the cgroup that built or ran the file before. Dirty pages are
 // written first.
-func dropPageCache(path string) error {
+func DropPageCache(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err

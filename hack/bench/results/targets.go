@@ -1,4 +1,4 @@
-package main
+package results
 
 import (
 	"fmt"
@@ -14,9 +14,9 @@ var steadyPhases = []string{"idle", "latency", "fanout", "burst", "noop", "coale
 // rollout.
 var rolloutPhases = []string{"latency", "fanout", "burst", "coalesce", "downtime"}
 
-// targets returns issue 6's targets (issue 21's for the scale run's memory)
+// Targets returns issue 6's targets (issue 21's for the scale run's memory)
 // and whether res meets them; a target the run did not measure has Met nil.
-func targets(res *Results) []Target {
+func Targets(res *Run) []Target {
 	var ts []Target
 	add := func(name, target, value string, measured, met bool) {
 		t := Target{Name: name, Target: target, Value: value}
@@ -46,7 +46,7 @@ func targets(res *Results) []Target {
 		}
 	}
 	if s := res.Sync; s != nil && res.Scale.ScaleRun {
-		add("start → synced (scale run)", "≤ 60 s", optSeconds(s.SyncedSeconds)+" s", true, s.SyncedSeconds != nil && *s.SyncedSeconds <= 60)
+		add("start → synced (scale run)", "≤ 60 s", OptSeconds(s.SyncedSeconds)+" s", true, s.SyncedSeconds != nil && *s.SyncedSeconds <= 60)
 	}
 	if bd := res.Bindings; bd != nil {
 		add("Secret change → bound field p99", "≤ 50 ms, no miss", fmt.Sprintf("%.1f ms, %d misses", bd.Latency.P99, bd.Misses), true, bd.Latency.P99 <= 50 && bd.Misses == 0)
@@ -96,17 +96,17 @@ func targets(res *Results) []Target {
 	}
 	for _, s := range []struct {
 		name string
-		res  *SteadyResult
+		res  *Steady
 	}{{"steady stream", res.Steady}, {"steady stream, kill -9 and restart halfway", res.Restart}} {
 		if s.res != nil {
 			add(s.name+": missed / doubled", "0 / 0", fmt.Sprintf("%d / %d", s.res.Missed, s.res.Doubled), true, s.res.Missed == 0 && s.res.Doubled == 0)
 		}
 	}
-	for _, r := range []*RandomResult{res.Random, res.RandomRestart} {
+	for _, r := range []*Random{res.Random, res.RandomRestart} {
 		if r == nil {
 			continue
 		}
-		c, f := r.totals()
+		c, f := r.Totals()
 		runs := fmt.Sprintf("%d runs", len(r.Runs))
 		if len(r.Runs) == 1 {
 			runs = "1 run"
@@ -133,19 +133,20 @@ func targets(res *Results) []Target {
 		for _, r := range k.Kinds {
 			got = append(got, fmt.Sprintf("%s %d", r.Kind, r.Rollouts))
 		}
-		add("every kind: one change, one rollout (a Job: none)", "as expected", strings.Join(got, ", "), true, k.kindsMet())
+		add("every kind: one change, one rollout (a Job: none)", "as expected", strings.Join(got, ", "), true, k.Met())
 	}
 	return ts
 }
 
-func manyValue(m *ManyResult) string {
+func manyValue(m *Many) string {
 	if m.AllSeconds != nil {
 		return fmt.Sprintf("%.3f s", *m.AllSeconds)
 	}
 	return fmt.Sprintf("%d of %d rolled (missed)", m.Rolled, m.Workloads)
 }
 
-func optSeconds(s *float64) string {
+// OptSeconds returns *s to the millisecond, or "—" when s is nil.
+func OptSeconds(s *float64) string {
 	if s == nil {
 		return "—"
 	}

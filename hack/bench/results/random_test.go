@@ -1,4 +1,4 @@
-package main
+package results
 
 import (
 	"strings"
@@ -12,14 +12,14 @@ import (
 // each run's figures are in the report.
 func TestRandomTargets(t *testing.T) {
 	g := NewWithT(t)
-	res := &Results{Controller: "nudge", Random: &RandomResult{Rate: 20, Sources: 100, Seconds: 60, Seed: 1, Runs: []RandomRun{
+	res := &Run{Controller: "nudge", Random: &Random{Rate: 20, Sources: 100, Seconds: 60, Seed: 1, Runs: []RandomRun{
 		{Seed: 1, Controller: RandomSide{Updates: 1200, Close: 218, Rollouts: 1101}, Floor: RandomSide{Updates: 1200, Close: 218, Rollouts: 1200}},
 		{Seed: 2, Controller: RandomSide{Updates: 1200, Close: 220, Rollouts: 1103, Doubled: 2, WithoutUpdate: 2}, Floor: RandomSide{Updates: 1200, Missed: 1}},
-	}}, RandomRestart: &RandomResult{Rate: 5, Sources: 100, Seconds: 60, RestartAtSeconds: 10, Runs: []RandomRun{
+	}}, RandomRestart: &Random{Rate: 5, Sources: 100, Seconds: 60, RestartAtSeconds: 10, Runs: []RandomRun{
 		{Seed: 1, Floor: RandomSide{Missed: 4}},
 	}}}
 	met := map[string]string{}
-	for _, tg := range targets(res) {
+	for _, tg := range Targets(res) {
 		if tg.Met == nil {
 			continue
 		}
@@ -29,7 +29,7 @@ func TestRandomTargets(t *testing.T) {
 		"2 / 2 / 0 (floor 0 / 0 / 1) not met"))
 	g.Expect(met).To(HaveKeyWithValue("random stream, 5 updates/s over 100 ConfigMaps for 60 s, kill -9 and restart at 10 s, 1 run: doubled / without update / missed",
 		"0 / 0 / 0 (floor 0 / 0 / 4) met"))
-	md := markdown(res)
+	md := Markdown(res)
 	for _, want := range []string{
 		"| random | 20 updates/s over 100 ConfigMaps for 60 s: run 1 (seed 1): updates (< 1 s after the previous of their ConfigMap) / rollouts | 1200 (218) / 1101 |",
 		"| random | run 2: doubled / without update / missed | 2 / 2 / 0 |",

@@ -1,8 +1,10 @@
-package main
+package results
 
 import (
 	"fmt"
 	"strings"
+
+	"nudge.dev/nudge/hack/bench/plane"
 )
 
 // figure is one line of the report: a scenario, what is measured, the value,
@@ -13,14 +15,14 @@ type figure struct {
 }
 
 // figures returns the figures of res in report order.
-func figures(res *Results) []figure {
+func figures(res *Run) []figure {
 	var fs []figure
 	add := func(scenario, name string, load *Load, format string, args ...any) {
 		fs = append(fs, figure{scenario, name, fmt.Sprintf(format, args...), load})
 	}
 	if s := res.Sync; s != nil {
 		add("sync", "ready / probe rolled / all baselined / synced (s from start)", &s.Load, "%s / %s / %s / %s",
-			optSeconds(s.ReadySeconds), optSeconds(s.ProbeRolledSeconds), optSeconds(s.AllBaselinedSeconds), optSeconds(s.SyncedSeconds))
+			OptSeconds(s.ReadySeconds), OptSeconds(s.ProbeRolledSeconds), OptSeconds(s.AllBaselinedSeconds), OptSeconds(s.SyncedSeconds))
 		add("sync", "first-sight writes (baselines)", &s.Load, "%d of %d workloads", s.BaselinesWritten, s.Workloads)
 		add("sync", "rollouts at first start", &s.Load, "%d", s.FirstStartRollouts)
 	}
@@ -33,7 +35,7 @@ func figures(res *Results) []figure {
 	}
 	for i, r := range res.Restarts {
 		add(fmt.Sprintf("restart %d", i+1), r.Name+": synced (probe) / RSS (anonymous) / peak RSS", &r.Load, "%s s / %.1f (%.1f) / %.1f MiB%s",
-			optSeconds(r.SyncedSeconds), r.RSSMiB, r.AnonRSSMiB, r.PeakRSSMiB, r.workingSet())
+			OptSeconds(r.SyncedSeconds), r.RSSMiB, r.AnonRSSMiB, r.PeakRSSMiB, r.WorkingSet())
 	}
 	if l := res.Latency; l != nil {
 		add("latency", fmt.Sprintf("%d changes: p50 / p90 / p99 / max", l.Changes), &l.Load, "%.1f / %.1f / %.1f / %.1f ms",
@@ -41,12 +43,12 @@ func figures(res *Results) []figure {
 		add("latency", "misses / rollouts of other workloads", &l.Load, "%d / %d", l.Misses, l.OtherRollouts)
 		add("latency", "the benchmark's patch round trip p50 / p99", &l.Load, "%.1f / %.1f ms", l.PatchRTT.P50, l.PatchRTT.P99)
 	}
-	many := func(scenario, what string, m *ManyResult) {
+	many := func(scenario, what string, m *Many) {
 		if m == nil {
 			return
 		}
 		add(scenario, what+": all rolled (first / p50)", &m.Load, "%s s (%s / %s s), %d misses",
-			optSeconds(m.AllSeconds), optSeconds(m.FirstSeconds), optSeconds(m.P50Seconds), m.Misses)
+			OptSeconds(m.AllSeconds), OptSeconds(m.FirstSeconds), OptSeconds(m.P50Seconds), m.Misses)
 		add(scenario, "changes sent in / rollouts of other workloads", &m.Load, "%.3f s / %d", m.SentSeconds, m.OtherRollouts)
 	}
 	if f := res.FanOut; f != nil {
@@ -62,19 +64,19 @@ func figures(res *Results) []figure {
 		add("coalesce", fmt.Sprintf("rollouts from %d changes %.0f ms apart (s after the first)", c.Changes, c.GapMS), &c.Load, "%d (%s)", c.Rollouts, floats(c.RolloutSeconds))
 	}
 	if d := res.Downtime; d != nil {
-		add("downtime", fmt.Sprintf("%d changes while stopped: caught / all caught after restart", d.Changes), &d.Load, "%d/%d / %s s", d.Caught, d.Workloads, optSeconds(d.AllSeconds))
-		add("downtime", "ready after restart / rollouts of other workloads", &d.Load, "%s s / %d", optSeconds(d.ReadySeconds), d.OtherRollouts)
+		add("downtime", fmt.Sprintf("%d changes while stopped: caught / all caught after restart", d.Changes), &d.Load, "%d/%d / %s s", d.Caught, d.Workloads, OptSeconds(d.AllSeconds))
+		add("downtime", "ready after restart / rollouts of other workloads", &d.Load, "%s s / %d", OptSeconds(d.ReadySeconds), d.OtherRollouts)
 	}
 	if bd := res.Bindings; bd != nil {
-		add("bindings", fmt.Sprintf("%d bindings applied after creation", bd.Bindings), &bd.Load, "%s s", optSeconds(bd.SetupSeconds))
+		add("bindings", fmt.Sprintf("%d bindings applied after creation", bd.Bindings), &bd.Load, "%s s", OptSeconds(bd.SetupSeconds))
 		add("bindings", fmt.Sprintf("%d Secret changes → bound field: p50 / p90 / p99 / max", bd.Changes), &bd.Load, "%.1f / %.1f / %.1f / %.1f ms (%d misses)",
 			bd.Latency.P50, bd.Latency.P90, bd.Latency.P99, bd.Latency.Max, bd.Misses)
 		if f := bd.FanOut; f.Workloads > 0 {
 			add("bindings", fmt.Sprintf("1 Secret → %d bound Harbors: all updated (first / p50)", f.Workloads), &f.Load, "%s s (%s / %s s), %d misses",
-				optSeconds(f.AllSeconds), optSeconds(f.FirstSeconds), optSeconds(f.P50Seconds), f.Misses)
+				OptSeconds(f.AllSeconds), OptSeconds(f.FirstSeconds), OptSeconds(f.P50Seconds), f.Misses)
 		}
 		add("bindings", "every binding's status recorded: after creation / after the fan-out's change", &bd.Load, "%s / %s s",
-			optSeconds(bd.SetupStatusSeconds), optSeconds(bd.FanOutStatusSeconds))
+			OptSeconds(bd.SetupStatusSeconds), OptSeconds(bd.FanOutStatusSeconds))
 	}
 	if sh := res.Shards; sh != nil {
 		if !sh.ShardsOnly {
@@ -82,24 +84,24 @@ func figures(res *Results) []figure {
 		}
 		for _, f := range sh.Shards {
 			add("shards", fmt.Sprintf("shard %s (%d namespaces): ready / RSS / received", f.Shard, f.Namespaces), &sh.Load, "%s s / %.1f MiB / %.1f MiB",
-				optSeconds(f.ReadySeconds), f.RSSMiB, f.ReceivedMiB)
+				OptSeconds(f.ReadySeconds), f.RSSMiB, f.ReceivedMiB)
 		}
 		if !sh.ShardsOnly {
 			add("shards", "largest shard over the single controller: RSS / received", &sh.Load, "%.2f× / %.2f× (ShardedListAndWatch %s)", sh.MaxRSSRatio, sh.MaxBytesRatio, map[bool]string{true: "on", false: "off"}[sh.Gate])
 		}
-		add("shards", "workloads baselined (all, s from the first shard's start)", &sh.Load, "%d of %d (%s s)", sh.Baselined, sh.Workloads, optSeconds(sh.BaselinedSeconds))
+		add("shards", "workloads baselined (all, s from the first shard's start)", &sh.Load, "%d of %d (%s s)", sh.Baselined, sh.Workloads, OptSeconds(sh.BaselinedSeconds))
 		add("shards", "quiet after the last shard was ready (first reconciles done)", &sh.Load, "%.1f s", sh.QuietSeconds)
 		add("shards", "rollouts at the shards' start", &sh.Load, "%d", sh.StartRollouts)
 		add("shards", fmt.Sprintf("%d changes: late / misses / other rollouts", sh.Changes), &sh.Load, "%d / %d / %d", sh.Late, sh.Misses, sh.OtherRollouts)
 	}
 	if p := res.Plane; p != nil {
-		for _, name := range planeProcNames {
-			f := p.process(name)
+		for _, name := range plane.ProcNames {
+			f := p.Process(name)
 			add("plane", name+": RSS once populated / peak since start", nil, "%.1f / %.1f MiB", f.PopulatedRSSMiB, f.PeakRSSMiB)
 		}
 		add("plane", "etcd's database (in use) / audit log", nil, "%.1f (%.1f) / %.1f MiB", p.EtcdDBMiB, p.EtcdDBInUseMiB, p.AuditLogMiB)
 	}
-	steady := func(scenario string, s *SteadyResult) {
+	steady := func(scenario string, s *Steady) {
 		if s == nil {
 			return
 		}
@@ -142,7 +144,7 @@ func figures(res *Results) []figure {
 
 // randomFigures adds the figures of a random scenario: each run's, the
 // controller's and the floor's.
-func randomFigures(add func(scenario, name string, load *Load, format string, args ...any), scenario string, r *RandomResult) {
+func randomFigures(add func(scenario, name string, load *Load, format string, args ...any), scenario string, r *Random) {
 	if r == nil {
 		return
 	}
@@ -165,8 +167,8 @@ func randomFigures(add func(scenario, name string, load *Load, format string, ar
 	}
 }
 
-// markdown renders one run.
-func markdown(res *Results) string {
+// Markdown renders one run.
+func Markdown(res *Run) string {
 	var b strings.Builder
 	m := res.Machine
 	fmt.Fprintf(&b, "## %s, %s\n\n", res.Controller, res.Started.Format("2006-01-02 15:04 MST"))
@@ -195,7 +197,7 @@ func markdown(res *Results) string {
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", t.Name, t.Target, t.Value, met(t.Met))
 	}
 	if res.Versus != nil {
-		b.WriteString(versusMarkdown(res.Versus, res.Controller))
+		b.WriteString(VersusMarkdown(res.Versus, res.Controller))
 	}
 	if res.Shards != nil {
 		b.WriteString(shardsMarkdown(res.Shards))
@@ -225,8 +227,8 @@ func markdown(res *Results) string {
 	return b.String()
 }
 
-// compare renders several runs side by side, one column each.
-func compare(runs []*Results) string {
+// Compare renders several runs side by side, one column each.
+func Compare(runs []*Run) string {
 	var b strings.Builder
 	b.WriteString("| scenario | figure |")
 	for _, r := range runs {
@@ -269,7 +271,7 @@ func compare(runs []*Results) string {
 	return b.String()
 }
 
-func population(res *Results) string {
+func population(res *Run) string {
 	s := res.Scale
 	out := fmt.Sprintf("%d namespaces × (%d Secrets + %d ConfigMaps of %d bytes in %d keys), %d Deployments using 2 of each",
 		s.Namespaces, s.Secrets, s.ConfigMaps, s.SourceBytes, s.Keys, s.Deployments)

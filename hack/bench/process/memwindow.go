@@ -1,10 +1,12 @@
-package main
+package process
 
 import (
 	"context"
 	"fmt"
 	"slices"
 	"time"
+
+	"nudge.dev/nudge/hack/bench/stats"
 )
 
 // MemoryWindow is one process's memory sampled every second over a window
@@ -30,6 +32,7 @@ type MemStats struct {
 	Median float64 `json:"median"`
 }
 
+// String is "max (median …)".
 func (m MemStats) String() string { return fmt.Sprintf("%.1f (median %.1f)", m.Max, m.Median) }
 
 // String is "RSS max (median …), anonymous …, file-backed …[, working
@@ -42,46 +45,46 @@ func (w MemoryWindow) String() string {
 	return fmt.Sprintf("RSS %v, anonymous %v, file-backed %v%s MiB over %.0f s", w.RSS, w.Anon, w.File, ws, w.Seconds)
 }
 
-// summarize returns the window of samples, taken in time order: the
+// Summarize returns the window of samples, taken in time order: the
 // maximum and the median (of an even count, the mean of the middle two) of
 // each figure, and the time from the first sample to the last. The working
 // set is summarised when every sample has its cgroup's.
-func summarize(samples []ProcStats) MemoryWindow {
+func Summarize(samples []Stats) MemoryWindow {
 	w := MemoryWindow{Samples: len(samples)}
 	if len(samples) == 0 {
 		return w
 	}
-	w.Seconds = seconds(samples[len(samples)-1].At.Sub(samples[0].At))
-	stats := func(of func(ProcStats) int64) MemStats {
+	w.Seconds = stats.Seconds(samples[len(samples)-1].At.Sub(samples[0].At))
+	stats := func(of func(Stats) int64) MemStats {
 		v := make([]int64, len(samples))
 		for i, s := range samples {
 			v[i] = of(s)
 		}
 		slices.Sort(v)
 		n := len(v)
-		return MemStats{Max: mib(v[n-1]), Median: mib((v[(n-1)/2] + v[n/2]) / 2)}
+		return MemStats{Max: stats.MiB(v[n-1]), Median: stats.MiB((v[(n-1)/2] + v[n/2]) / 2)}
 	}
-	w.RSS = stats(func(s ProcStats) int64 { return s.RSSBytes })
-	w.Anon = stats(func(s ProcStats) int64 { return s.AnonBytes })
-	w.File = stats(func(s ProcStats) int64 { return s.FileBytes })
-	if !slices.ContainsFunc(samples, func(s ProcStats) bool { return s.Cgroup == nil }) {
-		ws := stats(func(s ProcStats) int64 { return s.Cgroup.WorkingSet() })
+	w.RSS = stats(func(s Stats) int64 { return s.RSSBytes })
+	w.Anon = stats(func(s Stats) int64 { return s.AnonBytes })
+	w.File = stats(func(s Stats) int64 { return s.FileBytes })
+	if !slices.ContainsFunc(samples, func(s Stats) bool { return s.Cgroup == nil }) {
+		ws := stats(func(s Stats) int64 { return s.Cgroup.WorkingSet() })
 		w.WorkingSet = &ws
 	}
 	return w
 }
 
-// measured is a process whose memory and CPU the benchmark reads: a
+// Measured is a process whose memory and CPU the benchmark reads: a
 // controller, or a process of the plane.
-type measured interface {
-	Stats() (ProcStats, error)
+type Measured interface {
+	Stats() (Stats, error)
 }
 
-// sampleMemory reads each of procs every second for window (window/1 s + 1
+// SampleMemory reads each of procs every second for window (window/1 s + 1
 // samples each, all taken together) and returns each one's summary, in the
 // order of procs; an error when one exits or ctx ends.
-func sampleMemory(ctx context.Context, procs []measured, window time.Duration) ([]MemoryWindow, error) {
-	samples := make([][]ProcStats, len(procs))
+func SampleMemory(ctx context.Context, procs []Measured, window time.Duration) ([]MemoryWindow, error) {
+	samples := make([][]Stats, len(procs))
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	for start := time.Now(); ; {
@@ -103,7 +106,7 @@ func sampleMemory(ctx context.Context, procs []measured, window time.Duration) (
 	}
 	out := make([]MemoryWindow, len(procs))
 	for i := range procs {
-		out[i] = summarize(samples[i])
+		out[i] = Summarize(samples[i])
 	}
 	return out, nil
 }

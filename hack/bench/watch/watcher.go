@@ -1,10 +1,16 @@
-package main
+// Package watch watches the workloads a run changes and records their
+// rollouts (Watcher): each change of a pod template, when the bench saw it
+// and the resourceVersion of the write that made it, and when each workload
+// first carried the controller's baseline annotation.
+package watch
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -14,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/dynamic/dynamicinformer"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
@@ -27,7 +34,7 @@ type Rollout struct {
 	Key string // namespace/name
 	At  time.Time
 	// RV is the object's resourceVersion in the event that showed the
-	// change, the revision of the write that made it (see parseRV); 0 when
+	// change, the revision of the write that made it (see ParseRV); 0 when
 	// it is not a number.
 	RV uint64
 	// Hash is the source digest a Reloader-style trigger names (the "hash"
@@ -79,8 +86,8 @@ type Watcher struct {
 	changed   chan struct{} // closed and replaced on every record
 }
 
-// startWatcher starts the watch and returns once its cache has synced.
-func startWatcher(ctx context.Context, cs kubernetes.Interface, baselineAnnotation string) (*Watcher, error) {
+// Start starts the watch and returns once its cache has synced.
+func Start(ctx context.Context, cs kubernetes.Interface, baselineAnnotation string) (*Watcher, error) {
 	w := &Watcher{
 		baselineAnnotation: baselineAnnotation,
 		byKey:              map[string][]Rollout{},
@@ -144,7 +151,7 @@ func (w *Watcher) WatchKind(ctx context.Context, dyn dynamic.Interface, gvr sche
 		}
 		w.record(n.GetNamespace()+"/"+n.GetName(), n.GetResourceVersion(), "", rolled, n.GetAnnotations())
 	}
-	return watchNamespace(ctx, dyn, gvr, namespace, observe)
+	return Namespace(ctx, dyn, gvr, namespace, observe)
 }
 
 // record notes, now, a rollout of key at resourceVersion, of the trigger
@@ -152,7 +159,7 @@ func (w *Watcher) WatchKind(ctx context.Context, dyn dynamic.Interface, gvr sche
 // annotations.
 func (w *Watcher) record(key, resourceVersion, hash string, rolled bool, annotations map[string]string) {
 	now := time.Now()
-	rv, _ := parseRV(resourceVersion) // 0 when not a number
+	rv, _ := ParseRV(resourceVersion) // 0 when not a number
 	_, hasBaseline := annotations[w.baselineAnnotation]
 	hasBaseline = hasBaseline && w.baselineAnnotation != ""
 	w.mu.Lock()
@@ -270,7 +277,9 @@ func (w *Watcher) BaselinedAt(keys []string) (int, time.Time) {
 	for _, k := range keys {
 		if at, ok := w.baselined[k]; ok {
 			n++
-			last = later(last, at)
+			if at.After(last) {
+				last = at
+			}
 		}
 	}
 	return n, last
@@ -311,4 +320,37 @@ func (w *Watcher) wait(ctx context.Context, timeout time.Duration, done func() b
 			return false
 		}
 	}
+}
+
+// Namespace starts an informer of gvr in namespace that calls observe
+// with each object updated (and with nil and each object added), and
+// returns once its cache has synced.
+func Namespace(ctx context.Context, dyn dynamic.Interface, gvr schema.GroupVersionResource, namespace string, observe func(oldObj, newObj any)) error {
+	factory := dynamicinformer.NewFilteredDynamicSharedInformerFactory(dyn, 0, namespace, nil)
+	inf := factory.ForResource(gvr).Informer()
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { observe(nil, obj) },
+		UpdateFunc: observe,
+	}); err != nil {
+		return err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("the watch of %s did not sync", gvr.Resource)
+	}
+	return nil
+}
+
+// ParseRV returns resourceVersion as a number. The API calls it opaque, but
+// a kube-apiserver on etcd (the benchmark's) gives the etcd revision of the
+// write, one counter for the whole cluster: so it orders a source's write
+// and a Deployment's rollout, whose wall-clock times seen by the benchmark
+// may not (https://kubernetes.io/docs/reference/using-api/api-concepts/#resource-versions).
+// It returns an error when resourceVersion is not a positive integer.
+func ParseRV(resourceVersion string) (uint64, error) {
+	rv, err := strconv.ParseUint(resourceVersion, 10, 64)
+	if err != nil || rv == 0 {
+		return 0, fmt.Errorf("resourceVersion %q is not an etcd revision", resourceVersion)
+	}
+	return rv, nil
 }

@@ -1,4 +1,4 @@
-package main
+package plane
 
 import (
 	"strings"
@@ -55,7 +55,7 @@ func TestGoEnv(t *testing.T) {
 	}
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(goEnv(tt.environ)).To(Equal(tt.want))
+			NewWithT(t).Expect(GoEnv(tt.environ)).To(Equal(tt.want))
 		})
 	}
 }

@@ -1,9 +1,18 @@
-package main
+// Package results holds what one run of the bench measured (Run, the JSON
+// that -json writes), the targets it is held to (Targets) and its Markdown
+// report, alone (Markdown) or beside other runs (Compare).
+package results
 
-import "time"
+import (
+	"time"
 
-// Results is everything one run measured; it is the JSON output.
-type Results struct {
+	"nudge.dev/nudge/hack/bench/audit"
+	"nudge.dev/nudge/hack/bench/plane"
+	"nudge.dev/nudge/hack/bench/stats"
+)
+
+// Run is everything one run measured; it is the JSON output.
+type Run struct {
 	Controller    string     `json:"controller"`
 	ControllerCmd string     `json:"controller_cmd"`
 	Command       string     `json:"command"`            // the benchmark's own command line
@@ -15,28 +24,28 @@ type Results struct {
 	Scale         Scale      `json:"scale"`
 	Population    Population `json:"population"`
 
-	Sync     *SyncResult     `json:"sync,omitempty"`
-	Idle     *IdleResult     `json:"idle,omitempty"`
-	Latency  *LatencyResult  `json:"latency,omitempty"`
-	FanOut   *ManyResult     `json:"fanout,omitempty"`
-	Burst    *ManyResult     `json:"burst,omitempty"`
-	NoOp     *NoOpResult     `json:"noop,omitempty"`
-	Coalesce *CoalesceResult `json:"coalesce,omitempty"`
-	Downtime *DowntimeResult `json:"downtime,omitempty"`
-	Bindings *BindingsResult `json:"bindings,omitempty"`
-	Versus   *VersusResult   `json:"versus,omitempty"`
-	Steady   *SteadyResult   `json:"steady,omitempty"`
-	Churn    *ChurnResult    `json:"churn,omitempty"`
-	Restart  *SteadyResult   `json:"restart,omitempty"` // the steady stream with a kill -9 and restart halfway
-	Random   *RandomResult   `json:"random,omitempty"`
+	Sync     *Sync     `json:"sync,omitempty"`
+	Idle     *Idle     `json:"idle,omitempty"`
+	Latency  *Latency  `json:"latency,omitempty"`
+	FanOut   *Many     `json:"fanout,omitempty"`
+	Burst    *Many     `json:"burst,omitempty"`
+	NoOp     *NoOp     `json:"noop,omitempty"`
+	Coalesce *Coalesce `json:"coalesce,omitempty"`
+	Downtime *Downtime `json:"downtime,omitempty"`
+	Bindings *Bindings `json:"bindings,omitempty"`
+	Versus   *Versus   `json:"versus,omitempty"`
+	Steady   *Steady   `json:"steady,omitempty"`
+	Churn    *Churn    `json:"churn,omitempty"`
+	Restart  *Steady   `json:"restart,omitempty"` // the steady stream with a kill -9 and restart halfway
+	Random   *Random   `json:"random,omitempty"`
 	// RandomRestart is the random stream with a kill -9 and restart.
-	RandomRestart *RandomResult   `json:"random_restart,omitempty"`
-	Large         *LargeResult    `json:"large,omitempty"`
-	Kinds         *KindsResult    `json:"kinds,omitempty"`
-	Process       *ProcessResult  `json:"process,omitempty"`
-	Shards        *ShardsResult   `json:"shards,omitempty"`
-	Plane         *PlaneResult    `json:"plane,omitempty"`
-	Restarts      []RestartResult `json:"restarts,omitempty"`
+	RandomRestart *Random       `json:"random_restart,omitempty"`
+	Large         *Large        `json:"large,omitempty"`
+	Kinds         *Kinds        `json:"kinds,omitempty"`
+	Process       *Process      `json:"process,omitempty"`
+	Shards        *Shards       `json:"shards,omitempty"`
+	Plane         *plane.Result `json:"plane,omitempty"`
+	Restarts      []Restart     `json:"restarts,omitempty"`
 
 	Phases  []Phase  `json:"phases"`
 	Targets []Target `json:"targets"`
@@ -55,8 +64,8 @@ type Scale struct {
 	ScaleRun    bool `json:"scale_run"`
 }
 
-// SyncResult is the controller's start: seconds are from its start.
-type SyncResult struct {
+// Sync is the controller's start: seconds are from its start.
+type Sync struct {
 	Load                Load     `json:"load"`
 	ReadySeconds        *float64 `json:"ready_seconds,omitempty"` // /readyz first answered 200
 	ProbeRolledSeconds  *float64 `json:"probe_rolled_seconds"`    // a change of the probe ConfigMap rolled the probe Deployment
@@ -67,8 +76,8 @@ type SyncResult struct {
 	FirstStartRollouts  int      `json:"first_start_rollouts"` // rollouts of any workload (but the probe) from start to the end of idle
 }
 
-// IdleResult is the controller once synced and left alone for Seconds.
-type IdleResult struct {
+// Idle is the controller once synced and left alone for Seconds.
+type Idle struct {
 	Load       Load    `json:"load"`
 	Seconds    float64 `json:"seconds"`
 	RSSMiB     float64 `json:"rss_mib"`
@@ -86,21 +95,21 @@ type IdleResult struct {
 	Threads           int      `json:"threads"`
 }
 
-// LatencyResult is sequential single changes, each to a source used by one
+// Latency is sequential single changes, each to a source used by one
 // Deployment: from sending the patch to seeing the pod template change.
-type LatencyResult struct {
-	Load          Load                    `json:"load"`
-	Changes       int                     `json:"changes"`
-	Latency       Distribution            `json:"latency"`
-	Misses        int                     `json:"misses"`
-	OtherRollouts int                     `json:"other_rollouts"` // of any workload but the changed one, or a second of it
-	PatchRTT      Distribution            `json:"patch_rtt"`      // the API server's answer to the benchmark's patch
-	ByWay         map[string]Distribution `json:"by_way"`
+type Latency struct {
+	Load          Load                          `json:"load"`
+	Changes       int                           `json:"changes"`
+	Latency       stats.Distribution            `json:"latency"`
+	Misses        int                           `json:"misses"`
+	OtherRollouts int                           `json:"other_rollouts"` // of any workload but the changed one, or a second of it
+	PatchRTT      stats.Distribution            `json:"patch_rtt"`      // the API server's answer to the benchmark's patch
+	ByWay         map[string]stats.Distribution `json:"by_way"`
 }
 
-// ManyResult is one or more changes that must roll many Deployments: seconds
+// Many is one or more changes that must roll many Deployments: seconds
 // are from the first change sent.
-type ManyResult struct {
+type Many struct {
 	Load          Load     `json:"load"`
 	Changes       int      `json:"changes"`
 	Workloads     int      `json:"workloads"`
@@ -114,15 +123,15 @@ type ManyResult struct {
 	LastSeconds   *float64 `json:"last_seconds,omitempty"`
 }
 
-// NoOpResult is label-only changes, which must roll nothing.
-type NoOpResult struct {
+// NoOp is label-only changes, which must roll nothing.
+type NoOp struct {
 	Load     Load `json:"load"`
 	Changes  int  `json:"changes"`
 	Rollouts int  `json:"rollouts"`
 }
 
-// CoalesceResult is changes to one ConfigMap GapMS apart.
-type CoalesceResult struct {
+// Coalesce is changes to one ConfigMap GapMS apart.
+type Coalesce struct {
 	Load     Load    `json:"load"`
 	Changes  int     `json:"changes"`
 	GapMS    float64 `json:"gap_ms"`
@@ -132,9 +141,9 @@ type CoalesceResult struct {
 	OtherRollouts  int       `json:"other_rollouts"`
 }
 
-// DowntimeResult is changes made while the controller was stopped; seconds
+// Downtime is changes made while the controller was stopped; seconds
 // are from its restart.
-type DowntimeResult struct {
+type Downtime struct {
 	Load          Load     `json:"load"`
 	Changes       int      `json:"changes"`
 	Workloads     int      `json:"workloads"` // that use the changed sources
@@ -145,10 +154,10 @@ type DowntimeResult struct {
 	OtherRollouts int      `json:"other_rollouts"`
 }
 
-// ProcessResult is the first controller process when it was last measured:
+// Process is the first controller process when it was last measured:
 // at the end of the scenarios, or just before the downtime scenario stopped
 // it.
-type ProcessResult struct {
+type Process struct {
 	RSSMiB     float64 `json:"rss_mib"`
 	PeakRSSMiB float64 `json:"peak_rss_mib"`
 	CPUSeconds float64 `json:"cpu_seconds"`
@@ -158,13 +167,13 @@ type ProcessResult struct {
 // Phase is one stretch of the run, with the controller's requests in it
 // (from the audit log) and the rollouts the benchmark saw.
 type Phase struct {
-	Name       string    `json:"name"`
-	From       time.Time `json:"from"`
-	To         time.Time `json:"to"`
-	Load       Load      `json:"load"`
-	CPUSeconds float64   `json:"cpu_seconds"` // the controller's, during the phase
-	Rollouts   int       `json:"rollouts"`
-	Requests   Counts    `json:"requests"`
+	Name       string       `json:"name"`
+	From       time.Time    `json:"from"`
+	To         time.Time    `json:"to"`
+	Load       Load         `json:"load"`
+	CPUSeconds float64      `json:"cpu_seconds"` // the controller's, during the phase
+	Rollouts   int          `json:"rollouts"`
+	Requests   audit.Counts `json:"requests"`
 	// WritesPerRollout and EventsPerRollout are the workload writes
 	// (patch, update of workloadResources) and Event writes (create,
 	// patch) per rollout; 0 without rollouts.
@@ -174,8 +183,8 @@ type Phase struct {
 	// client (any client) fell behind, by resource; BenchWatchRestarts the
 	// benchmark's own Deployment watches started in the phase (a restart
 	// delays what it sees).
-	TerminatedWatchers Counts `json:"terminated_watchers,omitempty"`
-	BenchWatchRestarts int    `json:"bench_watch_restarts"`
+	TerminatedWatchers audit.Counts `json:"terminated_watchers,omitempty"`
+	BenchWatchRestarts int          `json:"bench_watch_restarts"`
 }
 
 // Target is one of the issue's targets and whether the run met it.

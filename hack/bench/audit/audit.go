@@ -1,4 +1,7 @@
-package main
+// Package audit reads kube-apiserver's audit log as it grows, keeping one
+// user's requests, and counts them by verb and resource: how the bench
+// measures a controller's API requests.
+package audit
 
 import (
 	"fmt"
@@ -17,12 +20,12 @@ type Request struct {
 	Code int
 }
 
-// AuditLog reads kube-apiserver's audit log (one audit.k8s.io/v1 Event per
+// Log reads kube-apiserver's audit log (one audit.k8s.io/v1 Event per
 // line, written before the response is sent in blocking mode) as it grows,
 // keeping the requests of one user. Each request is counted once: at
 // ResponseComplete, or at ResponseStarted for a watch, whose completion comes
 // only when it ends.
-type AuditLog struct {
+type Log struct {
 	path     string
 	user     string
 	verb     string // keep only this verb, when not empty
@@ -30,14 +33,14 @@ type AuditLog struct {
 	requests []Request
 }
 
-// newAuditLog returns a reader of the requests of user in the audit log at
+// NewLog returns a reader of the requests of user in the audit log at
 // path; of those with verb only, unless verb is "".
-func newAuditLog(path, user, verb string) *AuditLog {
-	return &AuditLog{path: path, user: user, verb: verb}
+func NewLog(path, user, verb string) *Log {
+	return &Log{path: path, user: user, verb: verb}
 }
 
 // Read reads the lines written since the last Read.
-func (a *AuditLog) Read() error {
+func (a *Log) Read() error {
 	offset, err := testbed.ReadAuditLog(a.path, a.offset, a.user, func(ev testbed.AuditEvent) {
 		if a.verb != "" && ev.Verb != a.verb || !(ev.Stage == "ResponseComplete" && ev.Verb != "watch" || ev.Stage == "ResponseStarted" && ev.Verb == "watch") {
 			return
@@ -61,7 +64,7 @@ func (a *AuditLog) Read() error {
 }
 
 // Between returns the requests received at or after from and before to.
-func (a *AuditLog) Between(from, to time.Time) []Request {
+func (a *Log) Between(from, to time.Time) []Request {
 	var out []Request
 	for _, r := range a.requests {
 		if !r.At.Before(from) && r.At.Before(to) {
@@ -74,7 +77,8 @@ func (a *AuditLog) Between(from, to time.Time) []Request {
 // Counts are requests counted by "verb what".
 type Counts map[string]int
 
-func countRequests(reqs []Request) Counts {
+// Count counts reqs by "verb what".
+func Count(reqs []Request) Counts {
 	c := Counts{}
 	for _, r := range reqs {
 		c[r.Verb+" "+r.What]++
