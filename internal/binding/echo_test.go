@@ -55,13 +55,13 @@ func TestRefusalEchoingTheConvertedValueIsRedacted(t *testing.T) {
 	}
 	e.create(policy, binding)
 	t.Cleanup(func() {
-		_ = k8s.Delete(context.Background(), binding) // not e.ctx: it ends before the cleanup
-		_ = k8s.Delete(context.Background(), policy)
+		_ = suite.K8s.Delete(context.Background(), binding) // not e.ctx: it ends before the cleanup
+		_ = suite.K8s.Delete(context.Background(), policy)
 	})
 	e.argoApply(harbor(e.ns, "harbor"))
 	e.g.Eventually(func() error {
 		h := e.getHarbor("harbor")
-		return k8s.Patch(e.ctx, h, client.RawPatch("application/merge-patch+json",
+		return suite.K8s.Patch(e.ctx, h, client.RawPatch("application/merge-patch+json",
 			[]byte(`{"spec":{"imageChartStorage":{"s3":{"chunksize":`+echoed+`}}}}`)), client.DryRunAll)
 	}).WithTimeout(20*time.Second).Should(MatchError(ContainSubstring("chunk size "+echoed+" is not allowed")),
 		"the API server to enforce the policy, echoing the value")

@@ -23,9 +23,9 @@ import (
 func tenants(t *testing.T) (victim, tenant *env) {
 	t.Helper()
 	victim = setup(t, false, nil)
-	ns, err := plane.GenerateNamespace(victim.Ctx, "it-tenant-")
+	ns, err := suite.Plane.GenerateNamespace(victim.Ctx, "it-tenant-")
 	victim.G.Expect(err).NotTo(HaveOccurred())
-	tenant = &env{&nt.Env{T: t, G: victim.G, Ctx: victim.Ctx, NS: ns, K8s: k8s, Templates: nt.WatchTemplates(t, k8s, ns)}}
+	tenant = &env{&nt.Env{T: t, G: victim.G, Ctx: victim.Ctx, NS: ns, K8s: suite.K8s, Templates: nt.WatchTemplates(t, suite.K8s, ns)}}
 	victim.Create(nt.ConfigMap(victim.NS, "app", map[string]string{"a": "1"}),
 		nt.Deployment(victim.NS, "canary", 1, map[string]string{"nudge.dev/auto": "true", fleet.PriorityAnnotation: "10"}, nt.EnvFrom("ConfigMap", "app")),
 		nt.Deployment(victim.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")),
@@ -37,7 +37,7 @@ func tenants(t *testing.T) (victim, tenant *env) {
 // --max-concurrent-rollouts 1, and waits for the victim's baselines.
 func startOver(t *testing.T, victim, tenant *env) {
 	t.Helper()
-	victim.Nudge = nt.Start(t, plane.Config(), victim.NS, func(o *options.Options) {
+	victim.Nudge = nt.Start(t, suite.Plane.Config(), victim.NS, func(o *options.Options) {
 		o.MaxConcurrentRollouts, o.RolloutWindow = 1, 0
 		o.Namespaces = []string{victim.NS, tenant.NS}
 	})
@@ -72,7 +72,7 @@ func (e *env) rollsEveryone() {
 // the tenant's workloads nor reports their rollouts as failed.
 func TestForgedFleetStateHaltsNothing(t *testing.T) {
 	victim, tenant := tenants(t)
-	key, err := fingerprint.LoadKey(victim.Ctx, k8s, victim.NS, options.Default().KeySecret) // the key nudge loads
+	key, err := fingerprint.LoadKey(victim.Ctx, suite.K8s, victim.NS, options.Default().KeySecret) // the key nudge loads
 	victim.G.Expect(err).NotTo(HaveOccurred())
 	// What app's next content digests to: the tenant reads it from its own
 	// workloads' applied state once app's content is reverted to it, or
