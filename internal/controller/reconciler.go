@@ -40,7 +40,7 @@ type Reconciler struct {
 	// Metadata writes workloads, answered with their metadata alone.
 	Metadata metadata.Interface
 	// APIReader reads from the API directly, for the rare write that needs
-	// what the cache trims (see retained.Workload).
+	// what the cache trims (see trim.Workload).
 	APIReader client.Reader
 	// Kind is the workload kind reconciled.
 	Kind workload.Kind

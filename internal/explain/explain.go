@@ -14,7 +14,7 @@ import (
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/resolve"
-	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/trim"
 )
 
 // Options are what nudge explain must know of the nudge it explains: where
@@ -99,7 +99,7 @@ func (e Explainer) resolver(key fingerprint.Key) resolve.Resolver {
 }
 
 // digested reads ConfigMaps and Secrets as nudge's cache holds them: per-key
-// digests instead of values (sources.DigestSource), so nothing here keeps
+// digests instead of values (trim.Sources), so nothing here keeps
 // a value longer than the read; their labels are kept for a
 // --resource-label-selector, and the marks dialect reads.
 type digested struct {
@@ -111,7 +111,7 @@ func (d digested) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 	if err := d.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	_, err := sources.DigestSource(true, append(d.dialect.SourceAnnotations(), producer.CertificateNameAnnotation), producer.Owners)(obj)
+	_, err := trim.Sources(true, append(d.dialect.SourceAnnotations(), producer.CertificateNameAnnotation), producer.Owners)(obj)
 	return err
 }
 

@@ -148,7 +148,7 @@ var ErrMalformedWindow = errors.New("malformed maintenance window")
 // Resolver gathers rollout.Decide's inputs for one workload: nudge's
 // reference resolution and fingerprint, over the cache in the reconciler and
 // over the API in nudge explain. Sources its Reader returns must be digested
-// (see sources.DigestSource).
+// (see trim.Sources).
 type Resolver struct {
 	Selector
 	// Key is the installation's fingerprint key.

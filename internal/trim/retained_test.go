@@ -1,4 +1,4 @@
-package retained
+package trim
 
 import (
 	"fmt"
@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"nudge.dev/nudge/internal/dialect"
-	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -34,7 +33,7 @@ func BenchmarkRetained(b *testing.B) {
 		return metav1.ObjectMeta{Namespace: "bench-001", Name: fmt.Sprintf("s-%06d", i), UID: "6f1c2f0e-7a55-4a8e-9d0b-6f5a3c1d2e4f",
 			ResourceVersion: fmt.Sprint(100000 + i), Labels: map[string]string{"app.kubernetes.io/part-of": "bench"}}
 	}
-	digest := sources.DigestSource(false, dialect.Parser{}.SourceAnnotations(), nil)
+	digest := Sources(false, dialect.Parser{}.SourceAnnotations(), nil)
 	cases := map[string]struct {
 		wire      func(i int) wire
 		empty     func() wire
