@@ -26,7 +26,7 @@ type wire interface {
 // ConfigMap and a Secret of 8 KiB in 4 keys, and a Deployment reading 2 of
 // each, baselined, as `make bench` creates them, each decoded from protobuf
 // as an informer decodes it. The informer's store and indexes are not
-// counted. `go test -run - -bench Retained ./internal/retained`.
+// counted. `go test -run - -bench Retained ./internal/trim`.
 func BenchmarkRetained(b *testing.B) {
 	value := strings.Repeat("v", 2048)
 	meta := func(i int) metav1.ObjectMeta {
@@ -124,7 +124,7 @@ func BenchmarkRetained(b *testing.B) {
 // four containers and read by env by another (a sidecar-heavy pod, as a
 // service mesh or a Vault agent makes them). Finding each source's
 // container read the pod spec once per source until Containers.
-// `go test -run - -bench TrimWide -benchmem ./internal/retained`.
+// `go test -run - -bench TrimWide -benchmem ./internal/trim`.
 func BenchmarkTrimWideWorkload(b *testing.B) {
 	const sources, containers = 40, 4
 	spec := corev1.PodSpec{}
