@@ -246,7 +246,7 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 func Behaviour(opts options.Options) controller.Behaviour {
 	b := controller.Behaviour{
 		EnvVars: opts.ReloadStrategy == "env-vars",
-		Behaviour: resolve.Behaviour{
+		Counting: resolve.Counting{
 			ReloadOnCreate: opts.ReloadOnCreate,
 			ReloadOnDelete: opts.ReloadOnDelete,
 			IgnoreSources:  map[refs.Kind]bool{},

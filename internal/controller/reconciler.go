@@ -108,10 +108,10 @@ type Behaviour struct {
 	// EnvVars selects Reloader's env-vars strategy instead of a pod-template
 	// annotation.
 	EnvVars bool
-	// Behaviour is what of the flags changes which sources count and how
+	// Counting is what of the flags changes which sources count and how
 	// (Reloader's --reload-on-create, --reload-on-delete,
 	// --resource-label-selector, --resources-to-ignore).
-	resolve.Behaviour
+	resolve.Counting
 	// Pace is when the flags let a workload roll: the storm brake's budget
 	// and the maintenance window (--max-rollouts-per-hour,
 	// --maintenance-window).

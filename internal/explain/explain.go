@@ -36,9 +36,9 @@ type Options struct {
 	// Dialect reads the annotations by the install's names (Reloader's
 	// renaming flags); the zero Parser reads the default names.
 	Dialect dialect.Parser
-	// Behaviour is the install's, as the Resolver reads it (see
+	// Counting is the install's, as the Resolver reads it (see
 	// app.Behaviour); the zero value is nudge's default.
-	Behaviour resolve.Behaviour
+	Counting resolve.Counting
 	// Pace is the install's storm brake and maintenance window (see
 	// app.Behaviour); the zero value has neither.
 	Pace resolve.Pace
@@ -89,12 +89,12 @@ func (e Explainer) key(ctx context.Context) (fingerprint.Key, Comparison) {
 // they are read, as the controller's cache does.
 func (e Explainer) resolver(key fingerprint.Key) resolve.Resolver {
 	return resolve.Resolver{
-		Selector:  resolve.Selector{Reader: digested{e.Client, e.Dialect}, AutoReloadAll: e.AutoReloadAll},
-		Key:       key,
-		Window:    e.RolloutWindow,
-		Behaviour: e.Behaviour,
-		Pace:      e.Pace,
-		Dialect:   e.Dialect,
+		Selector: resolve.Selector{Reader: digested{e.Client, e.Dialect}, AutoReloadAll: e.AutoReloadAll},
+		Key:      key,
+		Window:   e.RolloutWindow,
+		Counting: e.Counting,
+		Pace:     e.Pace,
+		Dialect:  e.Dialect,
 	}
 }
 

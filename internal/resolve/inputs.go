@@ -110,9 +110,9 @@ type Producers interface {
 	Of(ctx context.Context, secret metav1.Object) (producer.Status, error)
 }
 
-// Behaviour is what Reloader's flags and nudge's options change in which
+// Counting is what Reloader's flags and nudge's options change in which
 // sources count and how. The zero value is nudge's default.
-type Behaviour struct {
+type Counting struct {
 	// ReloadOnCreate and ReloadOnDelete are Reloader's flags of those names:
 	// a source created counts as a change (rollout.Input.CreateRolls), and
 	// any source deleted counts as absent, as an optional one does.
@@ -158,8 +158,8 @@ type Resolver struct {
 	// Changes, when not nil, tells when the sources' content changed
 	// (rollout.Input.Changes).
 	Changes *sources.Changes
-	// Behaviour is what Reloader's flags change in how sources count.
-	Behaviour
+	// Counting is what Reloader's flags change in how sources count.
+	Counting
 	// Pace is what the flags say of when a workload may roll.
 	Pace
 	// Dialect reads the sources' ignore and match marks, with Reloader's
