@@ -135,7 +135,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		return nil
 	}
 	c.Annotations[workload.LastRolloutAnnotation] = &stamp
-	unhold(obj, &c, d.Rolled)
+	endPace(obj, &c, d.Rolled)
 	if r.Waves != nil {
 		if err := fleet.Annotate(ctx, c.Annotations, d, r.contentDigest); err != nil {
 			return err
