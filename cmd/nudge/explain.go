@@ -151,7 +151,7 @@ func explainOptions(o options.Options) explain.Options {
 		RolloutTimeout:        o.RolloutTimeout,
 		ProducerReadyTimeout:  o.ProducerReadyTimeout,
 		Dialect:               dialect.NewParser(o.Reloader.Annotations),
-		Behaviour:             app.Behaviour(o).Behaviour,
+		Counting:              app.Behaviour(o).Counting,
 		Pace:                  app.Behaviour(o).Pace,
 	}
 }

@@ -41,7 +41,7 @@ import (
 // start, and the memory saved is most of the GC's headroom (measured with
 // `make bench` for GOGC 100, 50, 25 and 20: docs/performance.md). While it
 // starts, nudge leaves at least 8 MiB of growth between collections where
-// this would leave less (internal/heap, startHeadroom). $GOGC still wins when set.
+// this would leave less (internal/gctune, startHeadroom). $GOGC still wins when set.
 const gcPercent = 20
 
 // sampleAllocations reports whether the controller keeps Go's heap profiling

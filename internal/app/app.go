@@ -28,7 +28,7 @@ import (
 
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/fingerprint"
-	"nudge.dev/nudge/internal/heap"
+	"nudge.dev/nudge/internal/gctune"
 	nudgemetrics "nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/record"
@@ -67,7 +67,7 @@ const flushTimeout = 5 * time.Second
 // an error when start-up fails (no key, no cache sync) or the manager stops
 // with one.
 func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
-	start := heap.Start()
+	start := gctune.Start()
 	defer start.End()
 	scheme, err := newScheme(opts)
 	if err != nil {
@@ -239,10 +239,10 @@ func publishSettings(mgr ctrl.Manager, opts options.Options, direct client.Clien
 // addChecks adds the liveness check "healthz" and the readiness check
 // "synced": every replica serves reads from its caches, so every replica is
 // ready once they are synced, the leader or not. Once they are, it tells
-// start (see heap.Starting.Synced: the start's memory handed back once lull,
+// start (see gctune.Starting.Synced: the start's memory handed back once lull,
 // the workload writes, and reconciled, the reconciles' ends, are quiet).
 // It returns the manager's errors.
-func addChecks(ctx context.Context, mgr ctrl.Manager, lull, reconciled *record.Lull, start *heap.Starting) error {
+func addChecks(ctx context.Context, mgr ctrl.Manager, lull, reconciled *record.Lull, start *gctune.Starting) error {
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		return err
 	}

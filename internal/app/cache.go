@@ -18,8 +18,7 @@ import (
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/refs"
-	"nudge.dev/nudge/internal/retained"
-	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/trim"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -53,12 +52,12 @@ func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Opti
 		// What names a Secret's producer (see producer.RefOf).
 		marks, owners = append(marks, producer.CertificateNameAnnotation), producer.Owners
 	}
-	digested := cache.ByObject{Transform: sources.DigestSource(opts.ResourceLabelSelector != "", marks, owners), UnsafeDisableDeepCopy: ptr.To(true)}
+	digested := cache.ByObject{Transform: trim.Sources(opts.ResourceLabelSelector != "", marks, owners), UnsafeDisableDeepCopy: ptr.To(true)}
 	unstructuredKinds := []workload.Kind{workload.Rollout}
 	for _, c := range custom {
 		unstructuredKinds = append(unstructuredKinds, c.Adapter(""))
 	}
-	transform := retained.Workloads(unstructuredKinds...)
+	transform := trim.Workloads(unstructuredKinds...)
 	if wavesOf(opts) > 0 {
 		transform = fleet.KeepProgress(transform)
 	}

@@ -6,10 +6,10 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"nudge.dev/nudge/internal/apidiscovery"
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/csi"
 	"nudge.dev/nudge/internal/options"
-	"nudge.dev/nudge/internal/served"
 )
 
 // csiWatch is csi.Watch over the manager's context (for the logger and the
@@ -29,7 +29,7 @@ func (w *csiWatch) setup(ctx context.Context, r *controller.Reconciler, copts co
 // setupCSI starts w once the API serves SecretProviderClassPodStatuses, with
 // --enable-csi-integration; without it, nothing is watched and
 // SecretProviderClasses count for nothing.
-func setupCSI(ctx context.Context, opts options.Options, w *csiWatch, kinds *served.Kinds) error {
+func setupCSI(ctx context.Context, opts options.Options, w *csiWatch, kinds *apidiscovery.Kinds) error {
 	if !opts.Reloader.EnableCSIIntegration {
 		return nil
 	}

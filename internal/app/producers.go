@@ -9,11 +9,11 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 
+	"nudge.dev/nudge/internal/apidiscovery"
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/refs"
-	"nudge.dev/nudge/internal/served"
 )
 
 // producerGate is the producer-ready gate (--producer-ready-timeout):
@@ -67,7 +67,7 @@ func (p *producerGate) requeue(src refs.Source) {
 }
 
 // watch starts the gate's watches, each once its kind is served.
-func (p *producerGate) watch(ctx context.Context, kinds *served.Kinds) error {
+func (p *producerGate) watch(ctx context.Context, kinds *apidiscovery.Kinds) error {
 	if p == nil {
 		return nil
 	}

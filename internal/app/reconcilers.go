@@ -20,6 +20,7 @@ import (
 
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/alert"
+	"nudge.dev/nudge/internal/apidiscovery"
 	"nudge.dev/nudge/internal/binding"
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
@@ -31,7 +32,6 @@ import (
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/resolve"
-	"nudge.dev/nudge/internal/served"
 	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
 )
@@ -165,7 +165,7 @@ func (rs *reconcilers) setupBuiltin(ctx context.Context) error {
 }
 
 // setupServed sets up, each once the API server serves its kind (see
-// served.Kinds), what needs a kind nudge does not own: the reconciler of
+// apidiscovery.Kinds), what needs a kind nudge does not own: the reconciler of
 // Argo Rollouts, the watch of the CSI driver's pod statuses
 // (--enable-csi-integration), the ValueBinding controller
 // (--value-bindings, its metrics registered with reg) and the reconciler of
@@ -173,7 +173,7 @@ func (rs *reconcilers) setupBuiltin(ctx context.Context) error {
 // done at once.
 func setupServed(ctx context.Context, rs *reconcilers, custom []workload.CustomKind, reg prometheus.Registerer) error {
 	opts := rs.opts
-	kinds, err := served.New(rs.mgr.GetConfig(), opts.DiscoveryInterval, len(opts.Namespaces) > 0, rs.mgr.Add)
+	kinds, err := apidiscovery.New(rs.mgr.GetConfig(), opts.DiscoveryInterval, len(opts.Namespaces) > 0, rs.mgr.Add)
 	if err != nil {
 		return err
 	}
@@ -246,7 +246,7 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 func Behaviour(opts options.Options) controller.Behaviour {
 	b := controller.Behaviour{
 		EnvVars: opts.ReloadStrategy == "env-vars",
-		Behaviour: resolve.Behaviour{
+		Counting: resolve.Counting{
 			ReloadOnCreate: opts.ReloadOnCreate,
 			ReloadOnDelete: opts.ReloadOnDelete,
 			IgnoreSources:  map[refs.Kind]bool{},

@@ -36,12 +36,12 @@ func Convert(raw []byte, t v1alpha1.ValueType) (any, error) {
 	return nil, fmt.Errorf("%w: unknown type %q", ErrValue, t)
 }
 
-// Holds reports whether current, a field of the target as decoded from JSON,
+// Matches reports whether current, a field of the target as decoded from JSON,
 // is the value whose SHA-256 is digest (a fingerprint.Digests value) once
 // converted to type t. An integer or boolean compares in its canonical form
-// ("42", "true"): a source written otherwise ("042", "True") never holds and
+// ("42", "true"): a source written otherwise ("042", "True") never matches and
 // is applied once more.
-func Holds(current any, digest string, t v1alpha1.ValueType) bool {
+func Matches(current any, digest string, t v1alpha1.ValueType) bool {
 	var s string
 	switch v := current.(type) {
 	case string:

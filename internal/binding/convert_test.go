@@ -42,7 +42,7 @@ func TestConvert(t *testing.T) {
 	}
 }
 
-func TestHolds(t *testing.T) {
+func TestMatches(t *testing.T) {
 	sum := fingerprint.SumString
 	tests := map[string]struct {
 		current any
@@ -50,18 +50,18 @@ func TestHolds(t *testing.T) {
 		typ     v1alpha1.ValueType
 		want    bool
 	}{
-		"the same string holds":                            {current: "AK", digest: sum("AK"), typ: v1alpha1.TypeString, want: true},
-		"another string does not":                          {current: "AK2", digest: sum("AK"), typ: v1alpha1.TypeString},
-		"an integer holds its canonical form":              {current: int64(42), digest: sum("42"), typ: v1alpha1.TypeInteger, want: true},
-		"an integer decoded as a float holds too":          {current: float64(42), digest: sum("42"), typ: v1alpha1.TypeInteger, want: true},
-		"a non-canonical source is applied once more":      {current: int64(42), digest: sum("042"), typ: v1alpha1.TypeInteger},
-		"a boolean holds its canonical form":               {current: false, digest: sum("false"), typ: v1alpha1.TypeBoolean, want: true},
-		"a string where an integer is bound does not hold": {current: "42", digest: sum("42"), typ: v1alpha1.TypeInteger},
-		"an object never holds":                            {current: map[string]any{}, digest: sum("{}"), typ: v1alpha1.TypeString},
+		"the same string matches":                           {current: "AK", digest: sum("AK"), typ: v1alpha1.TypeString, want: true},
+		"another string does not":                           {current: "AK2", digest: sum("AK"), typ: v1alpha1.TypeString},
+		"an integer matches its canonical form":             {current: int64(42), digest: sum("42"), typ: v1alpha1.TypeInteger, want: true},
+		"an integer decoded as a float matches too":         {current: float64(42), digest: sum("42"), typ: v1alpha1.TypeInteger, want: true},
+		"a non-canonical source is applied once more":       {current: int64(42), digest: sum("042"), typ: v1alpha1.TypeInteger},
+		"a boolean matches its canonical form":              {current: false, digest: sum("false"), typ: v1alpha1.TypeBoolean, want: true},
+		"a string where an integer is bound does not match": {current: "42", digest: sum("42"), typ: v1alpha1.TypeInteger},
+		"an object never matches":                           {current: map[string]any{}, digest: sum("{}"), typ: v1alpha1.TypeString},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			NewWithT(t).Expect(binding.Holds(tc.current, tc.digest, tc.typ)).To(Equal(tc.want))
+			NewWithT(t).Expect(binding.Matches(tc.current, tc.digest, tc.typ)).To(Equal(tc.want))
 		})
 	}
 }

@@ -37,8 +37,8 @@ type Field struct {
 	// Skipped: the field's source or key is optional and missing, so the
 	// apply leaves the field out (removing it if nudge alone owned it).
 	Skipped bool
-	// Holds: the target's field is the source's value (see Holds).
-	Holds bool
+	// Matches: the target's field is the source's value (see Matches).
+	Matches bool
 	// Owned: nudge's field manager owns the field in the target's
 	// managedFields. Server-side apply takes a field from its managers when
 	// another manager changes its value, so an owned field still has the
@@ -106,7 +106,7 @@ func Decide(in Input) Decision {
 			apply = apply || f.Owned
 			continue
 		}
-		if f.Holds || (current && f.Owned) {
+		if f.Matches || (current && f.Owned) {
 			continue
 		}
 		apply = true

@@ -13,7 +13,7 @@ func TestDecide(t *testing.T) {
 	now := time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC)
 	ago := func(d time.Duration) time.Time { return now.Add(-d) }
 	const key = "spec.s3.accesskey"
-	holds := binding.Field{Path: key, Holds: true, Owned: true}
+	matching := binding.Field{Path: key, Matches: true, Owned: true}
 	overwritten := binding.Field{Path: key, Owner: "argocd-controller"}
 	current := binding.Input{Generation: 2, ObservedGeneration: 2, Applied: "v1.k S=a", Desired: "v1.k S=a", Now: now}
 	with := func(in binding.Input, mutate func(*binding.Input)) binding.Input {
@@ -26,7 +26,7 @@ func TestDecide(t *testing.T) {
 	}{
 		"a target that already holds its values at first sight is left alone": {
 			in: binding.Input{Generation: 1, Desired: "v1.k S=a", Now: now,
-				Fields: []binding.Field{{Path: key, Holds: true, Owner: "helm"}}},
+				Fields: []binding.Field{{Path: key, Matches: true, Owner: "helm"}}},
 			want: binding.Decision{Action: binding.None, Reset: true},
 		},
 		"a target without the values at first sight is applied": {
@@ -107,7 +107,7 @@ func TestDecide(t *testing.T) {
 		},
 		"an optional value gone that nudge does not own writes nothing": {
 			in: with(current, func(in *binding.Input) {
-				in.Fields = []binding.Field{holds, {Path: "spec.b", Skipped: true, Owner: "helm"}}
+				in.Fields = []binding.Field{matching, {Path: "spec.b", Skipped: true, Owner: "helm"}}
 			}),
 			want: binding.Decision{Action: binding.None},
 		},

@@ -31,6 +31,7 @@ import (
 	"nudge.dev/nudge/api/v1alpha1"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/record"
+	"nudge.dev/nudge/internal/trim"
 )
 
 // FieldManager is the field manager of nudge's applies.
@@ -133,7 +134,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager) err
 	if r.writer, err = client.New(mgr.GetConfig(), client.Options{HTTPClient: writes, Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()}); err != nil {
 		return fmt.Errorf("creating the client of the writes: %w", err)
 	}
-	opts.DefaultTransform = trimTarget
+	opts.DefaultTransform = trim.BindingTarget
 	// The reconciler never changes a target read from the cache (an apply
 	// builds its own object), so reads skip the copy.
 	opts.DefaultUnsafeDisableDeepCopy = ptr.To(true)

@@ -220,7 +220,7 @@ func (r *Reconciler) sync(ctx context.Context, b *v1alpha1.ValueBinding) (outcom
 	for i, v := range b.Spec.Values {
 		f := Field{Path: v.FieldPath, Skipped: sums[i] == ""}
 		if cur, ok := t.paths[i].Get(t.obj.Object); ok && !f.Skipped {
-			f.Holds = Holds(cur, sums[i], v.Type)
+			f.Matches = Matches(cur, sums[i], v.Type)
 		}
 		own := ownerOf(t.obj.GetManagedFields(), t.paths[i])
 		f.Owned, f.Owner = own.nudge, own.other

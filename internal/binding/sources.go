@@ -1,12 +1,10 @@
 package binding
 
 import (
-	"maps"
 	"slices"
 	"sync"
 	"time"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -27,24 +25,6 @@ var deletionPredicate = predicate.Funcs{
 	UpdateFunc: func(e event.UpdateEvent) bool {
 		return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
 	},
-}
-
-// lastApplied is kubectl's copy of a whole manifest; nudge never reads it.
-const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
-
-// trimTarget is the target cache's transform: a target keeps its spec and
-// its managedFields (they say who owns a bound field), and loses its status
-// and kubectl's last-applied-configuration.
-func trimTarget(obj any) (any, error) {
-	if u, ok := obj.(*unstructured.Unstructured); ok {
-		delete(u.Object, "status")
-		if a := u.GetAnnotations(); a[lastApplied] != "" {
-			a = maps.Clone(a)
-			delete(a, lastApplied)
-			u.SetAnnotations(a)
-		}
-	}
-	return obj, nil
 }
 
 // overwrites remembers, per binding and field path, when another manager

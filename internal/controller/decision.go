@@ -27,8 +27,9 @@ import (
 // gate after it (see decide) revised it.
 type verdict struct {
 	rollout.Decision
-	// hold is, for Halted, the hold the waves write (see fleet.Waves.After).
-	hold fleet.Hold
+	// halt is, for Halted, the nudge.dev/halted the waves write (see
+	// fleet.Waves.After).
+	halt fleet.Hold
 	// causes are the Warnings the workload deserves now: those observed,
 	// the waves', and the decision's own (see decisionCause).
 	causes []record.Cause
@@ -53,11 +54,11 @@ type verdict struct {
 func (r *Reconciler) decide(ctx context.Context, o *observed) (verdict, error) {
 	v := verdict{Decision: rollout.Decide(o.in), causes: o.causes}
 	if r.Waves != nil {
-		d, more, hold, err := r.Waves.Decide(ctx, r.waveKey(o.key), o.obj, &o.in, v.Decision, r.contentDigest)
+		d, more, halt, err := r.Waves.Decide(ctx, r.waveKey(o.key), o.obj, &o.in, v.Decision, r.contentDigest)
 		if err != nil {
 			return verdict{}, err
 		}
-		v.Decision, v.hold, v.causes = d, hold, append(v.causes, more...)
+		v.Decision, v.halt, v.causes = d, halt, append(v.causes, more...)
 	}
 	if c, ok := decisionCause(v.Decision, ownership.WrittenBackBy(o.obj.GetManagedFields())); ok {
 		v.causes = append(v.causes, c)

@@ -231,7 +231,7 @@ func (r *Reconciler) resolver() resolve.Resolver {
 		Key:       r.Key,
 		Window:    r.Window,
 		Changes:   r.Changes,
-		Behaviour: r.Behaviour.Behaviour,
+		Counting:  r.Behaviour.Counting,
 		Pace:      r.Pace,
 		Dialect:   r.Dialect,
 	}

@@ -40,7 +40,7 @@ type Reconciler struct {
 	// Metadata writes workloads, answered with their metadata alone.
 	Metadata metadata.Interface
 	// APIReader reads from the API directly, for the rare write that needs
-	// what the cache trims (see retained.Workload).
+	// what the cache trims (see trim.Workload).
 	APIReader client.Reader
 	// Kind is the workload kind reconciled.
 	Kind workload.Kind
@@ -108,10 +108,10 @@ type Behaviour struct {
 	// EnvVars selects Reloader's env-vars strategy instead of a pod-template
 	// annotation.
 	EnvVars bool
-	// Behaviour is what of the flags changes which sources count and how
+	// Counting is what of the flags changes which sources count and how
 	// (Reloader's --reload-on-create, --reload-on-delete,
 	// --resource-label-selector, --resources-to-ignore).
-	resolve.Behaviour
+	resolve.Counting
 	// Pace is when the flags let a workload roll: the storm brake's budget
 	// and the maintenance window (--max-rollouts-per-hour,
 	// --maintenance-window).
@@ -202,7 +202,7 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (c
 		r.Waves.NotWritten(r.waveKey(key), o.obj, v.Decision, over)
 		return result, err
 	}
-	return r.afterWave(ctx, o.obj, v.Decision, v.hold, over, result)
+	return r.afterWave(ctx, o.obj, v.Decision, v.halt, over, result)
 }
 
 // remember records in r's memory of workload o what became of decision d:
@@ -220,9 +220,9 @@ func (r *Reconciler) remember(o *observed, d rollout.Decision, written bool) {
 }
 
 // act carries out decision d, taken on o's inputs, on o's workload: a
-// baseline or a rollout is written and remembered (see written); a hold is
-// recorded on the workload (see hold); a wait asks to be called back. A
-// pause nudge started ends when due, whatever the decision.
+// baseline or a rollout is written and remembered (see written); a paced
+// change is recorded on the workload (see pace); a wait asks to be called
+// back. A pause nudge started ends when due, whatever the decision.
 func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (ctrl.Result, error) {
 	obj, over := o.obj, o.obj.GetResourceVersion()
 	var result ctrl.Result
@@ -232,8 +232,8 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 		result.RequeueAfter = d.RequeueAfter
 	case rollout.Baseline:
 		c := r.stateChange(obj, d.Write.Format(o.key.Namespace))
-		if _, held := obj.GetAnnotations()[workload.HeldAnnotation]; held {
-			c.Annotations[workload.HeldAnnotation] = nil // the change held is no change any more
+		if _, paced := obj.GetAnnotations()[workload.HeldAnnotation]; paced {
+			c.Annotations[workload.HeldAnnotation] = nil // the change paced is no change any more
 		}
 		if err := r.written(o.key, obj, d.FirstSight, func() error { return r.apply(ctx, obj, c) }); err != nil {
 			return r.retry(ctx, err)
@@ -241,7 +241,7 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 		r.memory.Taken.Took(o.key, o.in, r.Key.ID())
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
 	case rollout.None:
-		if _, held := obj.GetAnnotations()[workload.HeldAnnotation]; held {
+		if _, paced := obj.GetAnnotations()[workload.HeldAnnotation]; paced {
 			// The sources went back to what the pods run with: nothing waits.
 			c := workload.Change{ResourceVersion: over, Annotations: map[string]*string{workload.HeldAnnotation: nil}}
 			if err := r.apply(ctx, obj, c); err != nil {
@@ -249,7 +249,7 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 			}
 		}
 	case rollout.Deferred, rollout.Braked:
-		if err := r.hold(ctx, o, d); err != nil {
+		if err := r.pace(ctx, o, d); err != nil {
 			return r.retry(ctx, err)
 		}
 		result.RequeueAfter = d.RequeueAfter
@@ -295,16 +295,16 @@ func (r *Reconciler) stakater(spec dialect.Spec) bool {
 
 // afterWave does, after act, what decision d taken with waves on still asks
 // (see fleet.Waves.After), and says so when it halted obj.
-func (r *Reconciler) afterWave(ctx context.Context, obj client.Object, d rollout.Decision, hold fleet.Hold, over string, result ctrl.Result) (ctrl.Result, error) {
-	after, halted, err := r.Waves.After(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), obj, d, hold, over, r.now(), r.apply)
+func (r *Reconciler) afterWave(ctx context.Context, obj client.Object, d rollout.Decision, halt fleet.Hold, over string, result ctrl.Result) (ctrl.Result, error) {
+	after, halted, err := r.Waves.After(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), obj, d, halt, over, r.now(), r.apply)
 	if err != nil {
 		return r.retry(ctx, err)
 	}
 	if halted {
-		ctrl.LoggerFrom(ctx).Info("Halted rollout of "+r.Kind.Name(), "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "halt", hold.Value)
+		ctrl.LoggerFrom(ctx).Info("Halted rollout of "+r.Kind.Name(), "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "halt", halt.Value)
 		if r.Notify != nil {
 			r.Notify(Rolled{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Sources: d.Changed, Time: r.now(),
-				Halted: "the rollout of " + hold.After + " for the same change failed"})
+				Halted: "the rollout of " + halt.After + " for the same change failed"})
 		}
 	}
 	if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {

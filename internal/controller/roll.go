@@ -134,7 +134,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		return nil
 	}
 	c.Annotations[workload.LastRolloutAnnotation] = &stamp
-	unhold(obj, &c, d.Rolled)
+	endPace(obj, &c, d.Rolled)
 	if r.Waves != nil {
 		if err := r.Waves.Annotate(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), c.Annotations, d, r.contentDigest); err != nil {
 			return err

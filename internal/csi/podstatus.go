@@ -60,31 +60,6 @@ func PodStatusOf(obj client.Object) (s PodStatus, ok bool) {
 	return s, true
 }
 
-// TrimPodStatus is the cache transform for SecretProviderClassPodStatuses: it
-// keeps name, namespace, resourceVersion and of the status what PodStatus
-// holds (no labels, annotations, owners, pod name or target path). Other
-// objects pass through unchanged. It is idempotent.
-func TrimPodStatus(obj any) (any, error) {
-	u, ok := obj.(*unstructured.Unstructured)
-	if !ok || u.GroupVersionKind() != PodStatusGVK {
-		return obj, nil
-	}
-	s, _ := PodStatusOf(u)
-	objects := make([]any, len(s.Objects))
-	for i, o := range s.Objects {
-		objects[i] = map[string]any{"id": o.ID, "version": o.Version}
-	}
-	meta := map[string]any{"name": u.GetName(), "namespace": u.GetNamespace(), "resourceVersion": u.GetResourceVersion()}
-	if t := u.GetDeletionTimestamp(); t != nil {
-		meta["deletionTimestamp"] = u.Object["metadata"].(map[string]any)["deletionTimestamp"]
-	}
-	u.Object = map[string]any{
-		"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": meta,
-		"status": map[string]any{"secretProviderClassName": s.Class, "mounted": s.Mounted, "objects": objects},
-	}
-	return u, nil
-}
-
 // PodStatusChanged passes creates, deletes and the updates of a
 // SecretProviderClassPodStatus that change what nudge reads of it (class,
 // mounted, objects' ids and versions); a change of its labels or
@@ -106,7 +81,7 @@ func PodStatusChanged() predicate.Funcs {
 }
 
 // PodStatuses lists from r the SecretProviderClassPodStatuses of namespace,
-// read without a deep copy: r must return them trimmed (TrimPodStatus), and
+// read without a deep copy: r must return them trimmed (trim.PodStatus), and
 // the caller must not change them.
 func PodStatuses(ctx context.Context, r client.Reader, namespace string) ([]PodStatus, error) {
 	list := &unstructured.UnstructuredList{}

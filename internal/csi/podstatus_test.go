@@ -7,8 +7,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/event"
-
-	"nudge.dev/nudge/internal/fingerprint"
 )
 
 // podStatus is a SecretProviderClassPodStatus as the driver writes it.
@@ -26,26 +24,6 @@ func podStatus(class string, mounted bool, objects ...[2]string) *unstructured.U
 	u.Object["status"] = map[string]any{"podName": "web-1", "secretProviderClassName": class, "mounted": mounted,
 		"targetPath": "/var/lib/kubelet/pods/u/volumes/kubernetes.io~csi/v/mount", "objects": list}
 	return u
-}
-
-func TestTrimPodStatus(t *testing.T) {
-	g := NewWithT(t)
-	u := podStatus("vault-db", true, [2]string{"db/password", "1"}, [2]string{"db/user", "7"})
-	_, err := TrimPodStatus(u)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(u.Object).To(Equal(map[string]any{
-		"apiVersion": "secrets-store.csi.x-k8s.io/v1", "kind": "SecretProviderClassPodStatus",
-		"metadata": map[string]any{"name": "web-1-shop-vault-db", "namespace": "shop", "resourceVersion": "7"},
-		"status": map[string]any{"secretProviderClassName": "vault-db", "mounted": true, "objects": []any{
-			map[string]any{"id": "db/password", "version": "1"}, map[string]any{"id": "db/user", "version": "7"}}},
-	}), "of the status only the class, mounted and the objects' ids and versions")
-	s, ok := PodStatusOf(u)
-	g.Expect(ok).To(BeTrue())
-	g.Expect(s).To(Equal(PodStatus{Class: "vault-db", Mounted: true,
-		Objects: []fingerprint.ObjectVersion{{ID: "db/password", Version: "1"}, {ID: "db/user", Version: "7"}}}))
-	again := u.DeepCopy()
-	_, _ = TrimPodStatus(again)
-	g.Expect(again).To(Equal(u), "idempotent")
 }
 
 func TestPodStatusChanged(t *testing.T) {

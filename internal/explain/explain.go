@@ -14,7 +14,7 @@ import (
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/resolve"
-	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/trim"
 )
 
 // Options are what nudge explain must know of the nudge it explains: where
@@ -36,9 +36,9 @@ type Options struct {
 	// Dialect reads the annotations by the install's names (Reloader's
 	// renaming flags); the zero Parser reads the default names.
 	Dialect dialect.Parser
-	// Behaviour is the install's, as the Resolver reads it (see
+	// Counting is the install's, as the Resolver reads it (see
 	// app.Behaviour); the zero value is nudge's default.
-	Behaviour resolve.Behaviour
+	Counting resolve.Counting
 	// Pace is the install's storm brake and maintenance window (see
 	// app.Behaviour); the zero value has neither.
 	Pace resolve.Pace
@@ -89,17 +89,17 @@ func (e Explainer) key(ctx context.Context) (fingerprint.Key, Comparison) {
 // they are read, as the controller's cache does.
 func (e Explainer) resolver(key fingerprint.Key) resolve.Resolver {
 	return resolve.Resolver{
-		Selector:  resolve.Selector{Reader: digested{e.Client, e.Dialect}, AutoReloadAll: e.AutoReloadAll},
-		Key:       key,
-		Window:    e.RolloutWindow,
-		Behaviour: e.Behaviour,
-		Pace:      e.Pace,
-		Dialect:   e.Dialect,
+		Selector: resolve.Selector{Reader: digested{e.Client, e.Dialect}, AutoReloadAll: e.AutoReloadAll},
+		Key:      key,
+		Window:   e.RolloutWindow,
+		Counting: e.Counting,
+		Pace:     e.Pace,
+		Dialect:  e.Dialect,
 	}
 }
 
 // digested reads ConfigMaps and Secrets as nudge's cache holds them: per-key
-// digests instead of values (sources.DigestSource), so nothing here keeps
+// digests instead of values (trim.Sources), so nothing here keeps
 // a value longer than the read; their labels are kept for a
 // --resource-label-selector, and the marks dialect reads.
 type digested struct {
@@ -111,7 +111,7 @@ func (d digested) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 	if err := d.Reader.Get(ctx, key, obj, opts...); err != nil {
 		return err
 	}
-	_, err := sources.DigestSource(true, append(d.dialect.SourceAnnotations(), producer.CertificateNameAnnotation), producer.Owners)(obj)
+	_, err := trim.Sources(true, append(d.dialect.SourceAnnotations(), producer.CertificateNameAnnotation), producer.Owners)(obj)
 	return err
 }
 

@@ -132,7 +132,7 @@ const (
 	// the workload waits for a rollout slot.
 	StatePending = "Pending"
 	// StateHalted: a source changed, but a rollout of the same content
-	// failed on another workload: nudge.dev/halted holds this one until the
+	// failed on another workload: nudge.dev/halted halts this one until the
 	// source changes again or the annotation is removed.
 	StateHalted = "Halted"
 	// StateRestored: another field manager wrote back a state nudge had

@@ -25,8 +25,8 @@ import (
 )
 
 // Fleet is nudge's fleet at a glance (kubectl nudge status): the installs
-// and their leaders, the rollouts in flight or failed, the workloads held
-// by a halt or a missing required source, and the ValueBindings not Ready.
+// and their leaders, the rollouts in flight or failed, the workloads halted
+// or held by a missing required source, and the ValueBindings not Ready.
 type Fleet struct {
 	// Namespace is the namespace looked at; "" for every namespace.
 	Namespace string `json:"namespace,omitempty"`
@@ -39,8 +39,8 @@ type Fleet struct {
 	// deadline, or --rollout-timeout).
 	InFlight []Rollout `json:"inFlight"`
 	Failed   []Rollout `json:"failed"`
-	// Halted are the workloads held by nudge.dev/halted.
-	Halted []Held `json:"halted"`
+	// Halted are the workloads halted by nudge.dev/halted.
+	Halted []Halted `json:"halted"`
 	// Paced are the workloads whose change waits for their maintenance
 	// window or for the storm brake's budget (nudge.dev/held).
 	Paced []Paced `json:"paced"`
@@ -79,12 +79,12 @@ type Rollout struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Held is a workload held because the rollout of the same content failed
+// Halted is a workload halted because the rollout of the same content failed
 // on another workload.
-type Held struct {
+type Halted struct {
 	Workload string `json:"workload"`
-	// Source and Content are the source and the content digest it is held
-	// for; After the workload whose rollout of that content failed.
+	// Source and Content are the source and the content digest it is
+	// halted for; After the workload whose rollout of that content failed.
 	Source  string `json:"source"`
 	Content string `json:"content"`
 	After   string `json:"after"`
@@ -122,7 +122,7 @@ type Binding struct {
 // errors are returned.
 func (e Explainer) Status(ctx context.Context, namespace string, installs []*settings.Settings) (*Fleet, error) {
 	f := &Fleet{Namespace: namespace, Install: e.Install, Installs: []InstallStatus{}, InFlight: []Rollout{}, Failed: []Rollout{},
-		Halted: []Held{}, Paced: []Paced{}, Missing: []Waiting{}, Bindings: []Binding{}}
+		Halted: []Halted{}, Paced: []Paced{}, Missing: []Waiting{}, Bindings: []Binding{}}
 	for _, s := range installs {
 		f.Installs = append(f.Installs, e.leaders(ctx, s)...)
 	}
@@ -172,9 +172,9 @@ func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver,
 		f.Failed = append(f.Failed, Rollout{Workload: name, Since: lastRollout(obj), Reason: reason})
 	}
 	if v, ok := obj.GetAnnotations()[fleet.HaltedAnnotation]; ok {
-		h := Held{Workload: name, Content: v}
+		h := Halted{Workload: name, Content: v}
 		if parsed, ok := fleet.ParseHalt(v); ok {
-			h = Held{Workload: name, Source: sourceName(parsed.Source), Content: parsed.Digest, After: parsed.After}
+			h = Halted{Workload: name, Source: sourceName(parsed.Source), Content: parsed.Digest, After: parsed.After}
 		}
 		f.Halted = append(f.Halted, h)
 	}

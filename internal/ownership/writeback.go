@@ -13,7 +13,7 @@ import (
 )
 
 // appliedFields is the FieldsV1 of the applied annotation alone: what
-// retained.Workload keeps of the managedFields entry of a manager that wrote a
+// trim.Workload keeps of the managedFields entry of a manager that wrote a
 // state back.
 const appliedFields = `{"f:metadata":{"f:annotations":{"f:` + workload.AppliedAnnotation + `":{}}}}`
 

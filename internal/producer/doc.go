@@ -5,6 +5,6 @@
 // producer says it is done (its Ready condition True, its status caught up
 // with its generation). Gate answers for one Secret and calls a hook with
 // the Secret when its producer's state changes; it watches a producer kind
-// only once the API serves it (internal/served), and a producer it cannot
+// only once the API serves it (internal/apidiscovery), and a producer it cannot
 // see never holds a rollout.
 package producer

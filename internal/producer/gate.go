@@ -17,8 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/apidiscovery"
 	"nudge.dev/nudge/internal/refs"
-	"nudge.dev/nudge/internal/served"
 )
 
 // Gate answers, for a Secret, what nudge knows of its producer (Of), from a
@@ -92,13 +92,13 @@ func New(mgr ctrl.Manager, opts cache.Options, changed func(refs.Source)) (*Gate
 }
 
 // Watch has g watch each producer kind once the API serves it (see
-// served.Kinds.When): an ExternalSecret in v1, else in v1beta1 until v1 is
+// apidiscovery.Kinds.When): an ExternalSecret in v1, else in v1beta1 until v1 is
 // served; a Certificate in v1. A kind that is not served is waited for
 // without a word above info level. A kind nudge may not list (the probe's
 // answer is Forbidden: its RBAC) is said so in one log line and never
 // watched: its Secrets roll as if they had no producer. It returns the
 // first error of discovery or of a watch started at once.
-func (g *Gate) Watch(ctx context.Context, s *served.Kinds) error {
+func (g *Gate) Watch(ctx context.Context, s *apidiscovery.Kinds) error {
 	for _, k := range kinds {
 		for i, v := range k.versions {
 			if i > 0 && g.watched(k.GroupKind) {

@@ -23,10 +23,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"nudge.dev/nudge/internal/apidiscovery"
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/refs"
-	"nudge.dev/nudge/internal/served"
 	"nudge.dev/nudge/internal/testbed"
 )
 
@@ -37,7 +37,7 @@ var suite nt.Suite
 
 func TestMain(m *testing.M) {
 	// What logs through controller-runtime's root logger rather than a
-	// context's (served.Kinds' runnable, client-go's reflectors) is
+	// context's (apidiscovery.Kinds' runnable, client-go's reflectors) is
 	// dropped, as nudgetest.Start drops it.
 	ctrl.SetLogger(logr.Discard())
 	os.Exit(suite.Main(m))
@@ -96,7 +96,7 @@ func startGate(e *env, cfg *rest.Config, log logr.Logger, ctx context.Context) *
 	mgr, err := ctrl.NewManager(rest.CopyConfig(cfg), ctrl.Options{Scheme: scheme, Logger: log,
 		Metrics: metricsserver.Options{BindAddress: "0"}, Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{e.ns: {}}}})
 	e.g.Expect(err).NotTo(HaveOccurred())
-	kinds, err := served.New(mgr.GetConfig(), 500*time.Millisecond, false, mgr.Add)
+	kinds, err := apidiscovery.New(mgr.GetConfig(), 500*time.Millisecond, false, mgr.Add)
 	e.g.Expect(err).NotTo(HaveOccurred())
 	gate, err := producer.New(mgr, cache.Options{DefaultNamespaces: map[string]cache.Config{e.ns: {}}}, func(s refs.Source) {
 		e.mu.Lock()
@@ -208,7 +208,7 @@ func (e *env) forget() {
 	e.hooked = nil
 }
 
-// log returns what the gate, its manager and served.Kinds logged.
+// log returns what the gate, its manager and apidiscovery.Kinds logged.
 func (e *env) log() string {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -12,7 +12,7 @@ import (
 // reads of it follows (see pack). selfLink is deprecated precisely because
 // the API server no longer sets it: no object served carries one, and a
 // string costs far less than the maps of the fields it stands for
-// (sources.DigestSource packs a ConfigMap's digests the same way).
+// (trim.Sources packs a ConfigMap's digests the same way).
 const packedMark = "nudge:producer:"
 
 // Trim is the cache transform of the producers: of an object of a producer

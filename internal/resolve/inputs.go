@@ -115,9 +115,9 @@ type Producers interface {
 	Of(ctx context.Context, secret metav1.Object) (producer.Status, error)
 }
 
-// Behaviour is what Reloader's flags and nudge's options change in which
+// Counting is what Reloader's flags and nudge's options change in which
 // sources count and how. The zero value is nudge's default.
-type Behaviour struct {
+type Counting struct {
 	// ReloadOnCreate and ReloadOnDelete are Reloader's flags of those names:
 	// a source created counts as a change (rollout.Input.CreateRolls), and
 	// any source deleted counts as absent, as an optional one does.
@@ -153,7 +153,7 @@ var ErrMalformedWindow = errors.New("malformed maintenance window")
 // Resolver gathers rollout.Decide's inputs for one workload: nudge's
 // reference resolution and fingerprint, over the cache in the reconciler and
 // over the API in nudge explain. Sources its Reader returns must be digested
-// (see sources.DigestSource).
+// (see trim.Sources).
 type Resolver struct {
 	Selector
 	// Key is the installation's fingerprint key.
@@ -163,8 +163,8 @@ type Resolver struct {
 	// Changes, when not nil, tells when the sources' content changed
 	// (rollout.Input.Changes).
 	Changes *sources.Changes
-	// Behaviour is what Reloader's flags change in how sources count.
-	Behaviour
+	// Counting is what Reloader's flags change in how sources count.
+	Counting
 	// Pace is what the flags say of when a workload may roll.
 	Pace
 	// Dialect reads the sources' ignore and match marks, with Reloader's

@@ -45,7 +45,7 @@ const (
 	Pending
 	// Halted: the workload would roll, but a rollout of the same change
 	// failed elsewhere (see Input.Halted). Nothing of the rollout is
-	// written; the hold ends when the source changes again.
+	// written; the halt ends when the source changes again.
 	Halted
 	// Deferred: the workload would roll, but its maintenance window is
 	// closed (see Input.Maintenance) and no changed source is urgent.
@@ -170,13 +170,13 @@ type Input struct {
 	// flight; Slot then says whether this workload may take one now.
 	Waves, Slot bool
 	// Halted is the keyed digest of HaltedSource's content the workload is
-	// held for, "" when it is not: the digest of its nudge.dev/halted
+	// halted for, "" when it is not: the digest of its nudge.dev/halted
 	// annotation, or of a rollout of that content that failed elsewhere.
 	Halted string
 	// HaltedSource is the source Halted is a digest of.
 	HaltedSource refs.Source
 	// HaltedNow is HaltedSource's digest now, in Halted's form: when it
-	// differs, the source changed again and the hold has ended.
+	// differs, the source changed again and the halt has ended.
 	HaltedNow string
 
 	// Gates are what the gates a rollout passes beyond the window need
@@ -198,7 +198,7 @@ type Decision struct {
 	FirstSight bool
 	// RequeueAfter is when to look again, for Wait.
 	RequeueAfter time.Duration
-	// Unhalt is true when the workload carries a hold that has ended (its
+	// Unhalt is true when the workload carries a halt that has ended (its
 	// source changed again): the reconciler removes it, with the rollout
 	// when there is one.
 	Unhalt bool
@@ -239,19 +239,19 @@ type Decision struct {
 // same digest. A settled source (Input.Settled) is no change: its new
 // digest is baselined.
 //
-// A change that would roll is Halted while the workload is held for the
+// A change that would roll is Halted while the workload is halted for the
 // current content of one of the changed sources (Input.Halted); then
 // Deferred outside its maintenance window, Braked past its storm budget,
 // Gated while a producer is not ready (see gate); and Pending while waves
-// are on and no slot is free. A hold whose source has changed
+// are on and no slot is free. A halt whose source has changed
 // again since has ended: Decision.Unhalt asks for its removal.
 func Decide(in Input) Decision {
 	d := decide(in)
-	held := in.Halted != "" && in.Halted == in.HaltedNow && slices.Contains(d.Changed, in.HaltedSource)
+	halted := in.Halted != "" && in.Halted == in.HaltedNow && slices.Contains(d.Changed, in.HaltedSource)
 	switch {
-	case held && (d.Action == Roll || d.Action == Wait):
+	case halted && (d.Action == Roll || d.Action == Wait):
 		return Decision{Action: Halted, Changed: d.Changed}
-	case in.Halted != "" && !held:
+	case in.Halted != "" && !halted:
 		d.Unhalt = true
 	}
 	if d.Action != Roll {
@@ -308,7 +308,7 @@ func (in Input) burst() (last time.Time, burst bool) {
 	return last, !prev.IsZero() && last.Sub(prev) < Quiet(in.Window)
 }
 
-// decide is Decide without waves and holds.
+// decide is Decide without waves, halts and gates.
 func decide(in Input) Decision {
 	applied, err := fingerprint.Parse(in.Applied, in.Namespace)
 	first := in.Applied == "" || !in.Sealed || err != nil || applied.KeyID != in.Desired.KeyID

@@ -57,7 +57,7 @@ type Gates struct {
 // it is then. A Roll that passes carries the rollout times to record
 // (Decision.Rolled).
 func gate(in Input, d Decision) Decision {
-	hold := func(a Action, until time.Time) Decision {
+	waitUntil := func(a Action, until time.Time) Decision {
 		return Decision{Action: a, Changed: d.Changed, Unhalt: d.Unhalt, RequeueAfter: max(until.Sub(in.Now), 0)}
 	}
 	urgent := slices.ContainsFunc(d.Changed, func(s refs.Source) bool { return slices.Contains(in.Urgent, s) })
@@ -65,17 +65,17 @@ func gate(in Input, d Decision) Decision {
 		// A window that never opens again (a schedule of a day that no
 		// longer comes) holds nothing: nothing is lost.
 		if next := in.Maintenance.Next(in.Now); next.After(in.Now) {
-			return hold(Deferred, next)
+			return waitUntil(Deferred, next)
 		}
 	}
 	recent := in.recent()
 	if in.Budget > 0 && len(recent) >= in.Budget {
 		// The budget frees when the oldest of the last Budget rollouts
 		// leaves the period.
-		return hold(Braked, recent[len(recent)-in.Budget].Add(StormPeriod))
+		return waitUntil(Braked, recent[len(recent)-in.Budget].Add(StormPeriod))
 	}
 	if slices.ContainsFunc(d.Changed, func(s refs.Source) bool { return slices.Contains(in.Unready, s) }) {
-		return hold(Gated, in.UnreadyUntil)
+		return waitUntil(Gated, in.UnreadyUntil)
 	}
 	if in.Budget > 0 {
 		keep := recent[max(0, len(recent)-in.Budget+1):]

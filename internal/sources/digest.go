@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"unique"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,43 +27,24 @@ import (
 // takes about 500 bytes with its keys and digests, the string about 160).
 const digestedMark = "nudge:digested:"
 
-// DigestSource returns the cache transform for ConfigMaps and Secrets: it
-// replaces every value (data and binaryData) with its SHA-256 (see
-// fingerprint.Sum), so the cache never holds a source's content, and keeps of
-// the metadata only what nudge reads: name, namespace, resourceVersion, the
-// annotations named in keep (the ignore and match marks,
-// dialect.Parser.SourceAnnotations), and the labels only when keepLabels
-// (for --resource-label-selector), and of a Secret the owner references
-// owners returns (the producer's, see producer.Owners; none when nil).
-// The digests are packed into the
-// selfLink, after digestedMark, and data and binaryData are left empty: read
-// them with Digests, compare them with ContentChanged. Other objects pass
-// through unchanged. It is idempotent.
-func DigestSource(keepLabels bool, keep []string, owners func([]metav1.OwnerReference) []metav1.OwnerReference) func(any) (any, error) {
-	return func(obj any) (any, error) {
-		switch o := obj.(type) {
-		case *corev1.ConfigMap:
-			if _, ok := packedOf(o.ObjectMeta); ok {
-				return o, nil
-			}
-			meta := sourceMeta(o.ObjectMeta, keepLabels, keep)
-			//lint:ignore SA1019 see digestedMark
-			meta.SelfLink = digestedMark + packDigests(configMapDigests(o))
-			*o = corev1.ConfigMap{ObjectMeta: meta}
-		case *corev1.Secret:
-			if _, ok := packedOf(o.ObjectMeta); ok {
-				return o, nil
-			}
-			meta := sourceMeta(o.ObjectMeta, keepLabels, keep)
-			if owners != nil {
-				meta.OwnerReferences = owners(o.OwnerReferences)
-			}
-			//lint:ignore SA1019 see digestedMark
-			meta.SelfLink = digestedMark + packDigests(secretDigests(o))
-			*o = corev1.Secret{ObjectMeta: meta}
-		}
-		return obj, nil
+// Digested reports whether obj, a ConfigMap or Secret, is digested: its
+// selfLink holds its digests (DigestedSelfLink) in place of its values.
+func Digested(obj client.Object) bool {
+	return strings.HasPrefix(obj.GetSelfLink(), digestedMark)
+}
+
+// DigestedSelfLink returns the selfLink a ConfigMap or Secret carries in
+// nudge's cache in place of its values (see trim.Sources): digestedMark
+// followed by the SHA-256 of each value, data and binaryData (see
+// fingerprint.Sum), packed (packDigests), which Digests, ContentChanged
+// and ContentDigest read back. A digested source gives its own selfLink.
+// ok is false for any other object.
+func DigestedSelfLink(obj client.Object) (link string, ok bool) {
+	packed, ok := content(obj)
+	if !ok {
+		return "", false
 	}
+	return digestedMark + packed, true
 }
 
 // configMapDigests returns the digests of a ConfigMap's values, data and
@@ -129,28 +109,9 @@ func packedOf(m metav1.ObjectMeta) (packed string, ok bool) {
 	return strings.CutPrefix(m.SelfLink, digestedMark)
 }
 
-// sourceMeta keeps what nudge reads of a source's metadata, with one copy of
-// each namespace's name for every object in it.
-func sourceMeta(m metav1.ObjectMeta, keepLabels bool, keep []string) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{Name: m.Name, Namespace: unique.Make(m.Namespace).Value(), ResourceVersion: m.ResourceVersion,
-		DeletionTimestamp: m.DeletionTimestamp}
-	if keepLabels {
-		out.Labels = m.Labels
-	}
-	for _, k := range keep {
-		if v, ok := m.Annotations[k]; ok {
-			if out.Annotations == nil {
-				out.Annotations = map[string]string{}
-			}
-			out.Annotations[k] = v
-		}
-	}
-	return out
-}
-
 // Digests returns the per-key digests of a ConfigMap or Secret: those
-// DigestSource packed when it is digested (read from the cache), else those
-// of its values. It returns nil for any other object.
+// packed in its selfLink when it is digested (read from the cache, see
+// DigestedSelfLink), else those of its values. It returns nil for any other object.
 func Digests(obj client.Object) fingerprint.Digests {
 	switch o := obj.(type) {
 	case *corev1.ConfigMap:
@@ -222,7 +183,7 @@ func ContentChanged(old, new client.Object) bool {
 
 // ContentDigest returns "<key-id>.<digest>", the keyed digest
 // (fingerprint.Key.Source) of the whole content of src, a ConfigMap or
-// Secret read digested (see DigestSource), or "absent" when obj is nil (it
+// Secret read digested (see DigestedSelfLink), or "absent" when obj is nil (it
 // does not exist). It is the form of fleet.RolledForAnnotation and
 // fleet.HaltedAnnotation.
 func ContentDigest(key fingerprint.Key, src refs.Source, obj client.Object) string {

@@ -110,7 +110,7 @@ func ParseHeld(v string) (h Held, ok bool) {
 const FieldManager = "nudge"
 
 // CachedSealMark begins the selfLink of a workload in nudge's cache that
-// carries a seal, followed by the seal: the cache transform (retained.Workload)
+// carries a seal, followed by the seal: the cache transform (trim.Workload)
 // moves the SealLabel there and drops the labels, a string where the label
 // took a map of its own (about 340 bytes a workload). selfLink is
 // deprecated because the API server no longer sets it, which makes it a

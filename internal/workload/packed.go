@@ -9,7 +9,7 @@ import (
 
 // CachedSpecMark begins the selfLink of a pod template in nudge's cache
 // whose pod spec is packed there, followed by the spec in Kubernetes'
-// protobuf encoding: the cache transform (retained.Workload) trims the spec to
+// protobuf encoding: the cache transform (trim.Workload) trims the spec to
 // the references nudge reads, then packs it (PackSpec) into one string of
 // about 100 bytes where a container, its envFrom entries and their
 // references took about 700. A pod template's selfLink is set by no one (the

@@ -1,4 +1,4 @@
-package retained
+package trim
 
 import (
 	"fmt"
@@ -11,7 +11,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"nudge.dev/nudge/internal/dialect"
-	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -27,14 +26,14 @@ type wire interface {
 // ConfigMap and a Secret of 8 KiB in 4 keys, and a Deployment reading 2 of
 // each, baselined, as `make bench` creates them, each decoded from protobuf
 // as an informer decodes it. The informer's store and indexes are not
-// counted. `go test -run - -bench Retained ./internal/retained`.
+// counted. `go test -run - -bench Retained ./internal/trim`.
 func BenchmarkRetained(b *testing.B) {
 	value := strings.Repeat("v", 2048)
 	meta := func(i int) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Namespace: "bench-001", Name: fmt.Sprintf("s-%06d", i), UID: "6f1c2f0e-7a55-4a8e-9d0b-6f5a3c1d2e4f",
 			ResourceVersion: fmt.Sprint(100000 + i), Labels: map[string]string{"app.kubernetes.io/part-of": "bench"}}
 	}
-	digest := sources.DigestSource(false, dialect.Parser{}.SourceAnnotations(), nil)
+	digest := Sources(false, dialect.Parser{}.SourceAnnotations(), nil)
 	cases := map[string]struct {
 		wire      func(i int) wire
 		empty     func() wire
@@ -125,7 +124,7 @@ func BenchmarkRetained(b *testing.B) {
 // four containers and read by env by another (a sidecar-heavy pod, as a
 // service mesh or a Vault agent makes them). Finding each source's
 // container read the pod spec once per source until Containers.
-// `go test -run - -bench TrimWide -benchmem ./internal/retained`.
+// `go test -run - -bench TrimWide -benchmem ./internal/trim`.
 func BenchmarkTrimWideWorkload(b *testing.B) {
 	const sources, containers = 40, 4
 	spec := corev1.PodSpec{}

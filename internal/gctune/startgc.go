@@ -1,4 +1,4 @@
-package heap
+package gctune
 
 import (
 	"runtime"
@@ -29,13 +29,13 @@ const minLiveHeap = 4 << 20
 
 // startGC is the process's setting of the garbage collector while nudges
 // start or write (see widenHeadroom). It is the process's, not one nudge's:
-// tests run several nudges in one process, and the setting holds while any
-// of them holds headroom.
+// tests run several nudges in one process, and the setting lasts while any
+// of them has the headroom widened.
 var startGC struct {
 	sync.Mutex
-	held  []uint64 // the headroom of each holder
-	base  int      // GC percent before the first holder, restored after the last
-	armed bool     // a collection will call tuneStartGC
+	widened []uint64 // the headroom each widening asks for
+	base    int      // GC percent before the first widening, restored after the last
+	armed   bool     // a collection will call tuneStartGC
 }
 
 // widenStartHeadroom makes the garbage collector leave at least
@@ -46,16 +46,16 @@ func widenStartHeadroom() (restore func()) { return widenHeadroom(startHeadroom)
 // widenHeadroom makes the garbage collector leave at least headroom bytes
 // of growth after each collection, or what the GC percent in force (nudge's
 // 20 or $GOGC) leaves when that is more; nothing changes with GC off. While
-// several hold headroom, the largest counts. It holds until restore is
-// called; restore may be called more than once.
+// several widen it, the largest counts. It lasts until restore is called;
+// restore may be called more than once.
 func widenHeadroom(headroom uint64) (restore func()) {
 	startGC.Lock()
 	defer startGC.Unlock()
-	if len(startGC.held) == 0 {
+	if len(startGC.widened) == 0 {
 		startGC.base = debug.SetGCPercent(100)
 		debug.SetGCPercent(startGC.base)
 	}
-	startGC.held = append(startGC.held, headroom)
+	startGC.widened = append(startGC.widened, headroom)
 	if startGC.base >= 0 {
 		setStartPercent()
 		if !startGC.armed {
@@ -68,10 +68,10 @@ func widenHeadroom(headroom uint64) (restore func()) {
 		once.Do(func() {
 			startGC.Lock()
 			defer startGC.Unlock()
-			i := slices.Index(startGC.held, headroom)
-			startGC.held = slices.Delete(startGC.held, i, i+1)
+			i := slices.Index(startGC.widened, headroom)
+			startGC.widened = slices.Delete(startGC.widened, i, i+1)
 			switch {
-			case len(startGC.held) == 0:
+			case len(startGC.widened) == 0:
 				debug.SetGCPercent(startGC.base)
 			case startGC.base >= 0:
 				setStartPercent()
@@ -91,11 +91,12 @@ func armStartGC() {
 }
 
 // tuneStartGC sets the GC percent from the live heap the last collection
-// measured, and arms the next collection, while headroom is held with GC on.
+// measured, and arms the next collection, while the headroom is widened
+// with GC on.
 func tuneStartGC() {
 	startGC.Lock()
 	defer startGC.Unlock()
-	if len(startGC.held) == 0 || startGC.base < 0 {
+	if len(startGC.widened) == 0 || startGC.base < 0 {
 		startGC.armed = false
 		return
 	}
@@ -104,7 +105,7 @@ func tuneStartGC() {
 }
 
 // setStartPercent sets the GC percent for the live heap now and the largest
-// headroom held; startGC is locked and some headroom held.
+// headroom asked for; startGC is locked and the headroom widened.
 func setStartPercent() {
 	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	metrics.Read(live)
@@ -112,7 +113,7 @@ func setStartPercent() {
 	if live[0].Value.Kind() == metrics.KindUint64 {
 		bytes = live[0].Value.Uint64()
 	}
-	debug.SetGCPercent(startPercent(startGC.base, bytes, slices.Max(startGC.held)))
+	debug.SetGCPercent(startPercent(startGC.base, bytes, slices.Max(startGC.widened)))
 }
 
 // startPercent returns the GC percent that lets a live heap of live bytes

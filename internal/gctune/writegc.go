@@ -1,4 +1,4 @@
-package heap
+package gctune
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 // is wall time (docs/performance.md, against the floor). 16 MiB cut the
 // CPU of that fan-out from 0.67 to 0.40 s, as 32 MiB did, but 32 MiB left
 // the RSS after it 5 MiB higher (the objects written meanwhile spread over
-// more of the heap) where 16 MiB left it as it was. It is held only while
+// more of the heap) where 16 MiB left it as it was. It is widened only while
 // writes go on and given back once they pause (writeQuiet), so the idle
 // heap keeps GOGC=20's goal; the memory grown into is returned at once
 // when it is half the headroom or more (one forced collection, not one per
@@ -28,18 +28,18 @@ const writeHeadroom = 16 << 20
 // is given back.
 const writeQuiet = time.Second
 
-// writeHeadroomFor bounds one hold of the write headroom: writes that never
+// writeHeadroomFor bounds one widening for writes: writes that never
 // pause release and take it again this often, so that the live heap it is
 // computed from is measured afresh.
 const writeHeadroomFor = time.Minute
 
-// holdWriteHeadroom widens the garbage collector's headroom to writeHeadroom
+// widenForWrites widens the garbage collector's headroom to writeHeadroom
 // (see widenHeadroom) from each workload write lull is told of until the
 // writes pause for writeQuiet, until ctx is done. Run it once the start's
 // own headroom is given back: the first-sight baselines are writes too, and
 // the start keeps its smaller headroom (startHeadroom) for the idle memory's
 // sake.
-func holdWriteHeadroom(ctx context.Context, lull *record.Lull) {
+func widenForWrites(ctx context.Context, lull *record.Lull) {
 	writes := lull.Writes()
 	for {
 		select {

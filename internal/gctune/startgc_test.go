@@ -1,4 +1,4 @@
-package heap
+package gctune
 
 import (
 	"context"
@@ -73,8 +73,8 @@ func TestStartHeadroom(t *testing.T) {
 	}
 }
 
-// TestLargestHeadroomCounts: while several hold headroom the largest sets
-// the GC percent, and once it is given back the others' holds. Not
+// TestLargestHeadroomCounts: while several widen the headroom the largest
+// sets the GC percent, and once it is given back the others' does. Not
 // parallel: the GC percent is the process's.
 func TestLargestHeadroomCounts(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(20))
@@ -110,7 +110,7 @@ func TestWriteHeadroom(t *testing.T) {
 	writes := lull.Writes()
 	go func() {
 		defer close(done)
-		holdWriteHeadroom(ctx, &lull)
+		widenForWrites(ctx, &lull)
 	}()
 	waitPercent := func(what string, ok func(int) bool) {
 		t.Helper()
@@ -175,7 +175,7 @@ func TestReleaseAgainWhenTheStartWentOn(t *testing.T) {
 		t.Fatal("the release came before the start's end")
 	}
 	select {
-	case <-done: // the write headroom's hold starts then (Run)
+	case <-done: // the widening for writes starts then (Run)
 	case <-time.After(10 * time.Second):
 		t.Fatal("afterStart did not return within 10 s of the first release")
 	}

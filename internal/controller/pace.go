@@ -15,30 +15,30 @@ import (
 	"nudge.dev/nudge/internal/workload"
 )
 
-// hold records on o's workload that decision d, Deferred (its window is
-// closed) or Braked (the storm brake), keeps a change waiting: why, since
-// and until when (workload.HeldAnnotation), and one Event, a Warning
-// RolloutStorm or a Normal RolloutDeferred, only when the hold begins, so
-// once per hold across restarts. The rollout that ends it removes the
-// annotation (see unhold). It returns the write's error.
-func (r *Reconciler) hold(ctx context.Context, o *observed, d rollout.Decision) error {
+// pace records on o's workload that decision d, Deferred (its window is
+// closed) or Braked (the storm brake), paces a change: why, since and until
+// when it waits (workload.HeldAnnotation), and one Event, a Warning
+// RolloutStorm or a Normal RolloutDeferred, only when the wait begins, so
+// once per wait across restarts. The rollout that ends it removes the
+// annotation (see endPace). It returns the write's error.
+func (r *Reconciler) pace(ctx context.Context, o *observed, d rollout.Decision) error {
 	reason, until := record.ReasonRolloutDeferred, o.in.Now.Add(d.RequeueAfter)
 	if d.Action == rollout.Braked {
 		reason = record.ReasonRolloutStorm
 	}
-	held := workload.Held{Reason: reason, Since: o.in.Now, Until: until, Sources: refs.Names(d.Changed)}
+	paced := workload.Held{Reason: reason, Since: o.in.Now, Until: until, Sources: refs.Names(d.Changed)}
 	before, ok := workload.ParseHeld(o.obj.GetAnnotations()[workload.HeldAnnotation])
 	same := ok && before.Reason == reason
 	if same {
 		if before.Until.Equal(until.Truncate(time.Second)) {
 			return nil
 		}
-		held.Since = before.Since // the same hold, its end moved
+		paced.Since = before.Since // the same wait, its end moved
 	}
-	value := held.String()
+	value := paced.String()
 	c := workload.Change{ResourceVersion: o.obj.GetResourceVersion(), Annotations: map[string]*string{workload.HeldAnnotation: &value}}
 	if err := r.apply(ctx, o.obj, c); err != nil || same {
-		return err // the same hold's Event was recorded when it began
+		return err // the same wait's Event was recorded when it began
 	}
 	if reason == record.ReasonRolloutStorm {
 		r.record(ctx, o.obj, record.Cause{Reason: reason, Note: fmt.Sprintf(
@@ -54,11 +54,11 @@ func (r *Reconciler) hold(ctx context.Context, o *observed, d rollout.Decision) 
 	return nil
 }
 
-// unhold sets in c the end of a hold o's workload carries (see hold), for
+// endPace sets in c the end of the wait o's workload carries (see pace), for
 // the write of a rollout or a baseline, and the rollout times the storm
 // brake counts (rollout.Decision.Rolled; removed when there are none to
 // keep).
-func unhold(obj client.Object, c *workload.Change, rolled []time.Time) {
+func endPace(obj client.Object, c *workload.Change, rolled []time.Time) {
 	if _, ok := obj.GetAnnotations()[workload.HeldAnnotation]; ok {
 		c.Annotations[workload.HeldAnnotation] = nil
 	}

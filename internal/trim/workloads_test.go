@@ -1,4 +1,4 @@
-package retained
+package trim
 
 import (
 	"testing"

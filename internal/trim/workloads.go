@@ -1,4 +1,4 @@
-package retained
+package trim
 
 import (
 	"strings"
@@ -76,11 +76,11 @@ const lastApplied = "kubectl.kubernetes.io/last-applied-configuration"
 // Namespace keeps its labels: --namespace-selector reads them); an
 // unstructured one its status too (Workloads trims Argo Rollouts and
 // custom kinds as the built-in kinds). A Secrets Store CSI
-// SecretProviderClassPodStatus, a source, is trimmed by csi.TrimPodStatus. It is
+// SecretProviderClassPodStatus, a source, is trimmed by PodStatus. It is
 // idempotent.
 func Workload(obj any) (any, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok && u.GroupVersionKind() == csi.PodStatusGVK {
-		return csi.TrimPodStatus(obj)
+		return PodStatus(obj)
 	}
 	if o, ok := obj.(client.Object); ok {
 		o.SetNamespace(unique.Make(o.GetNamespace()).Value())

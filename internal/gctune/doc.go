@@ -1,4 +1,4 @@
-// Package heap holds how nudge sizes and returns the Go runtime's heap
+// Package gctune holds how nudge sizes and returns the Go runtime's heap
 // around its bursts of work: a wider garbage collector headroom while it
 // starts and while it writes workloads (fewer collections, less CPU), and
 // the return to the operating system of the memory its start freed, once
@@ -8,4 +8,4 @@
 // working set, as the kubelet computes it, from 194 to 152 MiB
 // (docs/performance.md); the headroom is what keeps the start's CPU in
 // bounds at GOGC=20 (cmd/nudge).
-package heap
+package gctune

@@ -1,4 +1,4 @@
-package heap
+package gctune
 
 import (
 	"context"
@@ -26,8 +26,8 @@ func (s *Starting) End() { s.end() }
 
 // Synced ends the start once the caches have synced (true ok) and its
 // first work is done, returning the start's memory to the operating
-// system then (see releaseStartMemory), and then holds the write headroom
-// while workloads are written (see holdWriteHeadroom) until ctx is done:
+// system then (see releaseStartMemory), and then widens the headroom
+// while workloads are written (see widenForWrites) until ctx is done:
 // wrote is told of every workload write, reconciled of the end of every
 // reconcile. With ok false, it only ends the start. It blocks until ctx is
 // done, or returns at once with ok false.
@@ -37,7 +37,7 @@ func (s *Starting) Synced(ctx context.Context, ok bool, wrote, reconciled *recor
 	}
 	s.end()
 	if ok {
-		holdWriteHeadroom(ctx, wrote)
+		widenForWrites(ctx, wrote)
 	}
 }
 

@@ -1,4 +1,4 @@
-package served
+package apidiscovery
 
 import (
 	"context"
