@@ -32,7 +32,7 @@ func TestPrintableOutput(t *testing.T) {
 		Events:      []Event{{Time: when, Type: "Warning", Reason: "NotReady", Message: hostile}}}
 	source := &Source{Kind: "Secret", Namespace: "shop", Name: "db", Exists: true,
 		Workloads: []Dependent{{Kind: "Deployment", Name: "web", Why: hostile}}}
-	fleet := &Fleet{Halted: []Held{{Workload: "Deployment shop/web", Source: "Secret shop/db", Content: "abc", After: hostile}},
+	fleet := &Fleet{Halted: []Halted{{Workload: "Deployment shop/web", Source: "Secret shop/db", Content: "abc", After: hostile}},
 		Failed:   []Rollout{{Workload: "Deployment shop/api", Since: when, Reason: hostile}},
 		Bindings: []Binding{{Binding: "shop/harbor", Reason: "Refused", Message: hostile}},
 		Unread:   []string{hostile}}
