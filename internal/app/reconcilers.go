@@ -118,7 +118,7 @@ func (rs *reconcilers) newReconciler(k workload.Kind) *controller.Reconciler {
 		Changes:       rs.changes,
 		Watched:       rs.watched,
 		AutoReloadAll: rs.opts.AutoReloadAll,
-		Dialect:       dialect.NewParser(rs.opts.Reloader.Annotations),
+		Dialect:       Dialect(rs.opts),
 		Metrics:       rs.metrics,
 		Lull:          rs.lull,
 		Reconciled:    rs.reconciled,
@@ -239,6 +239,14 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 		return fmt.Errorf("setting up the ValueBinding controller: %w", err)
 	}
 	return nil
+}
+
+// Dialect returns the Parser of the workloads' annotations opts ask for:
+// Reloader's annotation names as its flags rename them, and sources named
+// in another namespace refused with --cross-namespace-references=deny
+// (nudge explain reads it from a running install's settings too).
+func Dialect(opts options.Options) dialect.Parser {
+	return dialect.NewParser(opts.Reloader.Annotations).WithCrossNamespace(!opts.DenyCrossNamespace())
 }
 
 // Behaviour maps Reloader's flags onto the reconcilers' behaviour (nudge explain

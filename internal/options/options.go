@@ -111,6 +111,13 @@ type Options struct {
 	// change, as Reloader does, besides updating its job template.
 	CronJobStartJob bool
 
+	// CrossNamespaceReferences says what becomes of a source a workload
+	// names in another namespace ("namespace/name" in nudge.dev/configmaps,
+	// nudge.dev/secrets and Wave's extra-* lists): "allow" (the default, as
+	// Wave reads them) counts it; "deny" refuses it: never read, it counts
+	// for nothing, and a Warning CrossNamespaceRefused says so.
+	CrossNamespaceReferences string
+
 	// RolloutWindow: changes within this time after a rollout fold into one
 	// trailing rollout at its end. Overridden per workload by the annotation
 	// nudge.dev/rollout-window.
@@ -200,6 +207,13 @@ type Options struct {
 	// waiting.
 	Clock clock.PassiveClock
 }
+
+// CrossNamespacePolicies are the accepted values of
+// --cross-namespace-references.
+var CrossNamespacePolicies = []string{"allow", "deny"}
+
+// DenyCrossNamespace reports whether --cross-namespace-references is "deny".
+func (o *Options) DenyCrossNamespace() bool { return o.CrossNamespaceReferences == "deny" }
 
 // EventReasonSets are the accepted values of --event-reasons.
 var EventReasonSets = []string{"nudge", "reloader"}
@@ -292,7 +306,10 @@ func Default() Options {
 		SettingsConfigMap: "nudge-settings",
 		RolloutWindow:     5 * time.Second,
 		Workers:           16,
-		RolloutTimeout:    10 * time.Minute,
+		// Wave reads "namespace/name" in its extra-* lists, and nudge reads
+		// Wave's annotations as they are (docs/migration.md).
+		CrossNamespaceReferences: "allow",
+		RolloutTimeout:           10 * time.Minute,
 		// 30 an hour, one every 2 minutes: far more than edits of
 		// configuration ask for, far fewer than a loop (two writers
 		// fighting over a source) makes.
@@ -342,6 +359,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "POST each change to this URL instead of rolling.")
 	fs.BoolVar(&o.RecreateJobs, "recreate-jobs", o.RecreateJobs, "Delete and re-create a Job whose sources changed (Reloader's Job handling).")
 	fs.BoolVar(&o.CronJobStartJob, "cronjob-start-job", o.CronJobStartJob, "Also start a Job from a CronJob at once when its sources change (Reloader's CronJob handling).")
+	fs.StringVar(&o.CrossNamespaceReferences, "cross-namespace-references", o.CrossNamespaceReferences, `What becomes of a source a workload names in another namespace ("namespace/name"): "allow" counts it, as Wave does; "deny" refuses it (never read, a Warning CrossNamespaceRefused).`)
 	fs.DurationVar(&o.RolloutWindow, "rollout-window", o.RolloutWindow, "Changes within this time after a rollout fold into one trailing rollout (annotation nudge.dev/rollout-window overrides it).")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per workload kind.")
 	fs.IntVar(&o.MaxConcurrentRollouts, "max-concurrent-rollouts", o.MaxConcurrentRollouts, "At most this many workloads rolled by nudge and not complete yet; others wait, and a failed rollout halts the rest of its change. 0: unlimited.")
@@ -409,6 +427,9 @@ func (o *Options) Validate() error {
 	}
 	if !slices.Contains(LogLevels, o.LogLevel) {
 		errs = append(errs, fmt.Errorf("--log-level must be one of %s, got %q", strings.Join(LogLevels, ", "), o.LogLevel))
+	}
+	if !slices.Contains(CrossNamespacePolicies, o.CrossNamespaceReferences) {
+		errs = append(errs, fmt.Errorf(`--cross-namespace-references must be "allow" or "deny", got %q`, o.CrossNamespaceReferences))
 	}
 	if !slices.Contains(EventReasonSets, o.EventReasons) {
 		errs = append(errs, fmt.Errorf(`--event-reasons must be "nudge" or "reloader", got %q`, o.EventReasons))

@@ -30,6 +30,10 @@ const (
 	// ReasonNamespaceNotWatched: a source is in a namespace nudge does not
 	// watch.
 	ReasonNamespaceNotWatched = "NamespaceNotWatched"
+	// ReasonCrossNamespaceRefused: a workload names a source in another
+	// namespace, and nudge refuses such references
+	// (--cross-namespace-references=deny); the source counts for nothing.
+	ReasonCrossNamespaceRefused = "CrossNamespaceRefused"
 	// ReasonRolloutHeld: a change waits for a missing required source.
 	ReasonRolloutHeld = "RolloutHeld"
 	// ReasonJobNotStarted: a CronJob's Job could not be started

@@ -41,6 +41,11 @@ const (
 	// Kept: a source only an annotation names does not exist; its absence
 	// rolls nothing (rollout.Input.Kept).
 	Kept Outcome = "Kept"
+	// Refused: the source is in another namespace than the workload's, and
+	// nudge denies such references (--cross-namespace-references=deny). It
+	// is never read: nothing of it (existence, content, producer) reaches
+	// the workload.
+	Refused Outcome = "Refused"
 	// Unwatched: the source is in a namespace nudge does not watch.
 	Unwatched Outcome = "Unwatched"
 	// KindIgnored: its kind is in --resources-to-ignore.
@@ -231,6 +236,9 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 // resourceVersion in versions when it counts; and, for a Secret, what
 // r.Producers says of its producer in producers.
 func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, versions map[refs.Source]string, producers map[refs.Source]producer.Status) (Outcome, error) {
+	if c.refused {
+		return Refused, nil
+	}
 	if !r.watched(ctx, c.Namespace) {
 		return Unwatched, nil
 	}

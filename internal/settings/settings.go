@@ -53,7 +53,7 @@ var published = map[string]bool{
 	"admission-webhook": true, "alert-on-reload": true, "alert-sink": true, "alert-structured": true,
 	"auto-annotation": true, "auto-reload-all": true, "auto-search-annotation": true,
 	"configmap-annotation": true, "configmap-auto-annotation": true, "configmap-exclude-annotation": true,
-	"cronjob-start-job": true, "discovery-interval": true, "enable-csi-integration": true, "enable-ha": true,
+	"cronjob-start-job": true, "cross-namespace-references": true, "discovery-interval": true, "enable-csi-integration": true, "enable-ha": true,
 	"enable-pprof": true, "event-reasons": true, "ignore-annotation": true, "ignored-workload-types": true,
 	"is-Argo-Rollouts": true, "is-openshift": true, "key-secret": true, "kube-api-burst": true, "kube-api-qps": true,
 	"leader-elect": true, "leader-election-id": true, "leader-election-lease-duration": true,

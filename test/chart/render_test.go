@@ -325,6 +325,17 @@ func TestRender(t *testing.T) {
 				g.Expect(w.String()).To(Equal("0 2 * * 1-5 2h Europe/Berlin"))
 			},
 		},
+		"cross-namespace references allowed by default, as Wave reads them; deny becomes the flag": {
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.DenyCrossNamespace()).To(BeFalse())
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--cross-namespace-references")),
+					"the default is not written: config/ stays as it was")
+			},
+		},
+		"crossNamespaceReferences: deny becomes its flag": {
+			values: charttest.Values{"crossNamespaceReferences": "deny"},
+			check:  func(g Gomega, r rendered) { g.Expect(r.opts.DenyCrossNamespace()).To(BeTrue()) },
+		},
 		"a memory limit also bounds Go's heap (GOMEMLIMIT)": {
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Env).To(ContainElement(And(HaveField("Name", "GOMEMLIMIT"),
