@@ -157,6 +157,12 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 		return in, nil, nil, fmt.Errorf("reading from the cache: %w", err)
 	}
 	var causes []record.Cause
+	_, _, refused := res.Limits(spec)
+	for _, o := range refused {
+		causes = append(causes, record.Cause{Reason: record.ReasonOverrideRefused, Note: fmt.Sprintf(
+			"Annotation %s %q would loosen %s (%s); used %s (only --allow-workload-overrides lets annotations loosen the flags' limits)",
+			o.Annotation, o.Value, o.Flag, o.Limit, o.Limit)})
+	}
 	for _, c := range resolved {
 		switch c.Outcome {
 		case resolve.Refused:

@@ -139,7 +139,7 @@ func (p *parser) maintenance(meta map[string]string) {
 	}
 	w, err := maintenance.Parse(v)
 	if err != nil {
-		p.fail(source{values: meta}, NudgeMaintenanceWindow, fmt.Errorf("%w %q: %w; rolling as if there were none", ErrBadSchedule, v, err))
+		p.fail(source{values: meta}, NudgeMaintenanceWindow, fmt.Errorf("%w %q: %w; the workload counts as having none of its own", ErrBadSchedule, v, err))
 		w = maintenance.Window{}
 	}
 	p.spec.Maintenance = &w

@@ -103,15 +103,18 @@ type Spec struct {
 	// they are selected (pod spec or Named), sorted like Named. As in
 	// Reloader, exclusion wins over a name in a reload list.
 	Exclude []Named
-	// Window is nudge.dev/rollout-window, >= 0; nil when unset or malformed.
+	// Window is nudge.dev/rollout-window, >= 0; nil when unset or
+	// malformed. Whether it replaces --rollout-window is the flags' to say
+	// (resolve.Resolver.Limits).
 	Window *time.Duration
 	// Budget is nudge.dev/max-rollouts-per-hour, >= 0; nil when unset or
-	// malformed.
+	// malformed. Whether it replaces --max-rollouts-per-hour is the flags'
+	// to say (resolve.Resolver.Limits).
 	Budget *int
 	// Maintenance is nudge.dev/maintenance-window; nil when unset. When
 	// malformed it is the zero Window, always open: the workload rolls as
-	// if it had no window (a rollout is never lost to a typo), and Parse
-	// returns the error.
+	// if it had no window of its own (a rollout is never lost to a typo),
+	// and Parse returns the error.
 	Maintenance *maintenance.Window
 	// Dialects lists, sorted, the dialects whose annotations were present on
 	// the workload (in the place they were read from), for logs.

@@ -34,6 +34,10 @@ const (
 	// namespace, and nudge refuses such references
 	// (--cross-namespace-references=deny); the source counts for nothing.
 	ReasonCrossNamespaceRefused = "CrossNamespaceRefused"
+	// ReasonOverrideRefused: a workload's annotation would loosen a limit
+	// a flag sets (--rollout-window, --max-rollouts-per-hour) and
+	// --allow-workload-overrides is off; the flag's value is used.
+	ReasonOverrideRefused = "OverrideRefused"
 	// ReasonRolloutHeld: a change waits for a missing required source.
 	ReasonRolloutHeld = "RolloutHeld"
 	// ReasonJobNotStarted: a CronJob's Job could not be started

@@ -50,7 +50,7 @@ const (
 // directories, bind addresses), and what differs between the pods of one
 // install (--shard: every shard publishes to the same ConfigMap).
 var published = map[string]bool{
-	"admission-webhook": true, "alert-on-reload": true, "alert-sink": true, "alert-structured": true,
+	"admission-webhook": true, "allow-workload-overrides": true, "alert-on-reload": true, "alert-sink": true, "alert-structured": true,
 	"auto-annotation": true, "auto-reload-all": true, "auto-search-annotation": true,
 	"configmap-annotation": true, "configmap-auto-annotation": true, "configmap-exclude-annotation": true,
 	"cronjob-start-job": true, "cross-namespace-references": true, "discovery-interval": true, "enable-csi-integration": true, "enable-ha": true,

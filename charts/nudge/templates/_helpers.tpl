@@ -171,6 +171,9 @@ MutatingWebhookConfiguration (admissionWebhook.enabled). */}}
 {{- if ne .Values.crossNamespaceReferences "allow" }}
 {{- $args = append $args (printf "--cross-namespace-references=%s" .Values.crossNamespaceReferences) }}
 {{- end }}
+{{- if .Values.allowWorkloadOverrides }}
+{{- $args = append $args "--allow-workload-overrides" }}
+{{- end }}
 {{- $args = append $args (printf "--rollout-window=%s" .Values.rolloutWindow) }}
 {{- $args = append $args (printf "--workers=%v" .Values.workers) }}
 {{- if gt (int .Values.maxConcurrentRollouts) 0 }}
