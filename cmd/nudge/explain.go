@@ -14,7 +14,6 @@ import (
 	"golang.org/x/term"
 
 	"nudge.dev/nudge/internal/app"
-	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/explain"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/settings"
@@ -150,7 +149,7 @@ func explainOptions(o options.Options) explain.Options {
 		MaxConcurrentRollouts: o.MaxConcurrentRollouts,
 		RolloutTimeout:        o.RolloutTimeout,
 		ProducerReadyTimeout:  o.ProducerReadyTimeout,
-		Dialect:               dialect.NewParser(o.Reloader.Annotations),
+		Dialect:               app.Dialect(o),
 		Counting:              app.Behaviour(o).Counting,
 		Pace:                  app.Behaviour(o).Pace,
 	}

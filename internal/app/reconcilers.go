@@ -118,7 +118,7 @@ func (rs *reconcilers) newReconciler(k workload.Kind) *controller.Reconciler {
 		Changes:       rs.changes,
 		Watched:       rs.watched,
 		AutoReloadAll: rs.opts.AutoReloadAll,
-		Dialect:       dialect.NewParser(rs.opts.Reloader.Annotations),
+		Dialect:       Dialect(rs.opts),
 		Metrics:       rs.metrics,
 		Lull:          rs.lull,
 		Reconciled:    rs.reconciled,
@@ -241,6 +241,14 @@ func setupValueBindings(ctx context.Context, mgr ctrl.Manager, opts options.Opti
 	return nil
 }
 
+// Dialect returns the Parser of the workloads' annotations opts ask for:
+// Reloader's annotation names as its flags rename them, and sources named
+// in another namespace refused with --cross-namespace-references=deny
+// (nudge explain reads it from a running install's settings too).
+func Dialect(opts options.Options) dialect.Parser {
+	return dialect.NewParser(opts.Reloader.Annotations).WithCrossNamespace(!opts.DenyCrossNamespace())
+}
+
 // Behaviour maps Reloader's flags onto the reconcilers' behaviour (nudge explain
 // reads it from a running install's settings too).
 func Behaviour(opts options.Options) controller.Behaviour {
@@ -254,7 +262,7 @@ func Behaviour(opts options.Options) controller.Behaviour {
 		CronJobStartJob: opts.CronJobStartJob,
 		ReloaderEvents:  opts.EventReasons == "reloader",
 	}
-	b.Pace = resolve.Pace{Budget: opts.MaxRolloutsPerHour, NamespaceWindows: len(opts.Namespaces) == 0}
+	b.Pace = resolve.Pace{Budget: opts.MaxRolloutsPerHour, NamespaceWindows: len(opts.Namespaces) == 0, Overrides: opts.AllowWorkloadOverrides}
 	b.Pace.Maintenance, _ = opts.Maintenance() // checked by Validate
 	for _, k := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		b.IgnoreSources[k] = opts.IgnoresSources(string(k))

@@ -63,7 +63,7 @@ func (r *Reconciler) decide(ctx context.Context, o *observed) (verdict, error) {
 	if c, ok := decisionCause(v.Decision, ownership.WrittenBackBy(o.obj.GetManagedFields())); ok {
 		v.causes = append(v.causes, c)
 	}
-	if c, ok := producerCause(v.Decision, o.lateProducers, r.ProducerTimeout); ok {
+	if c, ok := producerCause(v.Decision, o.lateProducers, r.ProducerTimeout, o.key.Namespace); ok {
 		v.causes = append(v.causes, c)
 	}
 	if wait, c := r.memory.Taken.Contested(o.key, o.in, v.Decision, r.Key.ID()); wait > 0 {
@@ -91,15 +91,23 @@ func decisionCause(d rollout.Decision, by string) (record.Cause, bool) {
 	return record.Cause{}, false
 }
 
-// producerCause returns the Warning ProducerNotReady of a rollout d for a
-// Secret whose producer was still not ready after timeout (late).
-func producerCause(d rollout.Decision, late []resolve.Resolved, timeout time.Duration) (record.Cause, bool) {
+// producerCause returns the Warning ProducerNotReady of a rollout d, of a
+// workload in namespace, for a Secret whose producer was still not ready
+// after timeout (late). It names the producer and quotes its reason only for
+// a Secret of the workload's own namespace: of another namespace's (a
+// cross-namespace reference), whose producer's condition the workload's
+// owner may not read, it says only that the producer was not ready.
+func producerCause(d rollout.Decision, late []resolve.Resolved, timeout time.Duration, namespace string) (record.Cause, bool) {
 	if d.Action != rollout.Roll {
 		return record.Cause{}, false
 	}
 	var named []string
 	for _, c := range late {
-		if slices.Contains(d.Changed, c.Source) {
+		switch {
+		case !slices.Contains(d.Changed, c.Source):
+		case c.Namespace != namespace:
+			named = append(named, fmt.Sprintf("%s (its producer: not ready)", refs.Names([]refs.Source{c.Source})))
+		default:
 			named = append(named, fmt.Sprintf("%s (%s: %s)", refs.Names([]refs.Source{c.Source}), c.Producer.Producer, c.Producer.Reason))
 		}
 	}

@@ -33,7 +33,8 @@ type observed struct {
 	// in is rollout.Decide's input (see inputs).
 	in rollout.Input
 	// causes are the Warnings found on the way: malformed annotations,
-	// missing sources, unwatched namespaces.
+	// missing sources, unwatched namespaces, refused references and
+	// overrides.
 	causes []record.Cause
 	// lateProducers are the counted Secrets whose producer was still not
 	// ready at the gate's timeout: a rollout for one says so (see
@@ -148,7 +149,8 @@ func (r *Reconciler) optedOut(ctx context.Context, obj client.Object, causes []r
 // resolve.Resolver.Inputs), the young sources of a workload nudge saw
 // created (see memo.Births), its maintenance window and the producers it
 // waits for (see producers), with the Warning causes found on the way
-// (missing sources, unwatched namespaces, a malformed window) and the
+// (missing sources, unwatched namespaces, refused references, a malformed
+// window) and the
 // Secrets whose producer the gate waited for in vain. It returns
 // errCacheBehind when a source the cache misses exists (see cacheBehind).
 func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, []resolve.Resolved, error) {
@@ -158,8 +160,18 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 		return in, nil, nil, fmt.Errorf("reading from the cache: %w", err)
 	}
 	var causes []record.Cause
+	_, _, refused := res.Limits(spec)
+	for _, o := range refused {
+		causes = append(causes, record.Cause{Reason: record.ReasonOverrideRefused, Note: fmt.Sprintf(
+			"Annotation %s %q would loosen %s (%s); used %s (only --allow-workload-overrides lets annotations loosen the flags' limits)",
+			o.Annotation, o.Value, o.Flag, o.Limit, o.Limit)})
+	}
 	for _, c := range resolved {
 		switch c.Outcome {
+		case resolve.Refused:
+			causes = append(causes, record.Cause{Reason: record.ReasonCrossNamespaceRefused, Note: fmt.Sprintf(
+				"Did not read %s %s/%s: nudge refuses references to another namespace (--cross-namespace-references=deny); it counts for nothing",
+				c.Kind, c.Namespace, c.Name)})
 		case resolve.Unwatched:
 			causes = append(causes, record.Cause{Reason: record.ReasonNamespaceNotWatched, Note: fmt.Sprintf(
 				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})

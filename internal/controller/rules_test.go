@@ -274,9 +274,10 @@ func TestChurnRollsEveryDeploymentAliveAtAChange(t *testing.T) {
 	}
 }
 
-// The window is also an annotation, overriding the flag.
+// The window is also an annotation, overriding the flag with
+// --allow-workload-overrides.
 func TestWindowAnnotationOverridesFlag(t *testing.T) {
-	e := setup(t, true, func(o *options.Options) { o.RolloutWindow = time.Hour })
+	e := setup(t, true, func(o *options.Options) { o.RolloutWindow, o.AllowWorkloadOverrides = time.Hour, true })
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"n": "0"}),
 		nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/auto": "true", "nudge.dev/rollout-window": "0s"},
 			nt.EnvFrom("ConfigMap", "app")))

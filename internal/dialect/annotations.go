@@ -18,7 +18,9 @@ const (
 	// NudgeExcludeSecrets is NudgeExcludeConfigMaps for Secrets.
 	NudgeExcludeSecrets = "nudge.dev/exclude-secrets"
 	// NudgeRolloutWindow is a Go duration (time.ParseDuration, >= 0): further
-	// changes within it after a rollout fold into one trailing rollout.
+	// changes within it after a rollout fold into one trailing rollout. It
+	// may lengthen --rollout-window, shorten it only with
+	// --allow-workload-overrides.
 	NudgeRolloutWindow = "nudge.dev/rollout-window"
 	// NudgeIgnore "true" on a ConfigMap or Secret makes it count for no
 	// workload.
@@ -32,14 +34,17 @@ const (
 // that pace its rollouts.
 const (
 	// NudgeMaxRolloutsPerHour is a non-negative integer: the storm brake's
-	// budget of rollouts in a sliding hour; 0 sets none. It overrides
-	// --max-rollouts-per-hour.
+	// budget of rollouts in a sliding hour; 0 sets none. It may lower
+	// --max-rollouts-per-hour; raise it, or set none, only with
+	// --allow-workload-overrides.
 	NudgeMaxRolloutsPerHour = "nudge.dev/max-rollouts-per-hour"
 	// NudgeMaintenanceWindow is a maintenance window (maintenance.Parse's
 	// format: a 5-field cron schedule, a duration and an optional IANA time
 	// zone): rollouts wait for it to open. On a Namespace it sets the window
-	// of its workloads; a workload's own wins. It overrides
-	// --maintenance-window.
+	// of its workloads. It narrows --maintenance-window (and a workload's
+	// narrows its Namespace's): all must be open; with
+	// --allow-workload-overrides a workload's replaces its Namespace's,
+	// which replaces the flag's.
 	NudgeMaintenanceWindow = "nudge.dev/maintenance-window"
 )
 

@@ -128,7 +128,7 @@ func TestParseMalformed(t *testing.T) {
 			meta: map[string]string{NudgeMaintenanceWindow: "0 2 * * 2h"},
 			want: specView{Maintenance: "window "},
 			wantErrs: []string{`annotation "nudge.dev/maintenance-window" in the workload metadata: invalid maintenance window "0 2 * * 2h": ` +
-				`got 5 fields, want a schedule of 5 (minute hour day-of-month month day-of-week) or a descriptor (@daily), a duration and an optional time zone; rolling as if there were none`},
+				`got 5 fields, want a schedule of 5 (minute hour day-of-month month day-of-week) or a descriptor (@daily), a duration and an optional time zone; the workload counts as having none of its own`},
 		},
 		"errors come one per annotation in dialect order": {
 			meta: map[string]string{WaveUpdateOnConfigChange: "x", ReloaderSearch: "x", NudgeAuto: "x", PodReloaderConfigMaps: "X"},

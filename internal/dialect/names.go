@@ -89,9 +89,25 @@ func DefaultReloaderNames() ReloaderNames {
 }
 
 // Parser reads the dialects' annotations with the Reloader names it was
-// made with. The zero Parser reads Reloader's default names.
+// made with. The zero Parser reads Reloader's default names and counts a
+// source named in another namespace (see WithCrossNamespace).
 type Parser struct {
 	reloader ReloaderNames
+	// denyCrossNamespace puts the sources named in another namespace in
+	// Spec.Refused instead of Spec.Named.
+	denyCrossNamespace bool
+}
+
+// WithCrossNamespace returns p, reading an entry "namespace/name" of
+// another namespace than the workload's (nudge.dev/configmaps,
+// nudge.dev/secrets, Wave's extra-configmaps and extra-secrets) as a
+// source that counts (allow, --cross-namespace-references=allow, Wave's
+// rule) or as one refused (Spec.Refused: never read, never counted).
+// Exclude entries are read the same either way: excluding takes nothing
+// from another namespace.
+func (p Parser) WithCrossNamespace(allow bool) Parser {
+	p.denyCrossNamespace = !allow
+	return p
 }
 
 // NewParser returns a Parser that reads Reloader's annotations by names; an

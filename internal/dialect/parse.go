@@ -50,7 +50,10 @@ func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
 //     entries skipped (unlike pod-reloader, which does not trim);
 //   - nudge.dev/* and Wave's extra-* lists hold "name" or "namespace/name";
 //     pod-reloader's hold names in the workload's namespace; names must be
-//     DNS subdomains, namespaces DNS labels;
+//     DNS subdomains, namespaces DNS labels; a source named in another
+//     namespace goes to Spec.Refused instead of Spec.Named when p denies
+//     such references (see WithCrossNamespace), with no error: it is no
+//     malformed annotation;
 //   - Reloader's reload and exclude lists hold, in the workload's namespace,
 //     anchored regular expressions ("^(?:entry)$"; see Named.Pattern). The
 //     group is a deliberate fix: Reloader anchors with "^entry$", so that
@@ -72,7 +75,7 @@ func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
 // the rest of the list used. Errors come in a fixed order: nudge, Reloader,
 // pod-reloader, Wave.
 func (pr Parser) Parse(namespace string, meta, template map[string]string) (Spec, []error) {
-	p := parser{namespace: namespace, reloaderNames: pr.Reloader(), dialects: map[Dialect]bool{}, reported: map[place]bool{}}
+	p := parser{namespace: namespace, reloaderNames: pr.Reloader(), deny: pr.denyCrossNamespace, dialects: map[Dialect]bool{}, reported: map[place]bool{}}
 	p.spec.reloader = p.reloaderNames
 	p.native(meta, template)
 	p.reloader(meta, template)
@@ -106,6 +109,7 @@ type place struct {
 type parser struct {
 	namespace     string
 	reloaderNames ReloaderNames
+	deny          bool // refuse sources named in another namespace (Spec.Refused)
 	spec          Spec
 	dialects      map[Dialect]bool
 	errs          []error
@@ -117,8 +121,8 @@ func (p *parser) native(meta, template map[string]string) {
 	src := pick(meta, template, keys...)
 	p.present(Nudge, src, keys...)
 	p.auto(src, NudgeAuto, &p.spec.ConfigMaps, &p.spec.Secrets, &p.spec.SecretProviderClasses)
-	p.spec.Named = append(p.spec.Named, p.names(src, NudgeConfigMaps, refs.ConfigMap, Nudge, true)...)
-	p.spec.Named = append(p.spec.Named, p.names(src, NudgeSecrets, refs.Secret, Nudge, true)...)
+	p.named(p.names(src, NudgeConfigMaps, refs.ConfigMap, Nudge, true))
+	p.named(p.names(src, NudgeSecrets, refs.Secret, Nudge, true))
 	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeConfigMaps, refs.ConfigMap, Nudge, true)...)
 	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeSecrets, refs.Secret, Nudge, true)...)
 	p.window(src)
@@ -135,7 +139,7 @@ func (p *parser) maintenance(meta map[string]string) {
 	}
 	w, err := maintenance.Parse(v)
 	if err != nil {
-		p.fail(source{values: meta}, NudgeMaintenanceWindow, fmt.Errorf("%w %q: %w; rolling as if there were none", ErrBadSchedule, v, err))
+		p.fail(source{values: meta}, NudgeMaintenanceWindow, fmt.Errorf("%w %q: %w; the workload counts as having none of its own", ErrBadSchedule, v, err))
 		w = maintenance.Window{}
 	}
 	p.spec.Maintenance = &w
@@ -200,8 +204,20 @@ func (p *parser) wave(meta, template map[string]string) {
 	src := pick(meta, template, keys...)
 	p.present(Wave, src, keys...)
 	p.auto(src, WaveUpdateOnConfigChange, &p.spec.ConfigMaps, &p.spec.Secrets)
-	p.spec.Named = append(p.spec.Named, p.names(src, WaveExtraConfigMaps, refs.ConfigMap, Wave, true)...)
-	p.spec.Named = append(p.spec.Named, p.names(src, WaveExtraSecrets, refs.Secret, Wave, true)...)
+	p.named(p.names(src, WaveExtraConfigMaps, refs.ConfigMap, Wave, true))
+	p.named(p.names(src, WaveExtraSecrets, refs.Secret, Wave, true))
+}
+
+// named adds entries to Spec.Named, but those of another namespace to
+// Spec.Refused when such references are denied.
+func (p *parser) named(entries []Named) {
+	for _, n := range entries {
+		if p.deny && n.Namespace != p.namespace {
+			p.spec.Refused = append(p.spec.Refused, n)
+			continue
+		}
+		p.spec.Named = append(p.spec.Named, n)
+	}
 }
 
 // present records d as present when src holds any of keys.
@@ -350,6 +366,7 @@ func (p *parser) finish() Spec {
 	s := p.spec
 	s.Named = sortNamed(s.Named)
 	s.Exclude = sortNamed(s.Exclude)
+	s.Refused = sortNamed(s.Refused)
 	for d := range p.dialects {
 		s.Dialects = append(s.Dialects, d)
 	}

@@ -93,19 +93,28 @@ type Spec struct {
 	// namespace, name and dialect. One source may be named by several
 	// dialects and so appear more than once.
 	Named []Named
+	// Refused holds the sources named in another namespace than the
+	// workload's while the Parser denies such references
+	// (--cross-namespace-references=deny), sorted like Named: they are
+	// never read and count for nothing, but the workload opts in with them
+	// as with Named, so that it is told of the refusal.
+	Refused []Named
 	// Exclude holds the sources that never count for the workload, however
 	// they are selected (pod spec or Named), sorted like Named. As in
 	// Reloader, exclusion wins over a name in a reload list.
 	Exclude []Named
-	// Window is nudge.dev/rollout-window, >= 0; nil when unset or malformed.
+	// Window is nudge.dev/rollout-window, >= 0; nil when unset or
+	// malformed. Whether it replaces --rollout-window is the flags' to say
+	// (resolve.Resolver.Limits).
 	Window *time.Duration
 	// Budget is nudge.dev/max-rollouts-per-hour, >= 0; nil when unset or
-	// malformed.
+	// malformed. Whether it replaces --max-rollouts-per-hour is the flags'
+	// to say (resolve.Resolver.Limits).
 	Budget *int
 	// Maintenance is nudge.dev/maintenance-window; nil when unset. When
 	// malformed it is the zero Window, always open: the workload rolls as
-	// if it had no window (a rollout is never lost to a typo), and Parse
-	// returns the error.
+	// if it had no window of its own (a rollout is never lost to a typo),
+	// and Parse returns the error.
 	Maintenance *maintenance.Window
 	// Dialects lists, sorted, the dialects whose annotations were present on
 	// the workload (in the place they were read from), for logs.
@@ -132,14 +141,14 @@ func (s Spec) For(kind refs.Kind) Selection {
 
 // Enabled reports whether the workload depends on anything at all, given
 // Reloader's --auto-reload-all flag: an automatic or search selection for
-// any kind, or a named source.
+// any kind, or a named source (refused ones too).
 func (s Spec) Enabled(autoReloadAll bool) bool {
 	for _, sel := range []Selection{s.ConfigMaps, s.Secrets, s.SecretProviderClasses} {
 		if sel.Automatic(autoReloadAll) || sel.Search {
 			return true
 		}
 	}
-	return len(s.Named) > 0
+	return len(s.Named) > 0 || len(s.Refused) > 0
 }
 
 // Excluded reports whether an Exclude entry matches src.

@@ -53,7 +53,8 @@ type Reference struct {
 	// (counts only with reloader.stakater.com/match).
 	ReadAs []string `json:"readAs"`
 	// Outcome is resolve.Outcome: Counted, AbsentOptional, Missing, Kept,
-	// Ignored, Unmatched, Unselected, Unwatched, KindIgnored, and for a
+	// Ignored, Unmatched, Unselected, Refused (another namespace's, with
+	// --cross-namespace-references=deny), Unwatched, KindIgnored, and for a
 	// SecretProviderClass CSIOff (explain does not read pod statuses).
 	Outcome string `json:"outcome"`
 	// Content compares the source with what the running pods started with:

@@ -166,6 +166,8 @@ func why(r resolve.Resolved, exists bool) (bool, string) {
 		return false, "not now: it is required and missing; nudge holds other changes until it exists, then rolls if its content is new"
 	case resolve.Kept:
 		return false, "not now: an annotation names it but it does not exist; when created with content other than before, it rolls"
+	case resolve.Refused:
+		return false, "no: it is in another namespace, and nudge refuses such references (--cross-namespace-references=deny)"
 	case resolve.Ignored:
 		return false, "no: the source carries " + dialect.NudgeIgnore + " or " + dialect.ReloaderIgnore
 	case resolve.Unmatched:

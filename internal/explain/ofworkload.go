@@ -145,7 +145,7 @@ func readAs(src refs.Source, search bool, uses []refs.Use, spec dialect.Spec) []
 			out = append(out, string(u.Via))
 		}
 	}
-	for _, n := range spec.Named {
+	for _, n := range slices.Concat(spec.Named, spec.Refused) {
 		if n.Matches(src) {
 			out = append(out, "named:"+string(n.Dialect))
 		}

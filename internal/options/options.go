@@ -111,9 +111,24 @@ type Options struct {
 	// change, as Reloader does, besides updating its job template.
 	CronJobStartJob bool
 
+	// CrossNamespaceReferences says what becomes of a source a workload
+	// names in another namespace ("namespace/name" in nudge.dev/configmaps,
+	// nudge.dev/secrets and Wave's extra-* lists): "allow" (the default, as
+	// Wave reads them) counts it; "deny" refuses it: never read, it counts
+	// for nothing, and a Warning CrossNamespaceRefused says so.
+	CrossNamespaceReferences string
+	// AllowWorkloadOverrides lets the annotations of workloads and
+	// Namespaces loosen the limits the flags set (a shorter
+	// nudge.dev/rollout-window, a larger or no
+	// nudge.dev/max-rollouts-per-hour, a nudge.dev/maintenance-window open
+	// while the flag's is closed). Without it they may only tighten them
+	// (resolve.Resolver.Limits, resolve.Within).
+	AllowWorkloadOverrides bool
+
 	// RolloutWindow: changes within this time after a rollout fold into one
-	// trailing rollout at its end. Overridden per workload by the annotation
-	// nudge.dev/rollout-window.
+	// trailing rollout at its end. A workload's annotation
+	// nudge.dev/rollout-window may lengthen it (shorten it too, with
+	// AllowWorkloadOverrides).
 	RolloutWindow time.Duration
 	// Workers is the number of concurrent reconciles per workload kind.
 	Workers int
@@ -129,12 +144,14 @@ type Options struct {
 	// MaxRolloutsPerHour is the storm brake: past this many rollouts of one
 	// workload in a sliding hour, nudge holds its rollouts until the budget
 	// frees. The annotation nudge.dev/max-rollouts-per-hour on the workload
-	// overrides it. 0 is no limit.
+	// may lower it (raise it or lift it too, with AllowWorkloadOverrides).
+	// 0 is no limit.
 	MaxRolloutsPerHour int
-	// MaintenanceWindow is the maintenance window of every workload whose
-	// annotation nudge.dev/maintenance-window (on it or on its Namespace)
-	// sets none: a cron schedule, a duration and an optional time zone, as
-	// maintenance.Parse reads them ("0 2 * * 1-5 2h Europe/Berlin"). ""
+	// MaintenanceWindow is the maintenance window of every workload: a cron
+	// schedule, a duration and an optional time zone, as maintenance.Parse
+	// reads them ("0 2 * * 1-5 2h Europe/Berlin"). The annotation
+	// nudge.dev/maintenance-window on a workload or its Namespace narrows it
+	// (all must be open), or replaces it with AllowWorkloadOverrides. ""
 	// means none: nudge rolls at any time. Maintenance parses it.
 	MaintenanceWindow string
 	// ProducerReadyTimeout is how long nudge waits at most for a Secret's
@@ -205,6 +222,13 @@ type Options struct {
 	// waiting.
 	Clock clock.PassiveClock
 }
+
+// CrossNamespacePolicies are the accepted values of
+// --cross-namespace-references.
+var CrossNamespacePolicies = []string{"allow", "deny"}
+
+// DenyCrossNamespace reports whether --cross-namespace-references is "deny".
+func (o *Options) DenyCrossNamespace() bool { return o.CrossNamespaceReferences == "deny" }
 
 // EventReasonSets are the accepted values of --event-reasons.
 var EventReasonSets = []string{"nudge", "reloader"}
@@ -297,7 +321,10 @@ func Default() Options {
 		SettingsConfigMap: "nudge-settings",
 		RolloutWindow:     5 * time.Second,
 		Workers:           16,
-		RolloutTimeout:    10 * time.Minute,
+		// Wave reads "namespace/name" in its extra-* lists, and nudge reads
+		// Wave's annotations as they are (docs/migration.md).
+		CrossNamespaceReferences: "allow",
+		RolloutTimeout:           10 * time.Minute,
 		// 30 an hour, one every 2 minutes: far more than edits of
 		// configuration ask for, far fewer than a loop (two writers
 		// fighting over a source) makes.
@@ -347,12 +374,14 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.WebhookURL, "webhook-url", o.WebhookURL, "POST each change to this URL instead of rolling.")
 	fs.BoolVar(&o.RecreateJobs, "recreate-jobs", o.RecreateJobs, "Delete and re-create a Job whose sources changed (Reloader's Job handling).")
 	fs.BoolVar(&o.CronJobStartJob, "cronjob-start-job", o.CronJobStartJob, "Also start a Job from a CronJob at once when its sources change (Reloader's CronJob handling).")
-	fs.DurationVar(&o.RolloutWindow, "rollout-window", o.RolloutWindow, "Changes within this time after a rollout fold into one trailing rollout (annotation nudge.dev/rollout-window overrides it).")
+	fs.StringVar(&o.CrossNamespaceReferences, "cross-namespace-references", o.CrossNamespaceReferences, `What becomes of a source a workload names in another namespace ("namespace/name"): "allow" counts it, as Wave does; "deny" refuses it (never read, a Warning CrossNamespaceRefused).`)
+	fs.DurationVar(&o.RolloutWindow, "rollout-window", o.RolloutWindow, "Changes within this time after a rollout fold into one trailing rollout (annotation nudge.dev/rollout-window may lengthen it).")
+	fs.BoolVar(&o.AllowWorkloadOverrides, "allow-workload-overrides", o.AllowWorkloadOverrides, "Let workload and Namespace annotations loosen the flags' limits (a shorter rollout window, a larger or no storm brake, a maintenance window open while the flag's is closed); without it they may only tighten them.")
 	fs.IntVar(&o.Workers, "workers", o.Workers, "Concurrent reconciles per workload kind.")
 	fs.IntVar(&o.MaxConcurrentRollouts, "max-concurrent-rollouts", o.MaxConcurrentRollouts, "At most this many workloads rolled by nudge and not complete yet; others wait, and a failed rollout halts the rest of its change. 0: unlimited.")
 	fs.DurationVar(&o.RolloutTimeout, "rollout-timeout", o.RolloutTimeout, "With --max-concurrent-rollouts, a rollout not complete after this long fails and halts the rest of its change; 0: only a Deployment's progress deadline.")
-	fs.IntVar(&o.MaxRolloutsPerHour, "max-rollouts-per-hour", o.MaxRolloutsPerHour, "Storm brake: past this many rollouts of one workload in a sliding hour, hold its rollouts until the budget frees (annotation nudge.dev/max-rollouts-per-hour overrides it). 0: no limit.")
-	fs.StringVar(&o.MaintenanceWindow, "maintenance-window", o.MaintenanceWindow, `Default maintenance window of every workload, "<cron schedule of 5 fields> <duration> [<IANA time zone>]" ("0 2 * * 1-5 2h Europe/Berlin"; UTC when no zone): rollouts wait until it is open (annotation nudge.dev/maintenance-window on a workload or its Namespace overrides it). Empty: none.`)
+	fs.IntVar(&o.MaxRolloutsPerHour, "max-rollouts-per-hour", o.MaxRolloutsPerHour, "Storm brake: past this many rollouts of one workload in a sliding hour, hold its rollouts until the budget frees (annotation nudge.dev/max-rollouts-per-hour may lower it). 0: no limit.")
+	fs.StringVar(&o.MaintenanceWindow, "maintenance-window", o.MaintenanceWindow, `Default maintenance window of every workload, "<cron schedule of 5 fields> <duration> [<IANA time zone>]" ("0 2 * * 1-5 2h Europe/Berlin"; UTC when no zone): rollouts wait until it is open (annotation nudge.dev/maintenance-window on a workload or its Namespace narrows it: all must be open). Empty: none.`)
 	fs.DurationVar(&o.ProducerReadyTimeout, "producer-ready-timeout", o.ProducerReadyTimeout, "Wait at most this long for a Secret's producer (an ExternalSecret, a cert-manager Certificate) to be Ready before rolling for its change; 0 turns the gate off.")
 	fs.BoolVar(&o.ValueBindings, "value-bindings", o.ValueBindings, "Reconcile ValueBindings (nudge.dev/v1alpha1): keep fields of a resource equal to Secret or ConfigMap keys.")
 	fs.StringSliceVar(&o.ValueBindingTargets, "value-binding-targets", o.ValueBindingTargets, `Comma-separated kinds a ValueBinding may write, as "Kind.group" ("Harbor.goharbor.io"; a core kind is plain "Kind"); any other target is refused.`)
@@ -415,6 +444,9 @@ func (o *Options) Validate() error {
 	}
 	if !slices.Contains(LogLevels, o.LogLevel) {
 		errs = append(errs, fmt.Errorf("--log-level must be one of %s, got %q", strings.Join(LogLevels, ", "), o.LogLevel))
+	}
+	if !slices.Contains(CrossNamespacePolicies, o.CrossNamespaceReferences) {
+		errs = append(errs, fmt.Errorf(`--cross-namespace-references must be "allow" or "deny", got %q`, o.CrossNamespaceReferences))
 	}
 	if !slices.Contains(EventReasonSets, o.EventReasons) {
 		errs = append(errs, fmt.Errorf(`--event-reasons must be "nudge" or "reloader", got %q`, o.EventReasons))

@@ -53,6 +53,17 @@ func TestFlags(t *testing.T) {
 			args:    []string{"--event-reasons=flux"},
 			wantErr: `--event-reasons must be "nudge" or "reloader", got "flux"`,
 		},
+		"cross-namespace references are allowed by default, as Wave reads them": {
+			check: func(g Gomega, o options.Options) { g.Expect(o.DenyCrossNamespace()).To(BeFalse()) },
+		},
+		"--cross-namespace-references=deny refuses them": {
+			args:  []string{"--cross-namespace-references=deny"},
+			check: func(g Gomega, o options.Options) { g.Expect(o.DenyCrossNamespace()).To(BeTrue()) },
+		},
+		"an unknown cross-namespace policy is refused": {
+			args:    []string{"--cross-namespace-references=audit"},
+			wantErr: `--cross-namespace-references must be "allow" or "deny", got "audit"`,
+		},
 		"a negative window is refused": {
 			args:    []string{"--rollout-window=-1s"},
 			wantErr: "--rollout-window must not be negative",

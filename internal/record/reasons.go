@@ -30,6 +30,14 @@ const (
 	// ReasonNamespaceNotWatched: a source is in a namespace nudge does not
 	// watch.
 	ReasonNamespaceNotWatched = "NamespaceNotWatched"
+	// ReasonCrossNamespaceRefused: a workload names a source in another
+	// namespace, and nudge refuses such references
+	// (--cross-namespace-references=deny); the source counts for nothing.
+	ReasonCrossNamespaceRefused = "CrossNamespaceRefused"
+	// ReasonOverrideRefused: a workload's annotation would loosen a limit
+	// a flag sets (--rollout-window, --max-rollouts-per-hour) and
+	// --allow-workload-overrides is off; the flag's value is used.
+	ReasonOverrideRefused = "OverrideRefused"
 	// ReasonRolloutHeld: a change waits for a missing required source.
 	ReasonRolloutHeld = "RolloutHeld"
 	// ReasonJobNotStarted: a CronJob's Job could not be started

@@ -41,6 +41,11 @@ const (
 	// Kept: a source only an annotation names does not exist; its absence
 	// rolls nothing (rollout.Input.Kept).
 	Kept Outcome = "Kept"
+	// Refused: the source is in another namespace than the workload's, and
+	// nudge denies such references (--cross-namespace-references=deny). It
+	// is never read: nothing of it (existence, content, producer) reaches
+	// the workload.
+	Refused Outcome = "Refused"
 	// Unwatched: the source is in a namespace nudge does not watch.
 	Unwatched Outcome = "Unwatched"
 	// KindIgnored: its kind is in --resources-to-ignore.
@@ -129,17 +134,22 @@ type Counting struct {
 	IgnoreSources map[refs.Kind]bool
 }
 
-// Pace is what the flags say of when a workload may roll, where its own
-// annotations do not say otherwise.
+// Pace is what the flags say of when a workload may roll, and how far the
+// annotations of workloads and Namespaces may change it.
 type Pace struct {
 	// Budget is --max-rollouts-per-hour, the storm brake
 	// (rollout.Input.Budget); the annotation
-	// nudge.dev/max-rollouts-per-hour overrides it.
+	// nudge.dev/max-rollouts-per-hour may lower it (see Resolver.Limits).
 	Budget int
 	// Maintenance is --maintenance-window, the zero Window for none; a
-	// Namespace's nudge.dev/maintenance-window overrides it, and the
-	// workload's overrides both (see Resolver.Maintenance).
+	// Namespace's nudge.dev/maintenance-window and the workload's narrow
+	// it (see Resolver.Maintenance).
 	Maintenance maintenance.Window
+	// Overrides is --allow-workload-overrides: the annotations may loosen
+	// the flags' limits too (a shorter window, a larger or no budget), and
+	// a workload's maintenance window replaces its Namespace's, which
+	// replaces the flag's, instead of narrowing them.
+	Overrides bool
 	// NamespaceWindows says whether Namespaces' windows are read: only a
 	// cluster-wide nudge may read Namespaces (with --namespaces it makes
 	// no cluster-scoped request).
@@ -181,10 +191,7 @@ type Resolver struct {
 // managedFields (see ownership.WrittenBackBy). It returns an error when a source or a
 // list of sources cannot be read.
 func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec, now time.Time) (rollout.Input, []Resolved, error) {
-	window := r.Window
-	if spec.Window != nil {
-		window = *spec.Window
-	}
+	window, budget, _ := r.Limits(spec)
 	applied := obj.GetAnnotations()[workload.AppliedAnnotation]
 	seal, _ := workload.Seal(obj)
 	sealed := applied != "" && seal == r.Key.Seal(applied)
@@ -201,10 +208,7 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 	if t, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[workload.LastRolloutAnnotation]); err == nil {
 		in.LastRollout = t
 	}
-	in.Budget = r.Budget
-	if spec.Budget != nil {
-		in.Budget = *spec.Budget
-	}
+	in.Budget = budget
 	if in.Budget > 0 {
 		in.Rolled = workload.ParseRollouts(obj.GetAnnotations()[workload.RolloutsAnnotation])
 	}
@@ -237,6 +241,9 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 // resourceVersion in versions when it counts; and, for a Secret, what
 // r.Producers says of its producer in producers.
 func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, versions map[refs.Source]string, producers map[refs.Source]producer.Status) (Outcome, error) {
+	if c.refused {
+		return Refused, nil
+	}
 	if !r.watched(ctx, c.Namespace) {
 		return Unwatched, nil
 	}

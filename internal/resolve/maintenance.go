@@ -2,6 +2,7 @@ package resolve
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,37 +15,87 @@ import (
 )
 
 // Maintenance returns the maintenance window of a workload in namespace
-// whose dialect spec is given (rollout.Input.Maintenance): its own
-// nudge.dev/maintenance-window, else its Namespace's (with
-// Pace.NamespaceWindows, read from the Reader's Namespace metadata), else
-// --maintenance-window; nil for none. A malformed annotation is no window,
-// so the workload rolls as if it had none: the workload's own was reported
-// by dialect.Parse, a Namespace's is returned wrapping ErrMalformedWindow
-// with a nil Schedule. It returns the Reader's error but NotFound.
+// whose dialect spec is given (rollout.Input.Maintenance); nil for none.
+// Three windows may apply: --maintenance-window, the Namespace's
+// nudge.dev/maintenance-window (with Pace.NamespaceWindows, read from the
+// Reader's Namespace metadata) and the workload's own.
+//
+// By default each narrows the others: the workload may roll when every one
+// set is open (Within, the flag's first), so an annotation never opens a
+// window the flag keeps closed. With Pace.Overrides the workload's own
+// replaces the Namespace's, which replaces the flag's, as before
+// --allow-workload-overrides.
+//
+// A malformed annotation is no window: the workload's own was reported by
+// dialect.Parse, a Namespace's is returned wrapping ErrMalformedWindow. By
+// default the other windows still apply; with Pace.Overrides a malformed
+// window that would replace the others leaves none, so the workload rolls
+// as if it had none (a rollout is never lost to a typo). It returns the
+// Reader's error but NotFound.
 func (r Resolver) Maintenance(ctx context.Context, namespace string, spec dialect.Spec) (rollout.Schedule, error) {
-	w := r.Pace.Maintenance
-	switch {
-	case spec.Maintenance != nil:
-		w = *spec.Maintenance
-	case r.NamespaceWindows:
-		ns := &metav1.PartialObjectMetadata{}
-		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		// Read, not changed: from a cache, the cached object itself.
-		err := r.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns, client.UnsafeDisableDeepCopy)
-		if client.IgnoreNotFound(err) != nil {
-			return nil, fmt.Errorf("reading namespace %s: %w", namespace, err)
-		}
-		if v, ok := ns.GetAnnotations()[dialect.NudgeMaintenanceWindow]; ok {
-			parsed, err := maintenance.Parse(v)
-			if err != nil {
-				return nil, fmt.Errorf("%w: annotation %s of namespace %s, %q: %w; rolling as if there were none",
-					ErrMalformedWindow, dialect.NudgeMaintenanceWindow, namespace, v, err)
-			}
-			w = parsed
+	var own maintenance.Window
+	if spec.Maintenance != nil {
+		own = *spec.Maintenance
+	}
+	var ns maintenance.Window
+	var malformed error
+	if r.NamespaceWindows && (spec.Maintenance == nil || !r.Overrides) {
+		var err error
+		ns, err = r.namespaceWindow(ctx, namespace)
+		switch {
+		case err == nil:
+		case errors.Is(err, ErrMalformedWindow):
+			malformed = err
+		default:
+			return nil, err
 		}
 	}
-	if w.IsZero() {
-		return nil, nil
+	var set []rollout.Schedule
+	if r.Overrides {
+		w := r.Pace.Maintenance
+		switch {
+		case spec.Maintenance != nil:
+			w = own
+		case malformed != nil:
+			w = maintenance.Window{}
+		case !ns.IsZero():
+			w = ns
+		}
+		if !w.IsZero() {
+			set = append(set, w)
+		}
+	} else {
+		for _, w := range []maintenance.Window{r.Pace.Maintenance, ns, own} {
+			if !w.IsZero() {
+				set = append(set, w)
+			}
+		}
+	}
+	if len(set) == 0 {
+		return nil, malformed
+	}
+	return Within(set...), malformed
+}
+
+// namespaceWindow returns the nudge.dev/maintenance-window of namespace, the
+// zero Window when it has none or does not exist; an error wrapping
+// ErrMalformedWindow when it cannot be read, or the Reader's.
+func (r Resolver) namespaceWindow(ctx context.Context, namespace string) (maintenance.Window, error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	// Read, not changed: from a cache, the cached object itself.
+	err := r.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns, client.UnsafeDisableDeepCopy)
+	if client.IgnoreNotFound(err) != nil {
+		return maintenance.Window{}, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	v, ok := ns.GetAnnotations()[dialect.NudgeMaintenanceWindow]
+	if !ok {
+		return maintenance.Window{}, nil
+	}
+	w, err := maintenance.Parse(v)
+	if err != nil {
+		return maintenance.Window{}, fmt.Errorf("%w: annotation %s of namespace %s, %q: %w; the namespace counts as having none",
+			ErrMalformedWindow, dialect.NudgeMaintenanceWindow, namespace, v, err)
 	}
 	return w, nil
 }

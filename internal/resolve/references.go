@@ -25,6 +25,9 @@ type candidate struct {
 	// does not read it: its pods start without it, so, as in Reloader, its
 	// deletion rolls nothing (see rollout.Input.Kept).
 	namedOnly bool
+	// refused is true for a source named in another namespace while such
+	// references are denied (dialect.Spec.Refused): it is never read.
+	refused bool
 }
 
 // Selector selects the references of a workload: the reconciler's, over its
@@ -59,7 +62,8 @@ func namedReference(src refs.Source, inPod map[refs.Source]refs.Reference) refs.
 }
 
 // references returns what spec selects of the pod spec and the named
-// sources, merged (see refs.Merge), reading name patterns against the Reader.
+// sources, merged (see refs.Merge), reading name patterns against the Reader,
+// then the refused sources (dialect.Spec.Refused), once each, unread.
 func (r Selector) references(ctx context.Context, namespace string, spec dialect.Spec, pod *corev1.PodSpec) ([]candidate, error) {
 	var all []refs.Reference
 	searchOnly := map[refs.Source]bool{}
@@ -114,6 +118,13 @@ func (r Selector) references(ctx context.Context, namespace string, spec dialect
 	for i, ref := range merged {
 		_, read := inPod[ref.Source]
 		out[i] = candidate{Reference: ref, needsMatch: searchOnly[ref.Source], namedOnly: !read}
+	}
+	for i, n := range spec.Refused {
+		src := refs.Source{Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}
+		if i > 0 && spec.Refused[i-1].Kind == n.Kind && spec.Refused[i-1].Namespace == n.Namespace && spec.Refused[i-1].Name == n.Name {
+			continue // named by another dialect too
+		}
+		out = append(out, candidate{Reference: refs.Reference{Source: src, Optional: true}, namedOnly: true, refused: true})
 	}
 	return out, nil
 }

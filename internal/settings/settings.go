@@ -50,11 +50,12 @@ const (
 // directories, bind addresses), and what differs between the pods of one
 // install (--shard: every shard publishes to the same ConfigMap).
 var published = map[string]bool{
-	"admission-webhook": true, "alert-on-reload": true, "alert-sink": true, "alert-structured": true,
+	"admission-webhook": true, "allow-workload-overrides": true, "alert-on-reload": true, "alert-sink": true, "alert-structured": true,
 	"auto-annotation": true, "auto-reload-all": true, "auto-search-annotation": true,
 	"configmap-annotation": true, "configmap-auto-annotation": true, "configmap-exclude-annotation": true,
-	"cronjob-start-job": true, "discovery-interval": true, "enable-csi-integration": true, "enable-ha": true,
-	"enable-http2": true, "enable-pprof": true, "event-reasons": true, "ignore-annotation": true, "ignored-workload-types": true,
+	"cronjob-start-job": true, "cross-namespace-references": true, "discovery-interval": true,
+	"enable-csi-integration": true, "enable-ha": true, "enable-http2": true, "enable-pprof": true,
+	"event-reasons": true, "ignore-annotation": true, "ignored-workload-types": true,
 	"is-Argo-Rollouts": true, "is-openshift": true, "key-secret": true, "kube-api-burst": true, "kube-api-qps": true,
 	"leader-elect": true, "leader-election-id": true, "leader-election-lease-duration": true,
 	"leader-election-namespace": true, "leader-election-release-on-cancel": true,

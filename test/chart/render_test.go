@@ -339,6 +339,27 @@ func TestRender(t *testing.T) {
 				g.Expect(w.String()).To(Equal("0 2 * * 1-5 2h Europe/Berlin"))
 			},
 		},
+		"cross-namespace references allowed by default, as Wave reads them; deny becomes the flag": {
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.DenyCrossNamespace()).To(BeFalse())
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--cross-namespace-references")),
+					"the default is not written: config/ stays as it was")
+			},
+		},
+		"crossNamespaceReferences: deny becomes its flag": {
+			values: charttest.Values{"crossNamespaceReferences": "deny"},
+			check:  func(g Gomega, r rendered) { g.Expect(r.opts.DenyCrossNamespace()).To(BeTrue()) },
+		},
+		"annotations may only tighten the limits by default; allowWorkloadOverrides becomes its flag": {
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.AllowWorkloadOverrides).To(BeFalse())
+				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement(HavePrefix("--allow-workload-overrides")))
+			},
+		},
+		"allowWorkloadOverrides: true becomes its flag": {
+			values: charttest.Values{"allowWorkloadOverrides": true},
+			check:  func(g Gomega, r rendered) { g.Expect(r.opts.AllowWorkloadOverrides).To(BeTrue()) },
+		},
 		"a memory limit also bounds Go's heap (GOMEMLIMIT)": {
 			check: func(g Gomega, r rendered) {
 				g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Env).To(ContainElement(And(HaveField("Name", "GOMEMLIMIT"),

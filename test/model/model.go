@@ -198,7 +198,7 @@ type Model struct {
 	// of nudge does not change it.
 	Now time.Time
 	// Budget is --max-rollouts-per-hour, the storm brake of the workloads
-	// without their own; 0 sets none.
+	// without a lower one of their own; 0 sets none.
 	Budget int
 	// UnbrakedForgets is what nudge does and the rule does not say: a
 	// rollout of a workload without a storm brake (budget 0) drops the

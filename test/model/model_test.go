@@ -172,8 +172,13 @@ func TestPaceModel(t *testing.T) {
 			steps: []model.Step{create(model.Pace{}), change(), change(), change(), change()}, rollouts: 3, held: model.HeldStorm,
 			until: start.Add(time.Hour),
 		},
-		"a budget of 0 never brakes": {
-			steps: []model.Step{create(model.Pace{Budget: "0"}), change(), change(), change(), change(), change()}, rollouts: 5,
+		"a budget of 0 would lift the flag's brake: refused, the flag's brakes": {
+			steps: []model.Step{create(model.Pace{Budget: "0"}), change(), change(), change(), change(), change()}, rollouts: 3,
+			held: model.HeldStorm, until: start.Add(time.Hour),
+		},
+		"a budget above the flag's is refused: the flag's brakes": {
+			steps: []model.Step{create(model.Pace{Budget: "5"}), change(), change(), change(), change(), change()}, rollouts: 3,
+			held: model.HeldStorm, until: start.Add(time.Hour),
 		},
 		"a budget raised rolls the held change": {
 			steps:    []model.Step{create(model.Pace{Budget: "1"}), change(), change(), {Op: model.SetBudget, Workload: "w0", Pace: twoAnHour}},

@@ -65,7 +65,8 @@ func WindowCloses(t time.Time) time.Time {
 // Pace is a workload's pace annotations.
 type Pace struct {
 	// Budget is its nudge.dev/max-rollouts-per-hour, "" when it has none
-	// (--max-rollouts-per-hour counts).
+	// (--max-rollouts-per-hour counts, as it does when the annotation would
+	// raise or lift it).
 	Budget string
 	// Window is true when it has nudge.dev/maintenance-window:
 	// MaintenanceWindow.
@@ -114,9 +115,16 @@ func (h Hold) String() string {
 	return h.Reason + " until " + h.Until.UTC().Format(time.RFC3339)
 }
 
-// budget returns w's storm brake budget: its annotation's, else the flag's.
+// budget returns w's storm brake budget: its annotation's when it tightens
+// the flag's (at least 1 and at most the flag's, or any when the flag sets
+// no brake), else the flag's: without --allow-workload-overrides an
+// annotation never raises or lifts the brake.
 func (m *Model) budget(w *Workload) int {
-	if n, err := strconv.Atoi(w.Pace.Budget); err == nil && n >= 0 {
+	n, err := strconv.Atoi(w.Pace.Budget)
+	if err != nil || n < 0 {
+		return m.Budget
+	}
+	if m.Budget == 0 || (n > 0 && n <= m.Budget) {
 		return n
 	}
 	return m.Budget

@@ -231,6 +231,12 @@ MutatingWebhookConfiguration (admissionWebhook.enabled). */}}
 {{- $args = append $args (printf "--health-probe-bind-address=:%v" .Values.probes.port) }}
 {{- $args = append $args (printf "--key-secret=%s" .Values.keySecret) }}
 {{- $args = append $args (printf "--settings-configmap=%s-settings" (include "nudge.fullname" .)) }}
+{{- if ne .Values.crossNamespaceReferences "allow" }}
+{{- $args = append $args (printf "--cross-namespace-references=%s" .Values.crossNamespaceReferences) }}
+{{- end }}
+{{- if .Values.allowWorkloadOverrides }}
+{{- $args = append $args "--allow-workload-overrides" }}
+{{- end }}
 {{- $args = append $args (printf "--rollout-window=%s" .Values.rolloutWindow) }}
 {{- $args = append $args (printf "--workers=%v" .Values.workers) }}
 {{- if gt (int .Values.maxConcurrentRollouts) 0 }}
