@@ -149,10 +149,10 @@ func (r *Reconciler) optedOut(ctx context.Context, obj client.Object, causes []r
 // resolve.Resolver.Inputs), the young sources of a workload nudge saw
 // created (see memo.Births), its maintenance window and the producers it
 // waits for (see producers), with the Warning causes found on the way
-// (missing sources, unwatched namespaces, refused references, a malformed
-// window) and the
-// Secrets whose producer the gate waited for in vain. It returns
-// errCacheBehind when a source the cache misses exists (see cacheBehind).
+// (missing sources, unwatched namespaces, refused references and
+// overrides, a malformed window) and the Secrets whose producer the gate
+// waited for in vain. It returns errCacheBehind when a source the cache
+// misses exists (see cacheBehind).
 func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, []resolve.Resolved, error) {
 	res := r.resolver()
 	in, resolved, err := res.Inputs(ctx, obj, spec, tmpl, r.now())
