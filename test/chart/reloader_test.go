@@ -36,8 +36,8 @@ func TestReloaderValuesDefault(t *testing.T) {
 	g := NewWithT(t)
 	file := charttest.ReloaderValues(t)
 	r := renderReloader(t, file, nil)
-	g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRoleBinding",
-		"Role", "RoleBinding", "Service", "Deployment"), "what nudge's defaults render")
+	g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Secret", "ClusterRole", "ClusterRoleBinding", "ClusterRole", "ClusterRoleBinding",
+		"Role", "RoleBinding", "Service", "Deployment"), "what nudge's defaults render (the Secret: nudge's key, which nudge may not create)")
 	c := r.deploy.Spec.Template.Spec.Containers[0]
 	g.Expect(c.Image).To(Equal("ghcr.io/nudge-dev/nudge:0.1.0"), "nudge's image, not Reloader's")
 	g.Expect(r.deploy.Spec.Replicas).To(HaveValue(BeEquivalentTo(1)))
@@ -73,7 +73,7 @@ func TestReloaderValuesMagnum(t *testing.T) {
 	file := charttest.ReloaderValues(t)
 	magnum := charttest.Values{"reloader": map[string]any{"watchGlobally": false}}
 	r := renderReloader(t, file, magnum)
-	g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Role", "RoleBinding", "Role", "RoleBinding", "Service", "Deployment"),
+	g.Expect(r.m.Kinds()).To(ConsistOf("ServiceAccount", "Secret", "Role", "RoleBinding", "Role", "RoleBinding", "Service", "Deployment"),
 		"namespaced objects only")
 	g.Expect(r.deploy.Spec.Template.Spec.Containers[0].Args).To(ContainElements("--namespaces=$(POD_NAMESPACE)",
 		"--ignored-workload-types=rollouts", "--log-level=info"))
