@@ -117,12 +117,15 @@ func (b *Births) Young(key types.NamespacedName, reads []Read, changes *sources.
 // kept sources not found) that existed at key's creation and was deleted
 // since, while key is young (see sources.Changes.Gone): what its pods
 // started with, which a first sight records as a baseline made before the
-// deletion would have kept it (rollout.Input.Gone).
+// deletion would have kept it (rollout.Input.Gone). Only until this nudge
+// wrote a baseline of key: a first sight after that (its state wiped by a
+// GitOps replace, say, whose new pods wait for the source) is not of the
+// pods made at the creation.
 func (b *Births) Gone(key types.NamespacedName, missing []refs.Reference, changes *sources.Changes, now time.Time) map[refs.Source]fingerprint.Digests {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
-	if !ok {
+	if !ok || e.baseline != "" {
 		return nil
 	}
 	var out map[refs.Source]fingerprint.Digests

@@ -201,3 +201,33 @@ func TestBirthsSettled(t *testing.T) {
 		})
 	}
 }
+
+// TestBirthsGone: the content of a source deleted after a workload's
+// creation is what its pods started with, until nudge wrote a baseline of
+// the workload.
+func TestBirthsGone(t *testing.T) {
+	web := types.NamespacedName{Namespace: "shop", Name: "web"}
+	app := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
+	deployment := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: "100"}}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", ResourceVersion: "105"}, Data: map[string]string{"k": "a"}}
+	for name, tc := range map[string]struct {
+		baselined bool
+		want      bool
+	}{
+		"a first sight after the deletion records it": {want: true},
+		"a first sight after a baseline does not":     {baselined: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			now := time.Now()
+			b, c := &Births{}, &sources.Changes{}
+			b.Recorder(func() time.Time { return now }).Create(event.CreateEvent{Object: deployment})
+			if tc.baselined {
+				b.Decided(web, nil, rollout.Decision{Action: rollout.Baseline, Write: fingerprint.State{KeyID: "k"}}, true, now)
+			}
+			c.Recorder().Delete(event.DeleteEvent{Object: cm})
+			_, ok := b.Gone(web, []refs.Reference{{Source: app}}, c, now)[app]
+			g.Expect(ok).To(Equal(tc.want))
+		})
+	}
+}
