@@ -37,6 +37,10 @@ var regressions = []played{
 	// the pods started with, so its return with other content would not
 	// roll.
 	{8783376077440026994, 6, true},
+	// A Deployment whose required ConfigMap was deleted, then replaced by a
+	// GitOps tool within the minute: its first sight recorded the deleted
+	// content, which the new pods, waiting for the ConfigMap, never ran.
+	{9148113354951672695, 22, true},
 }
 
 // played is a sequence to play: its seed and how many of its steps;
