@@ -177,6 +177,9 @@ func scrape(t *testing.T) map[string]bool {
 		g.Expect(c.Update(ctx, &cm)).To(Succeed())
 		g.Eventually(get).WithTimeout(5 * time.Second).Should(HaveKey("nudge_rollouts_total"))
 	}).WithTimeout(60*time.Second).Should(Succeed(), "nudge rolled the Deployment web on a change of its ConfigMap")
+	// The rollout's latency is observed a moment after its count.
+	g.Eventually(get).WithTimeout(30*time.Second).Should(HaveKey("nudge_rollout_latency_seconds_bucket"),
+		"nudge observed the rollout's latency")
 	g.Expect(names).To(HaveKey("leader_election_master_status"), "served with leader election on")
 	return names
 }
