@@ -399,6 +399,19 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 // Validate returns every problem with o, joined; nil when o is usable.
 func (o *Options) Validate() error {
 	var errs []error
+	errs = append(errs, o.validateRunning()...)
+	errs = append(errs, o.validatePace()...)
+	errs = append(errs, o.validateChoices()...)
+	errs = append(errs, o.validateSelection()...)
+	errs = append(errs, o.validateEndpoints()...)
+	errs = append(errs, o.validateNamespaces()...)
+	errs = append(errs, o.validateReloader()...)
+	return errors.Join(errs...)
+}
+
+// validateRunning returns the problems with the client, leader election, shard, key and settings.
+func (o *Options) validateRunning() []error {
+	var errs []error
 	// Not "o.QPS <= 0": NaN (pflag reads "NaN") compares false with everything.
 	if !(o.QPS > 0) || o.Burst <= 0 {
 		errs = append(errs, fmt.Errorf("--kube-api-qps and --kube-api-burst must be positive, got %v and %d", o.QPS, o.Burst))
@@ -418,6 +431,12 @@ func (o *Options) Validate() error {
 	if msgs := validation.IsDNS1123Subdomain(o.SettingsConfigMap); o.SettingsConfigMap != "" && len(msgs) > 0 {
 		errs = append(errs, fmt.Errorf("--settings-configmap: %s", strings.Join(msgs, "; ")))
 	}
+	return errs
+}
+
+// validatePace returns the problems with the rollout window, waves, storm brake, maintenance window and producer gate.
+func (o *Options) validatePace() []error {
+	var errs []error
 	if o.RolloutWindow < 0 {
 		errs = append(errs, fmt.Errorf("--rollout-window must not be negative, got %s", o.RolloutWindow))
 	}
@@ -436,6 +455,12 @@ func (o *Options) Validate() error {
 	if o.ProducerReadyTimeout < 0 {
 		errs = append(errs, fmt.Errorf("--producer-ready-timeout must not be negative, got %s", o.ProducerReadyTimeout))
 	}
+	return errs
+}
+
+// validateChoices returns the problems with the workers of bindings, and the flags that take one of a few words.
+func (o *Options) validateChoices() []error {
+	var errs []error
 	if o.ValueBindingWorkers < 1 {
 		errs = append(errs, fmt.Errorf("--value-binding-workers must be at least 1, got %d", o.ValueBindingWorkers))
 	}
@@ -454,6 +479,12 @@ func (o *Options) Validate() error {
 	if o.ReloadStrategy != "annotations" && o.ReloadStrategy != "env-vars" {
 		errs = append(errs, fmt.Errorf(`--reload-strategy must be "annotations" or "env-vars", got %q`, o.ReloadStrategy))
 	}
+	return errs
+}
+
+// validateSelection returns the problems with the selectors and the kinds ignored.
+func (o *Options) validateSelection() []error {
+	var errs []error
 	for _, sel := range []struct{ flag, value string }{
 		{"--namespace-selector", o.NamespaceSelector}, {"--resource-label-selector", o.ResourceLabelSelector},
 	} {
@@ -471,6 +502,12 @@ func (o *Options) Validate() error {
 			errs = append(errs, fmt.Errorf("--ignored-workload-types takes %s, got %q", strings.Join(WorkloadTypes, ", "), w))
 		}
 	}
+	return errs
+}
+
+// validateEndpoints returns the problems with the webhook, the admission webhook, alerts and binding targets.
+func (o *Options) validateEndpoints() []error {
+	var errs []error
 	if o.WebhookURL != "" {
 		if u, err := url.Parse(o.WebhookURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			errs = append(errs, errors.New("--webhook-url must be an http or https URL"))
@@ -489,12 +526,17 @@ func (o *Options) Validate() error {
 	if _, err := o.BindingTargets(); err != nil {
 		errs = append(errs, err)
 	}
+	return errs
+}
+
+// validateNamespaces returns the problems with --namespaces.
+func (o *Options) validateNamespaces() []error {
+	var errs []error
 	for _, ns := range o.Namespaces {
 		if strings.TrimSpace(ns) == "" {
 			errs = append(errs, errors.New("--namespaces has an empty entry"))
 			break
 		}
 	}
-	errs = append(errs, o.validateReloader()...)
-	return errors.Join(errs...)
+	return errs
 }
