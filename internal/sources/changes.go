@@ -234,12 +234,12 @@ func (c *Changes) Recorder() predicate.Funcs {
 	}
 }
 
-// record notes the version of obj that follows old (nil for a creation):
-// when its content changed, that it changed now, and at which version each
-// key did; a creation, that it was created, and, of a source remembered as
-// deleted, the keys whose content differs from what it had then. A version
-// not newer than the one noted was recorded already.
-func (c *Changes) record(old, obj client.Object) {
+// note calls apply, under the lock, with the entry of obj's source (ok
+// false when none is remembered), obj's resourceVersion and the time now,
+// and keeps the entry when apply says so; it calls nothing for an object
+// that is no source, or for a version not newer than the one noted (an
+// event recorded already, offered again by another kind's recorder).
+func (c *Changes) note(obj client.Object, apply func(e *change, ok bool, version string, now time.Time) bool) {
 	src, ok := SourceOf(obj)
 	if c == nil || !ok {
 		return
@@ -252,55 +252,54 @@ func (c *Changes) record(old, obj client.Object) {
 	if ok && !newer(version, e.version) {
 		return
 	}
-	var keys []string
-	switch {
-	case old != nil && ContentChanged(old, obj):
-		keys = changedKeys(Digests(old), Digests(obj))
-	case old == nil && e.gone != nil:
-		keys = changedKeys(e.gone, Digests(obj))
+	if apply(&e, ok, version, now) {
+		c.of.Put(src, e, now)
 	}
-	if old != nil && len(keys) == 0 {
-		if ok { // the version of a source changed lately, for Times
-			e.version = version
-			c.of.Put(src, e, now)
+}
+
+// record notes the version of obj that follows old (nil for a creation):
+// when its content changed, that it changed now, and at which version each
+// key did; a creation, that it was created, and, of a source remembered as
+// deleted, the keys whose content differs from what it had then.
+func (c *Changes) record(old, obj client.Object) {
+	c.note(obj, func(e *change, remembered bool, version string, now time.Time) bool {
+		var keys []string
+		switch {
+		case old != nil && ContentChanged(old, obj):
+			keys = changedKeys(Digests(old), Digests(obj))
+		case old == nil && e.gone != nil:
+			keys = changedKeys(e.gone, Digests(obj))
 		}
-		return
-	}
-	if len(keys) > 0 && e.keys == nil {
-		e.keys = make(map[string]string, len(keys))
-	}
-	for _, k := range keys {
-		e.keys[k] = version
-	}
-	if old == nil {
-		e.created, e.moved, e.gone = version, now, nil
-	}
-	e.version, e.last, e.prev = version, now, e.last
-	c.of.Put(src, e, now)
+		if old != nil && len(keys) == 0 {
+			e.version = version // the version of a source changed lately, for Times
+			return remembered
+		}
+		if len(keys) > 0 && e.keys == nil {
+			e.keys = make(map[string]string, len(keys))
+		}
+		for _, k := range keys {
+			e.keys[k] = version
+		}
+		if old == nil {
+			e.created, e.moved, e.gone = version, now, nil
+		}
+		e.version, e.last, e.prev = version, now, e.last
+		return true
+	})
 }
 
 // deleted notes obj's deletion, at its resourceVersion (the deletion's, as
 // a watch delivers it), with the content it had.
 func (c *Changes) deleted(obj client.Object) {
-	src, ok := SourceOf(obj)
-	if c == nil || !ok {
-		return
-	}
-	version := obj.GetResourceVersion()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := c.now()
-	e, ok := c.of.Get(src, now)
-	if ok && !newer(version, e.version) {
-		return
-	}
-	// Its times go: a source created again starts with a lone change.
-	e.version, e.last, e.prev = version, time.Time{}, time.Time{}
-	e.deleted, e.moved, e.gone = version, now, Digests(obj)
-	if e.gone == nil {
-		e.gone = fingerprint.Digests{}
-	}
-	c.of.Put(src, e, now)
+	c.note(obj, func(e *change, _ bool, version string, now time.Time) bool {
+		// Its times go: a source created again starts with a lone change.
+		e.version, e.last, e.prev = version, time.Time{}, time.Time{}
+		e.deleted, e.moved, e.gone = version, now, Digests(obj)
+		if e.gone == nil {
+			e.gone = fingerprint.Digests{}
+		}
+		return true
+	})
 }
 
 // newer reports whether resourceVersion a comes after b; when either is
