@@ -340,7 +340,7 @@ func (r *Reconciler) desired(ctx context.Context, b *v1alpha1.ValueBinding) (str
 	for src, ks := range keys {
 		slices.Sort(ks)
 		ref := refs.Reference{Source: src, Keys: slices.Compact(ks)}
-		state.Entries[src] = fingerprint.Entry{Shape: fingerprint.Shape(ref), Digest: r.Key.Source(ref, found[src])}
+		state.Entries[src] = r.Key.Entry(ref, found[src])
 	}
 	return state.Format(b.Namespace), sums, nil, nil
 }

@@ -15,7 +15,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
-	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/memo"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
@@ -207,16 +206,7 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	}
 	key := client.ObjectKeyFromObject(obj)
 	in.Young = r.memory.Births.Young(key, reads, r.Changes, r.now())
-	missing := slices.Concat(in.Missing, in.Kept)
-	gone := r.memory.Births.Gone(key, missing, r.Changes, r.now())
-	for _, ref := range missing {
-		if d, ok := gone[ref.Source]; ok {
-			if in.Gone == nil {
-				in.Gone = map[refs.Source]fingerprint.Entry{}
-			}
-			in.Gone[ref.Source] = fingerprint.Entry{Shape: fingerprint.Shape(ref), Digest: res.Key.Source(ref, d)}
-		}
-	}
+	in.Gone = r.memory.Births.Gone(key, res.Key, slices.Concat(in.Missing, in.Kept), r.Changes, r.now())
 	in.Settled = r.memory.Births.Settled(key, in.Applied, versions, r.now())
 	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...) // written before the pods of nudge's last rollout started
 	late := r.producers(key, resolved, &in)

@@ -69,6 +69,12 @@ func SumString(value string) string {
 	return Sum(unsafe.Slice(unsafe.StringData(value), len(value)))
 }
 
+// Entry returns the applied-state entry of what ref reads from a source
+// whose per-key digests are d: ref's shape and Source's digest.
+func (k Key) Entry(ref refs.Reference, d Digests) Entry {
+	return Entry{Shape: Shape(ref), Digest: k.Source(ref, d)}
+}
+
 // Source returns the digest of what ref reads from a source whose per-key
 // digests are d: every key of d when ref is whole, else the keys ref names,
 // a missing key counting as absent. The result is digestLen base64url

@@ -113,28 +113,28 @@ func (b *Births) Young(key types.NamespacedName, reads []Read, changes *sources.
 	return out
 }
 
-// Gone returns the content of each source of missing (the required and
-// kept sources not found) that existed at key's creation and was deleted
-// since, while key is young (see sources.Changes.Gone): what its pods
-// started with, which a first sight records as a baseline made before the
-// deletion would have kept it (rollout.Input.Gone). Only until this nudge
-// wrote a baseline of key: a first sight after that (its state wiped by a
-// GitOps replace, say, whose new pods wait for the source) is not of the
-// pods made at the creation.
-func (b *Births) Gone(key types.NamespacedName, missing []refs.Reference, changes *sources.Changes, now time.Time) map[refs.Source]fingerprint.Digests {
+// Gone returns, of missing (the required and kept references whose source
+// was not found), the entry, under key k, of each source that existed at
+// workload key's creation and was deleted since, while key is young (see
+// sources.Changes.Gone): what its pods started with, which a first sight
+// records as a baseline made before the deletion would have kept it
+// (rollout.Input.Gone). Only until this nudge wrote a baseline of key: a
+// first sight after that (its state wiped by a GitOps replace, say, whose
+// new pods wait for the source) is not of the pods made at the creation.
+func (b *Births) Gone(key types.NamespacedName, k fingerprint.Key, missing []refs.Reference, changes *sources.Changes, now time.Time) map[refs.Source]fingerprint.Entry {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
 	if !ok || e.baseline != "" {
 		return nil
 	}
-	var out map[refs.Source]fingerprint.Digests
+	var out map[refs.Source]fingerprint.Entry
 	for _, ref := range missing {
 		if d, ok := changes.Gone(ref.Source, e.version, now); ok {
 			if out == nil {
-				out = map[refs.Source]fingerprint.Digests{}
+				out = map[refs.Source]fingerprint.Entry{}
 			}
-			out[ref.Source] = d
+			out[ref.Source] = k.Entry(ref, d)
 		}
 	}
 	return out

@@ -226,7 +226,7 @@ func TestBirthsGone(t *testing.T) {
 				b.Decided(web, nil, rollout.Decision{Action: rollout.Baseline, Write: fingerprint.State{KeyID: "k"}}, true, now)
 			}
 			c.Recorder().Delete(event.DeleteEvent{Object: cm})
-			_, ok := b.Gone(web, []refs.Reference{{Source: app}}, c, now)[app]
+			_, ok := b.Gone(web, fingerprint.Key{}, []refs.Reference{{Source: app}}, c, now)[app]
 			g.Expect(ok).To(Equal(tc.want))
 		})
 	}

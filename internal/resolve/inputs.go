@@ -279,10 +279,7 @@ func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, v
 	case r.SourceSelector != nil && !r.SourceSelector.Matches(labels.Set(src.GetLabels())):
 		return Unselected, nil
 	}
-	in.Desired.Entries[c.Source] = fingerprint.Entry{
-		Shape:  fingerprint.Shape(c.Reference),
-		Digest: r.Key.Source(c.Reference, sources.Digests(src)),
-	}
+	in.Desired.Entries[c.Source] = r.Key.Entry(c.Reference, sources.Digests(src))
 	if dialect.Urgent(src.GetAnnotations()) && !slices.Contains(in.Urgent, c.Source) {
 		in.Urgent = append(in.Urgent, c.Source)
 	}
