@@ -24,6 +24,10 @@ type Workload struct {
 	Status Status `json:"status"`
 	// LastRollout is when nudge last rolled it (nudge.dev/last-rollout).
 	LastRollout *time.Time `json:"lastRollout,omitempty"`
+	// Rotation says which of its pods still run content from before a
+	// source's current version (the sources it reads as env vars or through
+	// subPath mounts); nil when it reads none so.
+	Rotation *Rotation `json:"rotation,omitempty"`
 	// Events are nudge's recent Events on it, oldest first.
 	Events []Event `json:"events"`
 }

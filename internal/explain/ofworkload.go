@@ -92,6 +92,9 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 	if kind == workload.Job && in.Applied == "" && w.Status.State == StateFirstSight {
 		w.Status.Message += " (nudge handles Jobs only when run with --recreate-jobs)"
 	}
+	if w.Rotation, err = e.rotation(ctx, kind, obj, &tmpl.Spec); err != nil {
+		return nil, err
+	}
 	if w.Events, err = e.events(ctx, kind.Name(), namespace, name, maxEvents); err != nil {
 		return nil, err
 	}

@@ -120,6 +120,16 @@ func PrintWorkload(out io.Writer, width int, w *Workload) error {
 		table(&b, rows)
 	}
 
+	if r := w.Rotation; r != nil {
+		fmt.Fprintf(&b, "\nPods (read as env or subPath, never refreshed):\n")
+		if r.Unread != "" {
+			linef(&b, "  %s\n", r.Unread)
+		}
+		for _, s := range r.Sources {
+			linef(&b, "  %s\n", s.Message)
+		}
+	}
+
 	b.WriteString("\nEvents:\n")
 	if len(w.Events) == 0 {
 		b.WriteString("  none\n")

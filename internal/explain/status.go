@@ -47,6 +47,10 @@ type Fleet struct {
 	// Missing are the workloads waiting for a required source that does
 	// not exist.
 	Missing []Waiting `json:"missing"`
+	// Lagging are the workloads nudge manages whose pods still run content
+	// from before a source's current version more than --rollout-timeout
+	// after it changed (see Rotation).
+	Lagging []Lagging `json:"lagging"`
 	// Bindings are the ValueBindings whose Ready condition is not True.
 	Bindings []Binding `json:"bindings"`
 	// Unread says what could not be read with the user's permissions.
@@ -122,7 +126,7 @@ type Binding struct {
 // errors are returned.
 func (e Explainer) Status(ctx context.Context, namespace string, installs []*settings.Settings) (*Fleet, error) {
 	f := &Fleet{Namespace: namespace, Install: e.Install, Installs: []InstallStatus{}, InFlight: []Rollout{}, Failed: []Rollout{},
-		Halted: []Halted{}, Paced: []Paced{}, Missing: []Waiting{}, Bindings: []Binding{}}
+		Halted: []Halted{}, Paced: []Paced{}, Missing: []Waiting{}, Lagging: []Lagging{}, Bindings: []Binding{}}
 	for _, s := range installs {
 		f.Installs = append(f.Installs, e.leaders(ctx, s)...)
 	}
@@ -206,7 +210,7 @@ func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver,
 	if len(missing) > 0 {
 		f.Missing = append(f.Missing, Waiting{Workload: name, Sources: missing})
 	}
-	return nil
+	return e.lagging(ctx, f, k, obj, name, &t.Spec, now)
 }
 
 // bindings adds the ValueBindings not Ready; none when the API does not
@@ -374,6 +378,11 @@ func PrintFleet(out io.Writer, width int, f *Fleet) error {
 		rows = append(rows, []string{m.Workload, strings.Join(m.Sources, ", ")})
 	}
 	section("Waiting for a missing required source", len(f.Missing), []string{"WORKLOAD", "MISSING"}, rows)
+	rows = nil
+	for _, l := range f.Lagging {
+		rows = append(rows, []string{l.Workload, l.Source, l.Changed.Format(time.RFC3339), fmt.Sprintf("%d of %d", l.Count, l.Pods), l.Message})
+	}
+	section("Pods still on content from before a change, past --rollout-timeout", len(f.Lagging), []string{"WORKLOAD", "SOURCE", "CHANGED", "PODS", "MESSAGE"}, rows)
 	rows = nil
 	for _, v := range f.Bindings {
 		rows = append(rows, []string{v.Binding, v.Reason, v.Message})
