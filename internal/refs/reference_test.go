@@ -71,3 +71,27 @@ func TestSourceString(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(Source{Kind: Secret, Namespace: "shop", Name: "db"}.String()).To(Equal("Secret/shop/db"))
 }
+
+func TestSelectorKinds(t *testing.T) {
+	tests := map[string]struct {
+		kind, selects, selector, base Kind
+	}{
+		"a ConfigMap selector matches ConfigMaps":    {kind: ConfigMapSelector, selects: ConfigMap, base: ConfigMap},
+		"a Secret selector matches Secrets":          {kind: SecretSelector, selects: Secret, base: Secret},
+		"a ConfigMap has a selector kind":            {kind: ConfigMap, selector: ConfigMapSelector, base: ConfigMap},
+		"a Secret has a selector kind":               {kind: Secret, selector: SecretSelector, base: Secret},
+		"a SecretProviderClass has no selector kind": {kind: SecretProviderClass, base: SecretProviderClass},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			selects, ok := tt.kind.Selects()
+			g.Expect(selects).To(Equal(tt.selects))
+			g.Expect(ok).To(Equal(tt.selects != ""))
+			selector, ok := SelectorOf(tt.kind)
+			g.Expect(selector).To(Equal(tt.selector))
+			g.Expect(ok).To(Equal(tt.selector != ""))
+			g.Expect(tt.kind.Base()).To(Equal(tt.base))
+		})
+	}
+}
