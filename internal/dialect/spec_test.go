@@ -1,11 +1,10 @@
 package dialect
 
 import (
-	"k8s.io/apimachinery/pkg/labels"
-
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"nudge.dev/nudge/internal/refs"
 )
