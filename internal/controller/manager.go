@@ -83,7 +83,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		if opts.IgnoreSources[kind] {
 			continue
 		}
-		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, obj, toWorkloads, r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, obj, toWorkloads, r.Changes.Recorder(),
+			predicate.Or(sources.Changed(r.Dialect), r.index.Relabeled())))
 		if err != nil {
 			return err
 		}

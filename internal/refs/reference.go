@@ -55,16 +55,6 @@ func SelectorOf(k Kind) (kind Kind, ok bool) {
 	return "", false
 }
 
-// Base returns k's own kind for a ConfigMap, Secret or SecretProviderClass,
-// and the kind it matches for a selector kind (see Selects): the kind a
-// flag such as --resources-to-ignore names.
-func (k Kind) Base() Kind {
-	if b, ok := k.Selects(); ok {
-		return b
-	}
-	return k
-}
-
 // Source names one source object.
 type Source struct {
 	Kind      Kind
