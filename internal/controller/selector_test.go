@@ -117,6 +117,7 @@ func TestSelectorBurstRollsAtMostTwice(t *testing.T) {
 	e.G.Consistently(e.Rollouts("web")).WithTimeout(8*time.Second).Should(BeNumerically("<=", 2),
 		"at most two rollouts, past the 5 s window")
 	n := e.Rollouts("web")()
+	t.Logf("10 members created at once: %d rollout(s)", n)
 
 	// The last rollout counted every member: nothing is left to roll.
 	e.G.Expect(suite.K8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "dash-3", nil))).To(Succeed())
