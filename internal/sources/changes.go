@@ -245,8 +245,9 @@ func (c *Changes) Selected(kind refs.Kind, namespace string, sel labels.Selector
 
 // Recorder returns a predicate that records every content change of a
 // ConfigMap or Secret it is offered (creations after the initial list, and
-// updates of data or binaryData), notes the resourceVersion of every other
-// update of a source it remembers, and records deletions. It passes
+// updates of data or binaryData) and of its labels, notes the
+// resourceVersion of every other update of a source it remembers, and
+// records deletions. It passes
 // every event: put it before the predicates that filter them, so that it
 // sees every version, and records a change before any reconcile it causes.
 func (c *Changes) Recorder() predicate.Funcs {
