@@ -116,10 +116,9 @@ func TestIndex(t *testing.T) {
 			want:   []string{"api", "web"},
 		},
 		"a label selector finds a source as the cache keeps its labels, packed": {
-			steps: []step{{new: deploy("web", dash), passes: true}},
-			source: &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", GenerateName: "app=dash\nx=y",
-				SelfLink: digestedMark}},
-			want: []string{"web"},
+			steps:  []step{{new: deploy("web", dash), passes: true}},
+			source: cached(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", GenerateName: "app=dash\nx=y"}}),
+			want:   []string{"web"},
 		},
 		"a label selector does not find a source it does not match": {
 			steps:  []step{{new: deploy("web", dash), passes: true}},

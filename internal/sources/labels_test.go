@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // TestPackedLabels: packed labels read as the labels they pack, for a
@@ -43,9 +44,16 @@ func TestPackedLabels(t *testing.T) {
 	}
 	g := NewWithT(t)
 	g.Expect(PackLabels(map[string]string{"b": "2", "a": "1"})).To(Equal(PackedLabels("a=1\nb=2")), "sorted by key")
-	cached := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{SelfLink: digestedMark, GenerateName: "a=1"}}
-	g.Expect(Labels(cached).Get("a")).To(Equal("1"), "a cached source's labels are packed")
+	cm := cached(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "a=1"}})
+	g.Expect(Labels(cm).Get("a")).To(Equal("1"), "a cached source's labels are packed")
 	api := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{GenerateName: "a=1", Labels: map[string]string{"b": "2"}}}
 	g.Expect(Labels(api).Has("a")).To(BeFalse(), "an object of the API has its own")
 	g.Expect(Labels(api).Get("b")).To(Equal("2"))
+}
+
+// cached returns obj marked digested, as nudge's cache holds it (see
+// DigestedSelfLink), its content empty.
+func cached[T client.Object](obj T) T {
+	obj.SetSelfLink(digestedMark)
+	return obj
 }
