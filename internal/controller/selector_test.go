@@ -137,3 +137,16 @@ func TestSelectorFirstSightRollsNothing(t *testing.T) {
 		client.MatchingLabels(dash))).To(Succeed())
 	e.RolledTo("web", 1)
 }
+
+// With Reloader's env-vars strategy a set's rollout writes its own variable
+// (STAKATER_APP_DASH_CONFIGMAP_SELECTOR) on the first container: no source
+// of that name exists for Reloader to have named one alike.
+func TestSelectorEnvVarsStrategy(t *testing.T) {
+	e := setup(t, true, func(o *options.Options) { o.ReloadStrategy = "env-vars"; o.RolloutWindow = 0 })
+	e.Create(nt.Deployment(e.NS, "web", 1, map[string]string{"nudge.dev/configmap-selector": "app=dash"}))
+	e.Baselined("web")
+	e.Create(labelled(nt.ConfigMap(e.NS, "dash-1", map[string]string{"board.json": "{}"}), dash))
+	e.RolledTo("web", 1)
+	e.G.Expect(e.Deployment("web").Spec.Template.Spec.Containers[0].Env).To(ConsistOf(And(
+		HaveField("Name", "STAKATER_APP_DASH_CONFIGMAP_SELECTOR"), HaveField("Value", MatchRegexp(`^[A-Za-z0-9_-]{16}$`)))))
+}
