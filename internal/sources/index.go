@@ -218,11 +218,18 @@ func (x *Index) selected(obj client.Object) []refs.Source {
 	return keys
 }
 
+// Changed is the filter of the source events that may change what the
+// index's workloads read: the package's Changed (content, marks, creations,
+// deletions) or Relabeled (a source labelled into or out of a set).
+func (x *Index) Changed(d dialect.Parser) predicate.Predicate {
+	return predicate.Or[client.Object](Changed(d), x.Relabeled())
+}
+
 // Relabeled passes the updates of a source whose labels changed while a
 // label selector of its namespace matches its old or its new labels: it
 // left or joined that selector's set, a change for the workloads of the
 // selector (see Workloads), though no content changed. Other events it
-// does not pass; put it in a predicate.Or with Changed.
+// does not pass: Index.Changed adds it to Changed.
 func (x *Index) Relabeled() predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },

@@ -204,6 +204,9 @@ func TestRelabeled(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(x.Relabeled().Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new})).To(Equal(tt.want))
 			g.Expect(x.Relabeled().Create(event.CreateEvent{Object: tt.new})).To(BeFalse(), "a creation is Changed's")
+			g.Expect(x.Changed(dialect.Parser{}).Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new})).To(Equal(tt.want),
+				"Index.Changed passes it too")
+			g.Expect(x.Changed(dialect.Parser{}).Create(event.CreateEvent{Object: tt.new})).To(BeTrue(), "and every creation")
 		})
 	}
 }
