@@ -83,7 +83,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		if opts.IgnoreSources[kind] {
 			continue
 		}
-		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, obj, toWorkloads, r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, obj, toWorkloads, r.Changes.Recorder(), r.index.Changed(r.Dialect)))
 		if err != nil {
 			return err
 		}

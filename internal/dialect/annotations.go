@@ -30,6 +30,19 @@ const (
 	NudgeUrgent = "nudge.dev/urgent"
 )
 
+// Native annotations that choose a workload's sources by their labels, as
+// the k8s-sidecar pattern loads Grafana dashboards (Reloader's #1196).
+const (
+	// NudgeConfigMapSelector is a label selector in kubectl's syntax
+	// (labels.Parse: "app=dash", "tier in (a,b),!legacy"): every ConfigMap
+	// of the workload's namespace it matches counts, as one set. When one
+	// is created, changed or deleted, or labelled into or out of the set,
+	// the workload rolls once (see Selected).
+	NudgeConfigMapSelector = "nudge.dev/configmap-selector"
+	// NudgeSecretSelector is NudgeConfigMapSelector for Secrets.
+	NudgeSecretSelector = "nudge.dev/secret-selector"
+)
+
 // Native annotations on the workload's metadata (never its pod template)
 // that pace its rollouts.
 const (

@@ -20,6 +20,19 @@ func TestParseMalformed(t *testing.T) {
 			want:     specView{Named: []namedView{name(Nudge, refs.ConfigMap, ns, "app")}, Dialects: []Dialect{Nudge}},
 			wantErrs: []string{`annotation "nudge.dev/auto" in the workload metadata: want "true" or "false", got "yes"`},
 		},
+		"a bad selector is an error and ignored; the rest of the workload counts": {
+			meta: map[string]string{NudgeConfigMapSelector: "app in (dash", NudgeSecretSelector: "app=db", NudgeConfigMaps: "app"},
+			want: specView{Named: []namedView{name(Nudge, refs.ConfigMap, ns, "app")}, Selectors: []string{"SecretSelector/shop/app=db"},
+				Dialects: []Dialect{Nudge}},
+			wantErrs: []string{`annotation "nudge.dev/configmap-selector" in the workload metadata: invalid label selector "app in (dash": ` +
+				`unable to parse requirement: found '', expected: ',' or ')'`},
+		},
+		"an empty selector is an error: it would match every source": {
+			meta: map[string]string{NudgeSecretSelector: " "},
+			want: specView{Dialects: []Dialect{Nudge}},
+			wantErrs: []string{`annotation "nudge.dev/secret-selector" in the workload metadata: invalid label selector " ": ` +
+				`empty; it would match every source of the namespace, write a requirement such as "app=dash"`},
+		},
 		"a bad reloader.stakater.com/auto is an error, reported once for both kinds": {
 			template: map[string]string{ReloaderAuto: "1"},
 			want:     specView{Dialects: []Dialect{Reloader}},
@@ -180,6 +193,11 @@ func TestParseErrorsWrapSentinels(t *testing.T) {
 			annotations:    map[string]string{NudgeRolloutWindow: "soon"},
 			wantAnnotation: NudgeRolloutWindow,
 			want:           []error{ErrBadDuration},
+		},
+		"a bad selector is ErrBadSelector": {
+			annotations:    map[string]string{NudgeConfigMapSelector: "a b"},
+			wantAnnotation: NudgeConfigMapSelector,
+			want:           []error{ErrBadSelector},
 		},
 		"several bad entries wrap each sentinel": {
 			annotations:    map[string]string{ReloaderSecretReload: "(,Bad"},

@@ -61,6 +61,8 @@ func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
 //     matches "a" and "b" only. Reloader compares exclude entries literally;
 //     here they are expressions like reload entries, which differs only for
 //     entries with regular-expression characters such as ".";
+//   - nudge.dev/configmap-selector and nudge.dev/secret-selector are label
+//     selectors in kubectl's syntax (ParseSelector), not empty;
 //   - nudge.dev/rollout-window is a Go duration (time.ParseDuration), >= 0;
 //   - nudge.dev/max-rollouts-per-hour, read on the metadata only, is an
 //     integer >= 0;
@@ -70,8 +72,8 @@ func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
 //
 // Bad input never panics and is never dropped silently: Parse returns one
 // *AnnotationError per bad annotation, wrapping ErrNotBool, ErrBadPattern,
-// ErrBadName or ErrBadDuration (all ErrMalformed) once per bad value. A bad
-// boolean or duration annotation is ignored; a bad list entry is skipped and
+// ErrBadName, ErrBadDuration or ErrBadSelector (all ErrMalformed) once per
+// bad value. A bad boolean, duration or selector annotation is ignored; a bad list entry is skipped and
 // the rest of the list used. Errors come in a fixed order: nudge, Reloader,
 // pod-reloader, Wave.
 func (pr Parser) Parse(namespace string, meta, template map[string]string) (Spec, []error) {
@@ -117,7 +119,8 @@ type parser struct {
 }
 
 func (p *parser) native(meta, template map[string]string) {
-	keys := []string{NudgeAuto, NudgeConfigMaps, NudgeSecrets, NudgeExcludeConfigMaps, NudgeExcludeSecrets, NudgeRolloutWindow}
+	keys := []string{NudgeAuto, NudgeConfigMaps, NudgeSecrets, NudgeExcludeConfigMaps, NudgeExcludeSecrets, NudgeRolloutWindow,
+		NudgeConfigMapSelector, NudgeSecretSelector}
 	src := pick(meta, template, keys...)
 	p.present(Nudge, src, keys...)
 	p.auto(src, NudgeAuto, &p.spec.ConfigMaps, &p.spec.Secrets, &p.spec.SecretProviderClasses)
@@ -125,6 +128,8 @@ func (p *parser) native(meta, template map[string]string) {
 	p.named(p.names(src, NudgeSecrets, refs.Secret, Nudge, true))
 	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeConfigMaps, refs.ConfigMap, Nudge, true)...)
 	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeSecrets, refs.Secret, Nudge, true)...)
+	p.selector(src, NudgeConfigMapSelector, refs.ConfigMap)
+	p.selector(src, NudgeSecretSelector, refs.Secret)
 	p.window(src)
 	p.budget(meta)
 	p.maintenance(meta)

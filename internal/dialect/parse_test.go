@@ -25,6 +25,7 @@ type namedView struct {
 type specView struct {
 	ConfigMaps, Secrets Selection
 	Named, Exclude      []namedView
+	Selectors           []string
 	Window              *time.Duration
 	Budget              *int
 	Maintenance         string
@@ -48,6 +49,9 @@ func view(s Spec) specView {
 		return out
 	}
 	v.Named, v.Exclude = toView(s.Named), toView(s.Exclude)
+	for _, sel := range s.Selectors {
+		v.Selectors = append(v.Selectors, sel.Source().String())
+	}
 	return v
 }
 
@@ -95,6 +99,17 @@ func TestParse(t *testing.T) {
 		"booleans are read in any case with spaces trimmed": {
 			meta: map[string]string{NudgeAuto: " TRUE "},
 			want: specView{ConfigMaps: auto, Secrets: auto, Dialects: []Dialect{Nudge}},
+		},
+		"nudge.dev/configmap-selector and secret-selector choose sources by label, in canonical form": {
+			meta: map[string]string{NudgeConfigMapSelector: " tier in (b, a), app=dash ", NudgeSecretSelector: "app.kubernetes.io/name==grafana,!legacy"},
+			want: specView{Selectors: []string{"ConfigMapSelector/shop/app=dash,tier in (a,b)", "SecretSelector/shop/app.kubernetes.io/name==grafana,!legacy"},
+				Dialects: []Dialect{Nudge}},
+		},
+		"a selector is read from the template when the metadata has no nudge.dev annotation": {
+			meta:     map[string]string{ReloaderAuto: "true"},
+			template: map[string]string{NudgeConfigMapSelector: "app=dash"},
+			want: specView{ConfigMaps: auto, Secrets: auto, Selectors: []string{"ConfigMapSelector/shop/app=dash"},
+				Dialects: []Dialect{Nudge, Reloader}},
 		},
 		"nudge.dev/configmaps and secrets name sources here or in another namespace": {
 			meta: map[string]string{NudgeConfigMaps: "app, shared/ca-bundle", NudgeSecrets: "db"},

@@ -54,7 +54,8 @@ type Reference struct {
 	Optional bool     `json:"optional"`
 	// ReadAs lists how it is read: env, envFrom, volume, projected, csi (the pod
 	// spec), named (an annotation names it; "named:<dialect>"), search
-	// (counts only with reloader.stakater.com/match).
+	// (counts only with reloader.stakater.com/match), selector (a label
+	// selector's set).
 	ReadAs []string `json:"readAs"`
 	// Outcome is resolve.Outcome: Counted, AbsentOptional, Missing, Kept,
 	// Ignored, Unmatched, Unselected, Refused (another namespace's, with
@@ -66,6 +67,11 @@ type Reference struct {
 	// (other keys read), Missing, NotCounted, or Unknown (no applied state,
 	// or no key to compare with).
 	Content string `json:"content"`
+	// Matched are, for a label selector's set (kind ConfigMapSelector or
+	// SecretSelector, its name the selector, read as "selector"), the
+	// names of the sources in it now, sorted; its Content compares the
+	// whole set.
+	Matched []string `json:"matched,omitempty"`
 }
 
 // The values of Reference.Content.

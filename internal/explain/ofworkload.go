@@ -68,6 +68,7 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 			ReadAs:  readAs(r.Source, r.NeedsMatch, uses, spec),
 			Outcome: string(r.Outcome),
 			Content: content(r, in.Desired, applied, appliedOK),
+			Matched: r.Matched,
 		})
 	}
 	// When the wait for a producer began is the controller's memory: the
@@ -155,6 +156,9 @@ func readAs(src refs.Source, search bool, uses []refs.Use, spec dialect.Spec) []
 	}
 	if search {
 		out = append(out, "search")
+	}
+	if _, ok := src.Kind.Selects(); ok {
+		out = append(out, "selector")
 	}
 	slices.Sort(out)
 	return slices.Compact(out)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -118,6 +119,11 @@ func PrintWorkload(out io.Writer, width int, w *Workload) error {
 				strings.Join(r.ReadAs, ","), r.Outcome, r.Content})
 		}
 		table(&b, rows)
+		for _, r := range w.References {
+			if slices.Contains(r.ReadAs, "selector") && r.Outcome == "Counted" {
+				linef(&b, "  %s %s matches %s\n", r.Kind, r.Name, matched(r.Matched))
+			}
+		}
 	}
 
 	if r := w.Rotation; r != nil {
@@ -322,4 +328,19 @@ func (i Install) String() string {
 		return fmt.Sprintf("no settings found (%s); following %s", i.Reason, flags)
 	}
 	return fmt.Sprintf("nudge %s (ConfigMap %s): %s", i.Version, i.ConfigMap, flags)
+}
+
+// maxMatched is how many of a label selector's matches explain names.
+const maxMatched = 20
+
+// matched renders the names a label selector matches: "nothing", or
+// "3: a, b, c", at most maxMatched of them named.
+func matched(names []string) string {
+	switch {
+	case len(names) == 0:
+		return "nothing"
+	case len(names) > maxMatched:
+		return fmt.Sprintf("%d: %s and %d more", len(names), strings.Join(names[:maxMatched], ", "), len(names)-maxMatched)
+	}
+	return fmt.Sprintf("%d: %s", len(names), strings.Join(names, ", "))
 }

@@ -89,6 +89,9 @@ type Resolved struct {
 	// Producer is what Resolver.Producers says of a counted Secret's
 	// producer; the zero Status (not Known) otherwise.
 	Producer producer.Status
+	// Matched are, for a label selector's set (refs.ConfigMapSelector,
+	// refs.SecretSelector) Counted, the names of its members, sorted.
+	Matched []string
 }
 
 // Unready returns the sources of resolved whose producer is known and not
@@ -220,6 +223,14 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 	versions := map[refs.Source]string{} // of every source read that counts
 	producers := map[refs.Source]producer.Status{}
 	for _, c := range candidates {
+		if c.selected != nil {
+			res, err := r.resolveSet(ctx, c, &in)
+			if err != nil {
+				return in, nil, err
+			}
+			out = append(out, res)
+			continue
+		}
 		outcome, err := r.resolve(ctx, c, &in, versions, producers)
 		if err != nil {
 			return in, nil, err
@@ -234,6 +245,10 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 	for src, version := range versions {
 		in.Changes = append(in.Changes, r.Changes.Times(src, version, now)...)
 	}
+	// One change of a source that is both read by name and a member of a
+	// set is told once: two equal times would make a burst of it.
+	slices.SortFunc(in.Changes, time.Time.Compare)
+	in.Changes = slices.CompactFunc(in.Changes, time.Time.Equal)
 	return in, out, nil
 }
 
