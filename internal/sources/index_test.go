@@ -113,7 +113,7 @@ func TestIndex(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			x := NewIndex(workload.Deployment, false, dialect.Parser{})
+			x := NewIndex(workload.Deployment, false, dialect.Parser{}, nil)
 			p := x.Tracker()
 			for i, s := range tt.steps {
 				var passed bool
