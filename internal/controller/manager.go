@@ -90,7 +90,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		}
 		b = b.WatchesRawSource(src)
 	}
-	if _, refers := r.Kind.(workload.Referrer); refers { // Rollouts: the Deployments of their spec.workloadRef
+	if workload.IsReferrer(r.Kind) { // Rollouts: the Deployments of their spec.workloadRef
 		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, &appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.index.Referrers), r.index.ReferrerTracker()))
 		if err != nil {
 			return err

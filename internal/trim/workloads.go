@@ -47,8 +47,8 @@ func Workloads(ks ...workload.Kind) toolscache.TransformFunc {
 func trimUnstructured(u *unstructured.Unstructured, k workload.Kind) {
 	tmpl := k.Template(u)
 	var ref map[string]any
-	if r, ok := k.(workload.Referrer); ok && len(r.RefPath()) > 0 {
-		ref, _, _ = unstructured.NestedMap(u.Object, r.RefPath()...)
+	if workload.IsReferrer(k) {
+		ref, _, _ = unstructured.NestedMap(u.Object, k.(workload.Referrer).RefPath()...)
 	}
 	moveSeal(u)
 	u.Object = map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": u.Object["metadata"]}

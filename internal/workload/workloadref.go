@@ -54,6 +54,14 @@ func RefOf(k Kind, obj client.Object) (Ref, bool) {
 	return Ref{}, false
 }
 
+// IsReferrer reports whether objects of kind k may take their pod template
+// from another workload: a Referrer with a ref path (Argo Rollouts; no
+// custom kind).
+func IsReferrer(k Kind) bool {
+	r, ok := k.(Referrer)
+	return ok && len(r.RefPath()) > 0
+}
+
 // Refers reports whether obj, of kind k, takes its pod template from
 // another workload (see RefOf).
 func Refers(k Kind, obj client.Object) bool {

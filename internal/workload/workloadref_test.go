@@ -40,6 +40,7 @@ func TestRefOf(t *testing.T) {
 			got, ok := workload.RefOf(tc.kind, tc.obj)
 			g.Expect(ok).To(Equal(tc.want != nil))
 			g.Expect(workload.Refers(tc.kind, tc.obj)).To(Equal(ok))
+			g.Expect(workload.IsReferrer(tc.kind)).To(Equal(tc.kind == workload.Rollout), "only Rollouts refer")
 			if tc.want != nil {
 				g.Expect(got).To(Equal(*tc.want))
 				g.Expect(got.String()).To(Equal("Deployment shop/web-pods"))
