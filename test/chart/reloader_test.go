@@ -390,18 +390,14 @@ func TestReloaderValuesEach(t *testing.T) {
 		"reloader.serviceAccount.automountServiceAccountToken=false: the ServiceAccount mounts no token, nudge's pod its own": {
 			values: charttest.Values{"reloader": map[string]any{"serviceAccount": map[string]any{"automountServiceAccountToken": false}}},
 			check: func(g Gomega, r rendered) {
-				var sa corev1.ServiceAccount
-				g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(r.m.OfKind("ServiceAccount")[0].Object, &sa)).To(Succeed())
-				g.Expect(sa.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+				g.Expect(serviceAccount(g, r).AutomountServiceAccountToken).To(HaveValue(BeFalse()))
 				g.Expect(r.deploy.Spec.Template.Spec.AutomountServiceAccountToken).To(HaveValue(BeTrue()), "nudge needs its token to reach the API server")
 			},
 		},
 		"reloader.serviceAccount.automountServiceAccountToken=true: on the ServiceAccount, the pod's left alone": {
 			values: charttest.Values{"reloader": map[string]any{"serviceAccount": map[string]any{"automountServiceAccountToken": true}}},
 			check: func(g Gomega, r rendered) {
-				var sa corev1.ServiceAccount
-				g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(r.m.OfKind("ServiceAccount")[0].Object, &sa)).To(Succeed())
-				g.Expect(sa.AutomountServiceAccountToken).To(HaveValue(BeTrue()))
+				g.Expect(serviceAccount(g, r).AutomountServiceAccountToken).To(HaveValue(BeTrue()))
 				g.Expect(r.deploy.Spec.Template.Spec.AutomountServiceAccountToken).To(BeNil())
 			},
 		},
@@ -424,6 +420,15 @@ func TestReloaderValuesEach(t *testing.T) {
 			tc.check(NewWithT(t), renderReloader(t, "", tc.values))
 		})
 	}
+}
+
+// serviceAccount returns the one ServiceAccount r renders.
+func serviceAccount(g Gomega, r rendered) *corev1.ServiceAccount {
+	accounts := r.m.OfKind("ServiceAccount")
+	g.Expect(accounts).To(HaveLen(1))
+	sa := &corev1.ServiceAccount{}
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(accounts[0].Object, sa)).To(Succeed())
+	return sa
 }
 
 // TestReloaderValuesLint runs helm lint --strict with each of Reloader's
