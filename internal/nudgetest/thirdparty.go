@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"sigs.k8s.io/yaml"
@@ -77,12 +78,16 @@ func CertificateCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
 }
 
 // ModuleCRD returns the CustomResourceDefinition in the file at path of
-// module (as "path@version"; see ModuleFile). It fails t, never skips it,
-// when the download or the decoding fails: the proxy is reachable wherever
-// the tests run.
+// module (as "path@version"; see ModuleFile), within 5 minutes, also in a
+// cleanup. It fails t, never skips it, when the download or the decoding
+// fails: the proxy is reachable wherever the tests run.
 func ModuleCRD(t testing.TB, module, path string) *apiextensionsv1.CustomResourceDefinition {
 	t.Helper()
-	data, err := ModuleFile(t.Context(), module, path)
+	// Not t.Context() alone: a cleanup (removing a CRD) reads it too, after
+	// that context is done.
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 5*time.Minute)
+	defer cancel()
+	data, err := ModuleFile(ctx, module, path)
 	if err != nil {
 		t.Fatalf("reading the CRD of %s: %v", module, err)
 	}
