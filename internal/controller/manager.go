@@ -5,6 +5,7 @@ import (
 
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -38,7 +39,7 @@ type Options struct {
 // changes and on changes of the sources it references, found in the source
 // index its own watch keeps (sources.Index).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	r.index = sources.NewIndex(r.Kind, r.AutoReloadAll, r.Dialect)
+	r.index = sources.NewIndex(r.Kind, r.AutoReloadAll, r.Dialect, r.Client)
 	toWorkloads := handler.EnqueueRequestsFromMapFunc(r.workloadsOf)
 	// The index first: it sees every event of the kind, in order, and
 	// passes those that change a workload's sources (see Index.Tracker).
@@ -84,6 +85,13 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 			continue
 		}
 		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, obj, toWorkloads, r.Changes.Recorder(), r.index.Changed(r.Dialect)))
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(src)
+	}
+	if workload.IsReferrer(r.Kind) { // Rollouts: the Deployments of their spec.workloadRef
+		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, &appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.index.Referrers), r.index.ReferrerTracker()))
 		if err != nil {
 			return err
 		}

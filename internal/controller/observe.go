@@ -78,9 +78,9 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		return nil, ctrl.Result{}, err
 	}
 	r.Waves.Observe(ctx, r.waveKey(key), obj, r.now())
-	tmpl := r.Kind.Template(obj)
+	tmpl, err := workload.TemplateOf(ctx, r.Client, r.Kind, obj)
 	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
-		return nil, ctrl.Result{}, nil
+		return nil, ctrl.Result{}, r.unreferenced(ctx, obj, err)
 	}
 	o := &observed{key: key, obj: obj}
 	var errs []error

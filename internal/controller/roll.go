@@ -186,7 +186,8 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 
 // trigger sets in c the write that makes obj's controller roll for d at
 // now, as the kind and the options call for: Argo Rollouts' spec.restartAt
-// (with Reloader's rollout-strategy restart), Reloader's env var
+// (with Reloader's rollout-strategy restart, or a spec.workloadRef: the
+// referenced Deployment is never written), Reloader's env var
 // (EnvVars, written over the containers as the API holds them), or the
 // pod-template annotations, with Reloader's last-reloaded-from when
 // stakater. It returns the API server's error, and a conflict when obj
@@ -194,7 +195,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 func (r *Reconciler) trigger(ctx context.Context, obj client.Object, c *workload.Change, d rollout.Decision, now time.Time, stakater bool) error {
 	stamp := now.UTC().Format(time.RFC3339Nano)
 	switch {
-	case r.Kind == workload.Rollout && obj.GetAnnotations()[dialect.ReloaderRolloutStrategy] == "restart":
+	case r.Kind == workload.Rollout && (obj.GetAnnotations()[dialect.ReloaderRolloutStrategy] == "restart" || workload.Refers(r.Kind, obj)):
 		c.Spec = map[string]any{"restartAt": now.UTC().Format(time.RFC3339)}
 	case r.EnvVars && len(r.Kind.TemplatePath()) > 0:
 		// The cache holds trimmed containers: the whole list comes from the

@@ -9,6 +9,11 @@ type Workload struct {
 	Name      string `json:"name"`
 	// Install is the install whose settings the explanation follows.
 	Install Install `json:"install"`
+	// TemplateFrom names the workload whose pod template the workload runs
+	// and nudge reads its references from, "Deployment shop/web-pods" for
+	// an Argo Rollout with a spec.workloadRef; empty for one that holds its
+	// own.
+	TemplateFrom string `json:"templateFrom,omitempty"`
 	// Annotations are the dialect annotations the workload carries, on its
 	// metadata and its pod template.
 	Annotations []Annotation `json:"annotations"`

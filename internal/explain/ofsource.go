@@ -81,9 +81,9 @@ func (e Explainer) Source(ctx context.Context, kind refs.Kind, namespace, name s
 // dependent says whether a change of src rolls workload obj of kind k; ok is
 // false when obj neither reads, names nor excludes src.
 func (e Explainer) dependent(ctx context.Context, res resolve.Resolver, k workload.Kind, obj client.Object, src refs.Source, exists bool) (Dependent, bool, error) {
-	tmpl := k.Template(obj)
-	if tmpl == nil {
-		return Dependent{}, false, nil
+	tmpl, err := workload.TemplateOf(ctx, e.Client, k, obj)
+	if tmpl == nil || err != nil {
+		return Dependent{}, false, nil // a workloadRef nudge cannot read rolls nothing (see Workload)
 	}
 	spec, _ := e.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
 	uses := refs.Uses(obj.GetNamespace(), &tmpl.Spec)

@@ -28,20 +28,31 @@ import (
 // maxEvents is how many of nudge's latest Events on a workload are shown.
 const maxEvents = 10
 
-// Workload explains the workload of kind namespace/name. It returns an error
-// wrapping ErrUsage when the object has no pod template (an Argo Rollout
-// with a workloadRef), and the API's error when it cannot be read.
+// Workload explains the workload of kind namespace/name; an Argo Rollout
+// with a spec.workloadRef through the pod template of the Deployment it
+// names. It returns an error wrapping ErrUsage when the object has no pod
+// template, or its workloadRef names a kind nudge does not read or a
+// Deployment that does not exist, and the API's error when it cannot be
+// read.
 func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, name string) (*Workload, error) {
 	obj := kind.New()
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		return nil, fmt.Errorf("reading %s %s/%s: %w", kind.Name(), namespace, name, err)
 	}
-	tmpl := kind.Template(obj)
-	if tmpl == nil {
+	tmpl, err := workload.TemplateOf(ctx, e.Client, kind, obj)
+	switch {
+	case apierrors.IsNotFound(err) || errors.Is(err, workload.ErrRefKind):
+		return nil, fmt.Errorf("%w: %s %s/%s: %w: nudge rolls nothing (Warning WorkloadRefMissing)", ErrUsage, kind.Name(), namespace, name, err)
+	case err != nil:
+		return nil, err
+	case tmpl == nil:
 		return nil, fmt.Errorf("%w: %s %s/%s has no pod template: nudge leaves it alone", ErrUsage, kind.Name(), namespace, name)
 	}
 	w := &Workload{Kind: kind.Name(), Namespace: namespace, Name: name, Install: e.Install,
 		Annotations: annotations(obj.GetAnnotations(), tmpl.Annotations), References: []Reference{}}
+	if ref, ok := workload.RefOf(kind, obj); ok {
+		w.TemplateFrom = ref.String()
+	}
 	spec, errs := e.Dialect.Parse(namespace, obj.GetAnnotations(), tmpl.Annotations)
 	for _, err := range errs {
 		w.Malformed = append(w.Malformed, err.Error())

@@ -73,6 +73,9 @@ func PrintWorkload(out io.Writer, width int, w *Workload) error {
 	var b bytes.Buffer
 	linef(&b, "%s %s/%s\n", w.Kind, w.Namespace, w.Name)
 	linef(&b, "Install:      %s\n", w.Install)
+	if w.TemplateFrom != "" {
+		linef(&b, "Pod template: %s's (spec.workloadRef): its references are read there, the rollout is written here\n", w.TemplateFrom)
+	}
 	linef(&b, "Status:       %s: %s\n", w.Status.State, w.Status.Message)
 	if w.Status.Rollout != "" {
 		linef(&b, "Rollout:      %s\n", w.Status.Rollout)

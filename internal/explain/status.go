@@ -185,9 +185,13 @@ func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver,
 	if h, ok := workload.ParseHeld(obj.GetAnnotations()[workload.HeldAnnotation]); ok {
 		f.Paced = append(f.Paced, Paced{Workload: name, Reason: h.Reason, Since: h.Since, Until: h.Until, Sources: h.Sources})
 	}
-	t := k.Template(obj)
-	if t == nil {
+	t, err := workload.TemplateOf(ctx, e.Client, k, obj)
+	if unreadable(err) {
+		f.Unread = append(f.Unread, fmt.Sprintf("the pod template of %s: %v", name, err))
 		return nil
+	}
+	if t == nil {
+		return nil // none, or a workloadRef to a Deployment that does not exist (a WorkloadRefMissing Warning)
 	}
 	spec, _ := e.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), t.Annotations)
 	if !spec.Enabled(e.AutoReloadAll) {

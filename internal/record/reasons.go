@@ -25,6 +25,10 @@ const (
 	ReasonReloadFail = "ReloadFail"
 	// ReasonSourceMissing: a source the workload references does not exist.
 	ReasonSourceMissing = "SourceMissing"
+	// ReasonWorkloadRefMissing: the workload an Argo Rollout's
+	// spec.workloadRef names does not exist, or is not an apps/v1
+	// Deployment: nudge cannot read its pod template, and rolls nothing.
+	ReasonWorkloadRefMissing = "WorkloadRefMissing"
 	// ReasonMalformedAnnotation: an annotation of a dialect could not be read.
 	ReasonMalformedAnnotation = "MalformedAnnotation"
 	// ReasonNamespaceNotWatched: a source is in a namespace nudge does not

@@ -48,29 +48,46 @@ type Index struct {
 	// selectors holds, per selector kind and namespace (a Source without a
 	// name), the label selectors indexed there, parsed once.
 	selectors map[refs.Source]map[string]labels.Selector
+	// The workloads that take their pod template from another (see
+	// Referrers).
+	referrers
 }
 
 // NewIndex returns an empty index of workloads of kind k; keys are read with
-// d, and with autoReloadAll every workload is opted in.
-func NewIndex(k workload.Kind, autoReloadAll bool, d dialect.Parser) *Index {
-	return &Index{keys: sourceKeys(k, autoReloadAll, d), of: map[refs.Source][]types.NamespacedName{},
+// d, and with autoReloadAll every workload is opted in. reader (nudge's
+// cache) reads the pod template of a workload that takes it from another
+// (workload.Referrer); with a nil reader such a workload has the keys of
+// its annotations alone.
+func NewIndex(k workload.Kind, autoReloadAll bool, d dialect.Parser, reader client.Reader) *Index {
+	x := &Index{of: map[refs.Source][]types.NamespacedName{}, referrers: referrers{kind: k, reader: reader},
 		selectors: map[refs.Source]map[string]labels.Selector{}}
+	x.keys = sourceKeys(k, autoReloadAll, d, x.template)
+	return x
 }
 
 // sourceKeys returns the index keys of a workload of kind k, sorted, each
-// namespace a shared copy (unique.Make). It returns nil for an object of
-// another type or one no dialect opts in.
-func sourceKeys(k workload.Kind, autoReloadAll bool, d dialect.Parser) func(client.Object) []refs.Source {
+// namespace a shared copy (unique.Make), its pod template read by template.
+// It returns nil for an object of another type or one no dialect opts in;
+// a workload that takes its pod template from another is keyed under that
+// workload too (see Referrers), opted in or not.
+func sourceKeys(k workload.Kind, autoReloadAll bool, d dialect.Parser, template func(client.Object) *corev1.PodTemplateSpec) func(client.Object) []refs.Source {
 	return func(obj client.Object) []refs.Source {
-		tmpl := k.Template(obj)
+		var keys []refs.Source
+		ref, isRef := workload.RefOf(k, obj)
+		if isRef {
+			keys = append(keys, refKey(ref))
+		}
+		tmpl := template(obj)
+		if tmpl == nil && isRef {
+			tmpl = &corev1.PodTemplateSpec{} // the referenced workload's is unknown: the annotations' sources still count
+		}
 		if tmpl == nil {
 			return nil
 		}
 		spec, _ := d.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
 		if !spec.Enabled(autoReloadAll) {
-			return nil
+			return keys
 		}
-		var keys []refs.Source
 		for _, r := range refs.FromPodSpec(obj.GetNamespace(), &tmpl.Spec) {
 			keys = append(keys, r.Source)
 		}
@@ -121,6 +138,9 @@ func (x *Index) Tracker() predicate.Funcs {
 // update moves a workload from old's keys to new's (either may be nil) and
 // reports whether they differ.
 func (x *Index) update(old, new client.Object) bool {
+	if x.refers(old) || x.refers(new) {
+		return x.updateReferrer(old, new)
+	}
 	var was, is []refs.Source
 	var name types.NamespacedName
 	if old != nil {
@@ -129,6 +149,12 @@ func (x *Index) update(old, new client.Object) bool {
 	if new != nil {
 		is, name = x.keys(new), client.ObjectKeyFromObject(new)
 	}
+	return x.move(name, was, is)
+}
+
+// move moves the workload name from the keys was to the keys is, and
+// reports whether they differ.
+func (x *Index) move(name types.NamespacedName, was, is []refs.Source) bool {
 	if slices.Equal(was, is) {
 		return false
 	}

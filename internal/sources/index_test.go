@@ -155,7 +155,7 @@ func TestIndex(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			x := NewIndex(workload.Deployment, false, dialect.Parser{})
+			x := NewIndex(workload.Deployment, false, dialect.Parser{}, nil)
 			p := x.Tracker()
 			for i, s := range tt.steps {
 				var passed bool
@@ -196,7 +196,7 @@ func TestRelabeled(t *testing.T) {
 		"relabelled outside every set":             {old: cm("ns", shop), new: cm("ns", map[string]string{"app": "cart"})},
 		"labelled into a set of another namespace": {old: cm("other", shop), new: cm("other", dash)},
 	}
-	x := NewIndex(workload.Deployment, false, dialect.Parser{})
+	x := NewIndex(workload.Deployment, false, dialect.Parser{}, nil)
 	x.Tracker().Create(event.CreateEvent{Object: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web",
 		Annotations: map[string]string{"nudge.dev/configmap-selector": "app=dash"}}}})
 	for name, tt := range tests {

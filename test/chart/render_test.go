@@ -646,8 +646,8 @@ func renderedOf(t *testing.T, m charttest.Manifest) rendered {
 	}
 	r.deploy = &appsv1.Deployment{}
 	charttest.Into(t, deploys[0], r.deploy)
-	r.opts = parseArgs(t, r.deploy.Spec.Template.Spec.Containers[0].Args, namespace)
-	r.grants = grants(t, r.m)
+	r.opts = parseArgs(t, r.deploy.Spec.Template.Spec.Containers[0].Args, r.deploy.Namespace)
+	r.grants = grants(t, r.m, r.deploy.Namespace)
 	return r
 }
 
