@@ -1,6 +1,9 @@
 package dialect
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Ignored is Parser.Ignored with Reloader's default annotation names.
 func Ignored(sourceAnnotations map[string]string) bool {
@@ -52,7 +55,7 @@ func Paused(sourceAnnotations map[string]string) (bool, error) {
 	}
 	b, err := parseBool(v)
 	if err != nil {
-		return false, &AnnotationError{Annotation: NudgePaused, Err: err}
+		return false, fmt.Errorf("annotation %s: %w", NudgePaused, err)
 	}
 	return b, nil
 }
