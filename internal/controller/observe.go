@@ -204,6 +204,9 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	case err != nil:
 		return in, nil, nil, err
 	}
+	if causes, err = r.pause(ctx, res, obj.GetNamespace(), spec, resolved, &in, causes); err != nil {
+		return in, nil, nil, err
+	}
 	key := client.ObjectKeyFromObject(obj)
 	in.Young = r.memory.Births.Young(key, reads, r.Changes, r.now())
 	in.Gone = r.memory.Births.Gone(key, res.Key, slices.Concat(in.Missing, in.Kept), r.Changes, r.now())
@@ -211,6 +214,28 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...) // written before the pods of nudge's last rollout started
 	late := r.producers(key, resolved, &in)
 	return in, causes, late, nil
+}
+
+// pause reads into in what pauses the workload in namespace, of dialect
+// spec (see resolve.Resolver.Pause) and whose sources were resolved, and
+// returns causes with a MalformedAnnotation Warning for its Namespace's
+// malformed pause and for each counted source's. It returns the cache's
+// error.
+func (r *Reconciler) pause(ctx context.Context, res resolve.Resolver, namespace string, spec dialect.Spec, resolved []resolve.Resolved, in *rollout.Input, causes []record.Cause) ([]record.Cause, error) {
+	var err error
+	in.PausedBy, err = res.Pause(ctx, namespace, spec)
+	switch {
+	case errors.Is(err, resolve.ErrMalformedPause):
+		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
+	case err != nil:
+		return causes, err
+	}
+	for _, c := range resolved {
+		if c.PauseError != nil {
+			causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: c.PauseError.Error()})
+		}
+	}
+	return causes, nil
 }
 
 // producers sets in in the Secrets whose producer is not ready, while the
