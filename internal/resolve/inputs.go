@@ -299,7 +299,7 @@ func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, r
 	}
 	paused, err := dialect.Paused(src.GetAnnotations())
 	if err != nil {
-		rd.pauses[c.Source] = fmt.Errorf("%s: %w; it counts as not paused", c.Source, err)
+		rd.pauses[c.Source] = fmt.Errorf("%s: %w; it counts as not paused", refs.Names([]refs.Source{c.Source}), err)
 	}
 	if paused && !slices.Contains(in.PausedSources, c.Source) {
 		in.PausedSources = append(in.PausedSources, c.Source)
