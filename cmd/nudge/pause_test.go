@@ -60,6 +60,10 @@ func TestExplainPaused(t *testing.T) {
 	g.Expect(out).To(MatchRegexp(`Status: +Paused: changed, but paused by nudge.dev/paused on the changed source\(s\) ConfigMap `+ns+`/cfg`), "explain:\n%s", out)
 	g.Expect(out).To(MatchRegexp(`Paused by: +nudge.dev/paused on ConfigMap `+ns+`/cfg\n`), "explain:\n%s", out)
 
+	out, err = run(t, pluginCommand(), "explain", "configmap/cfg", "--kubeconfig", suite.Plane.Kubeconfig(), "-n", ns, "--system-namespace", system)
+	g.Expect(err).NotTo(HaveOccurred(), "explain:\n%s", out)
+	g.Expect(out).To(ContainSubstring("held while paused (nudge.dev/paused on the changed source(s) ConfigMap "+ns+"/cfg)"), "explain of the source:\n%s", out)
+
 	out, err = run(t, pluginCommand(), "status", "--kubeconfig", suite.Plane.Kubeconfig(), "-n", ns, "-o", "json", "--system-namespace", system)
 	g.Expect(err).NotTo(HaveOccurred(), "status -o json:\n%s", out)
 	var got struct{ Fleet explain.Fleet }

@@ -3,7 +3,10 @@ package explain
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/refs"
@@ -102,4 +105,16 @@ func pausedRows(paused []Paused) [][]string {
 		rows = append(rows, []string{p.Workload, strings.Join(p.By, ", "), waiting})
 	}
 	return rows
+}
+
+// heldByPause says, for a source's dependent obj (of dialect spec and
+// input in) that src's change would roll, where a pause holding that
+// rollout is set: "; held while paused (nudge.dev/paused on ...): ...",
+// "" when none does. A Namespace that cannot be read pauses nothing here.
+func heldByPause(ctx context.Context, res resolve.Resolver, obj client.Object, spec dialect.Spec, src refs.Source, in rollout.Input) string {
+	in.PausedBy, _ = res.Pause(ctx, obj.GetNamespace(), spec)
+	if in.PausedBy == "" && !slices.Contains(in.PausedSources, src) {
+		return ""
+	}
+	return "; held while paused (nudge.dev/paused on " + pauseHolder(in, []refs.Source{src}) + "): it rolls once when the pause is lifted"
 }
