@@ -85,7 +85,8 @@ func TestPauseSurvivesARestartOfNudge(t *testing.T) {
 }
 
 // A pause on the Namespace holds the rollouts of every workload in it;
-// removing it from the Namespace reaches them. Namespaces are read by a
+// removing it from the Namespace reaches them. A malformed one pauses
+// nothing, with a Warning on its workloads. Namespaces are read by a
 // cluster-wide nudge only: this one selects the test's namespace by its
 // label.
 func TestPauseOnTheNamespace(t *testing.T) {
@@ -105,6 +106,12 @@ func TestPauseOnTheNamespace(t *testing.T) {
 	e.heldWhilePaused()
 	annotateNamespace(`null`)
 	e.rolledOnceWithTheLatest()
+
+	annotateNamespace(`"maybe"`)
+	e.G.Eventually(e.Events("web", record.ReasonMalformedAnnotation)).WithTimeout(10*time.Second).Should(ConsistOf(
+		HaveField("Note", And(ContainSubstring("namespace "+e.NS), ContainSubstring(`"maybe"`)))), "a Warning naming the Namespace's pause")
+	e.setApp(3)
+	e.RolledTo("web", 2) // a malformed pause pauses nothing
 }
 
 // A pause on a source holds the rollouts of its own changes only: lifted,
