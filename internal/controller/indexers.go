@@ -17,19 +17,19 @@ import (
 // workloadsIn maps a Namespace to a request for every workload of kind k in
 // it, from the cache.
 func (r *Reconciler) workloadsIn(ctx context.Context, ns client.Object) []reconcile.Request {
-	list := r.Kind.NewList()
-	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), client.UnsafeDisableDeepCopy); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to list workloads of a namespace from the cache", "kind", r.Kind.Name(), "namespace", ns.GetName())
-		return nil
-	}
-	return sources.Requests(list)
+	return r.listIn(ctx, ns, func(client.Object) bool { return true })
 }
 
 // managedIn maps a Namespace to a request for every workload of kind k in
 // it that carries nudge's applied state, from the cache: those a pause of
-// the Namespace may hold (a workload without one is reconciled on its own
-// events, and its first sight rolls nothing).
+// the Namespace may hold (one without is reconciled on its own events).
 func (r *Reconciler) managedIn(ctx context.Context, ns client.Object) []reconcile.Request {
+	return r.listIn(ctx, ns, func(o client.Object) bool { return o.GetAnnotations()[workload.AppliedAnnotation] != "" })
+}
+
+// listIn returns a request for every workload of kind k in Namespace ns
+// that keep passes, from the cache.
+func (r *Reconciler) listIn(ctx context.Context, ns client.Object, keep func(client.Object) bool) []reconcile.Request {
 	list := r.Kind.NewList()
 	if err := r.Client.List(ctx, list, client.InNamespace(ns.GetName()), client.UnsafeDisableDeepCopy); err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Failed to list workloads of a namespace from the cache", "kind", r.Kind.Name(), "namespace", ns.GetName())
@@ -37,7 +37,7 @@ func (r *Reconciler) managedIn(ctx context.Context, ns client.Object) []reconcil
 	}
 	var out []reconcile.Request
 	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
-		if m, ok := o.(client.Object); ok && m.GetAnnotations()[workload.AppliedAnnotation] != "" {
+		if m, ok := o.(client.Object); ok && keep(m) {
 			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(m)})
 		}
 		return nil

@@ -93,12 +93,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	// Left to the controller's start: its handler lists workloads from the
 	// cache, which cannot be read before it has synced.
 	if opts.NamespaceLabels {
-		b = b.WatchesRawSource(watch.NewKindSource(cached, namespace(), handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
+		b = b.WatchesRawSource(watch.NewKindSource(cached, watch.Namespace(), handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
 	}
 	// A Namespace's pause set or lifted reaches its workloads. The
 	// informer is the one Resolver.Pause and Resolver.Maintenance read.
 	if r.NamespaceMarks {
-		b = b.WatchesRawSource(watch.NewKindSource(cached, namespace(), handler.EnqueueRequestsFromMapFunc(r.managedIn), pauseChanged()))
+		b = b.WatchesRawSource(watch.NewKindSource(cached, watch.Namespace(), handler.EnqueueRequestsFromMapFunc(r.managedIn), watch.AnnotationChanged(dialect.NudgePaused)))
 	}
 	// With the CSI flag on already (a kind set up while nudge runs), the pod
 	// statuses are watched from the start (see WatchPodStatuses).
@@ -140,30 +140,6 @@ func (r *Reconciler) watchNow(ctx context.Context, queue *watch.Queue, src *watc
 		ctrl.LoggerFrom(ctx).V(1).Info("Could not watch a kind before the controller starts; it will when it starts", "controller", r.Kind.Name(), "source", src.String(), "reason", err.Error())
 	}
 	return src, nil
-}
-
-// namespace returns an empty Namespace, read as metadata only.
-func namespace() *metav1.PartialObjectMetadata {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	return ns
-}
-
-// pauseChanged passes an update of an object whose nudge.dev/paused
-// changed (set, lifted, made malformed or mended), and no other event: a
-// Namespace's first list and its other edits reconcile nothing.
-func pauseChanged() predicate.Funcs {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			if e.ObjectOld == nil || e.ObjectNew == nil {
-				return true
-			}
-			return e.ObjectOld.GetAnnotations()[dialect.NudgePaused] != e.ObjectNew.GetAnnotations()[dialect.NudgePaused]
-		},
-	}
 }
 
 // sealChanged passes an update of a workload whose seal changed: of a

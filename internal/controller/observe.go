@@ -147,9 +147,10 @@ func (r *Reconciler) optedOut(ctx context.Context, obj client.Object, causes []r
 // inputs gathers what rollout.Decide needs from the cache (see
 // resolve.Resolver.Inputs), the young sources of a workload nudge saw
 // created (see memo.Births), its maintenance window and the producers it
-// waits for (see producers), with the Warning causes found on the way
+// waits for (see producers) and what pauses it (see
+// resolve.Resolver.Pause), with the Warning causes found on the way
 // (missing sources, unwatched namespaces, refused references and
-// overrides, a malformed window) and the Secrets whose producer the gate
+// overrides, a malformed window or pause) and the Secrets whose producer the gate
 // waited for in vain. It returns errCacheBehind when a source the cache
 // misses exists (see cacheBehind).
 func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, []resolve.Resolved, error) {
@@ -176,6 +177,9 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
 		case resolve.Kept, resolve.Missing:
 			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: sourceMissingNote(c)})
+		}
+		if c.PauseError != nil {
+			causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: c.PauseError.Error()})
 		}
 	}
 	behind, err := r.cacheBehind(ctx, client.ObjectKeyFromObject(obj), resolved, causes)
@@ -204,7 +208,11 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	case err != nil:
 		return in, nil, nil, err
 	}
-	if causes, err = r.pause(ctx, res, obj.GetNamespace(), spec, resolved, &in, causes); err != nil {
+	in.PausedBy, err = res.Pause(ctx, obj.GetNamespace(), spec)
+	switch {
+	case errors.Is(err, resolve.ErrMalformedPause):
+		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
+	case err != nil:
 		return in, nil, nil, err
 	}
 	key := client.ObjectKeyFromObject(obj)
@@ -214,28 +222,6 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...) // written before the pods of nudge's last rollout started
 	late := r.producers(key, resolved, &in)
 	return in, causes, late, nil
-}
-
-// pause reads into in what pauses the workload in namespace, of dialect
-// spec (see resolve.Resolver.Pause) and whose sources were resolved, and
-// returns causes with a MalformedAnnotation Warning for its Namespace's
-// malformed pause and for each counted source's. It returns the cache's
-// error.
-func (r *Reconciler) pause(ctx context.Context, res resolve.Resolver, namespace string, spec dialect.Spec, resolved []resolve.Resolved, in *rollout.Input, causes []record.Cause) ([]record.Cause, error) {
-	var err error
-	in.PausedBy, err = res.Pause(ctx, namespace, spec)
-	switch {
-	case errors.Is(err, resolve.ErrMalformedPause):
-		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
-	case err != nil:
-		return causes, err
-	}
-	for _, c := range resolved {
-		if c.PauseError != nil {
-			causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: c.PauseError.Error()})
-		}
-	}
-	return causes, nil
 }
 
 // producers sets in in the Secrets whose producer is not ready, while the
