@@ -262,7 +262,7 @@ func Behaviour(opts options.Options) controller.Behaviour {
 		CronJobStartJob: opts.CronJobStartJob,
 		ReloaderEvents:  opts.EventReasons == "reloader",
 	}
-	b.Pace = resolve.Pace{Budget: opts.MaxRolloutsPerHour, NamespaceWindows: len(opts.Namespaces) == 0, Overrides: opts.AllowWorkloadOverrides}
+	b.Pace = resolve.Pace{Budget: opts.MaxRolloutsPerHour, NamespaceMarks: len(opts.Namespaces) == 0, Overrides: opts.AllowWorkloadOverrides}
 	b.Pace.Maintenance, _ = opts.Maintenance() // checked by Validate
 	for _, k := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		b.IgnoreSources[k] = opts.IgnoresSources(string(k))

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"nudge.dev/nudge/internal/csi"
+	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
@@ -100,9 +101,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	// Left to the controller's start: its handler lists workloads from the
 	// cache, which cannot be read before it has synced.
 	if opts.NamespaceLabels {
-		ns := &metav1.PartialObjectMetadata{}
-		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		b = b.WatchesRawSource(watch.NewKindSource(cached, ns, handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
+		b = b.WatchesRawSource(watch.NewKindSource(cached, watch.Namespace(), handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
+	}
+	// A Namespace's pause set or lifted reaches its workloads. The
+	// informer is the one Resolver.Pause and Resolver.Maintenance read.
+	if r.NamespaceMarks {
+		b = b.WatchesRawSource(watch.NewKindSource(cached, watch.Namespace(), handler.EnqueueRequestsFromMapFunc(r.managedIn), watch.AnnotationChanged(dialect.NudgePaused)))
 	}
 	// With the CSI flag on already (a kind set up while nudge runs), the pod
 	// statuses are watched from the start (see WatchPodStatuses).

@@ -253,6 +253,8 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 			return r.retry(ctx, err)
 		}
 		result.RequeueAfter = d.RequeueAfter
+	case rollout.Paused:
+		ctrl.LoggerFrom(ctx).V(1).Info("Holding the rollout: paused", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "by", o.in.PausedBy)
 	case rollout.Gated:
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for a producer to be ready", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.RequeueAfter)
 		result.RequeueAfter = d.RequeueAfter

@@ -59,6 +59,13 @@ const (
 	// --allow-workload-overrides a workload's replaces its Namespace's,
 	// which replaces the flag's.
 	NudgeMaintenanceWindow = "nudge.dev/maintenance-window"
+	// NudgePaused "true" holds the rollouts of the workload that carries
+	// it, of every workload of a Namespace that carries it, or, on a
+	// ConfigMap or Secret, those its own changes would make. The changes
+	// stay pending, not forgotten: lifting it ("false" or removed) rolls
+	// each held workload once, with the content as it is then. Any value
+	// but "true" or "false" (in any case) is malformed and pauses nothing.
+	NudgePaused = "nudge.dev/paused"
 )
 
 // Stakater Reloader's annotations, with Reloader's default names; see

@@ -143,6 +143,11 @@ func TestParseMalformed(t *testing.T) {
 			wantErrs: []string{`annotation "nudge.dev/maintenance-window" in the workload metadata: invalid maintenance window "0 2 * * 2h": ` +
 				`got 5 fields, want a schedule of 5 (minute hour day-of-month month day-of-week) or a descriptor (@daily), a duration and an optional time zone; the workload counts as having none of its own`},
 		},
+		"a malformed pause is an error, and the workload is not paused": {
+			meta:     map[string]string{NudgePaused: "yes"},
+			want:     specView{},
+			wantErrs: []string{`annotation "nudge.dev/paused" in the workload metadata: want "true" or "false", got "yes"`},
+		},
 		"errors come one per annotation in dialect order": {
 			meta: map[string]string{WaveUpdateOnConfigChange: "x", ReloaderSearch: "x", NudgeAuto: "x", PodReloaderConfigMaps: "X"},
 			want: specView{Dialects: []Dialect{Nudge, PodReloader, Reloader, Wave}},

@@ -68,7 +68,9 @@ func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
 //     integer >= 0;
 //   - nudge.dev/maintenance-window, read on the metadata only, is a
 //     maintenance window (maintenance.Parse); a malformed one is an error
-//     and the workload has no window.
+//     and the workload has no window;
+//   - nudge.dev/paused, read on the metadata only, is a boolean; a
+//     malformed one is an error and the workload is not paused.
 //
 // Bad input never panics and is never dropped silently: Parse returns one
 // *AnnotationError per bad annotation, wrapping ErrNotBool, ErrBadPattern,
@@ -133,6 +135,7 @@ func (p *parser) native(meta, template map[string]string) {
 	p.window(src)
 	p.budget(meta)
 	p.maintenance(meta)
+	p.spec.Paused, _ = p.boolean(source{values: meta}, NudgePaused)
 }
 
 // maintenance reads nudge.dev/maintenance-window from the workload's

@@ -29,11 +29,12 @@ type specView struct {
 	Window              *time.Duration
 	Budget              *int
 	Maintenance         string
+	Paused              bool
 	Dialects            []Dialect
 }
 
 func view(s Spec) specView {
-	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Budget: s.Budget, Dialects: s.Dialects}
+	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Budget: s.Budget, Paused: s.Paused, Dialects: s.Dialects}
 	if s.Maintenance != nil {
 		v.Maintenance = "window " + s.Maintenance.String()
 	}
@@ -155,6 +156,18 @@ func TestParse(t *testing.T) {
 		},
 		"a maintenance window on the pod template is not read": {
 			template: map[string]string{NudgeMaintenanceWindow: "0 2 * * * 1h"},
+			want:     specView{},
+		},
+		"nudge.dev/paused true pauses, read on the metadata": {
+			meta: map[string]string{NudgePaused: "TRUE"},
+			want: specView{Paused: true},
+		},
+		"nudge.dev/paused false pauses nothing": {
+			meta: map[string]string{NudgePaused: "false"},
+			want: specView{},
+		},
+		"a pause on the pod template is not read": {
+			template: map[string]string{NudgePaused: "true"},
 			want:     specView{},
 		},
 		"a zero rollout window is allowed": {

@@ -120,6 +120,10 @@ type Spec struct {
 	// if it had no window of its own (a rollout is never lost to a typo),
 	// and Parse returns the error.
 	Maintenance *maintenance.Window
+	// Paused is nudge.dev/paused "true" on the workload's metadata: its
+	// rollouts are held until it is lifted. A malformed value pauses
+	// nothing, and Parse returns the error.
+	Paused bool
 	// Dialects lists, sorted, the dialects whose annotations were present on
 	// the workload (in the place they were read from), for logs.
 	Dialects []Dialect

@@ -119,6 +119,11 @@ type Status struct {
 	// WrittenBackBy is the field manager that wrote the applied state back
 	// (StateRestored), as the workload's managedFields record it.
 	WrittenBackBy string `json:"writtenBackBy,omitempty"`
+	// Paused lists what pauses the workload's rollouts (nudge.dev/paused
+	// "true"), whatever its state: "Deployment shop/web" (the workload
+	// itself), "Namespace shop", or a source it reads, "ConfigMap
+	// shop/app" (only that source's changes are held).
+	Paused []string `json:"paused,omitempty"`
 }
 
 // The values of Status.State.
@@ -167,6 +172,10 @@ const (
 	// StateGated: a changed Secret's producer is not ready; nudge rolls
 	// once it is, or at the latest at Until.
 	StateGated = "Gated"
+	// StatePaused: a source changed, but nudge.dev/paused holds the
+	// rollout (Status.Paused says where it is set): nudge rolls it once,
+	// with the content as it is then, when the pause is lifted.
+	StatePaused = "Paused"
 	// StateUnknown: content could not be compared (see Comparison).
 	StateUnknown = "Unknown"
 )

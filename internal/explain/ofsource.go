@@ -131,6 +131,9 @@ func (e Explainer) dependent(ctx context.Context, res resolve.Resolver, k worklo
 		}
 		d.Why += "; held until the required " + strings.Join(missing, ", ") + " exists"
 	}
+	if d.WouldRoll {
+		d.Why += heldByPause(ctx, res, obj, spec, src, in)
+	}
 	if by := ownership.WrittenBackBy(obj.GetManagedFields()); d.WouldRoll && by != "" && in.Applied != "" {
 		// Restored (see Workload): the key, not read here, would tell a
 		// sealed state from one nudge takes over as a first sight; neither

@@ -92,11 +92,17 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 	case err != nil && !unreadable(err):
 		return nil, err
 	}
+	if err := pause(ctx, res, w, spec, resolved, &in); err != nil {
+		return nil, err
+	}
 	halt, err := e.halt(ctx, obj, key, cmp, &in)
 	if err != nil {
 		return nil, err
 	}
 	w.Status = e.status(spec, in, cmp, halt, ownership.WrittenBackBy(obj.GetManagedFields()))
+	if spec.Enabled(e.AutoReloadAll) {
+		w.Status.Paused = pausedBy(kind.Name()+" "+namespace+"/"+name, in)
+	}
 	if w.Status.State == StateGated {
 		w.Status.Message += unreadyProducers(resolved)
 	}
@@ -252,6 +258,10 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, h
 			s.Message = fmt.Sprintf("changed, but a changed Secret's producer is not ready: nudge rolls it once it is, or "+
 				"--producer-ready-timeout (%s) after it saw the change at the latest: %s", e.ProducerReadyTimeout, strings.Join(changed, ", "))
 		}
+	case rollout.Paused:
+		s.State = StatePaused
+		s.Message = fmt.Sprintf("changed, but paused by nudge.dev/paused on %s: nudge rolls it once, with the content as it is then, when the pause is lifted: %s",
+			pauseHolder(in, d.Changed), strings.Join(changed, ", "))
 	case rollout.Restored:
 		s.State, s.WrittenBackBy = StateRestored, by
 		s.Message = fmt.Sprintf("the applied state was written back by %s to one nudge had replaced (a manifest exported from the live object "+

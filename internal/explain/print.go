@@ -80,6 +80,9 @@ func PrintWorkload(out io.Writer, width int, w *Workload) error {
 	if w.Status.Rollout != "" {
 		linef(&b, "Rollout:      %s\n", w.Status.Rollout)
 	}
+	if len(w.Status.Paused) > 0 {
+		linef(&b, "Paused by:    nudge.dev/paused on %s\n", strings.Join(w.Status.Paused, ", "))
+	}
 	if w.Status.Until != nil {
 		fmt.Fprintf(&b, "Until:        %s\n", w.Status.Until.Format(time.RFC3339))
 	}

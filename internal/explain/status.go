@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/api/v1alpha1"
-	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/settings"
@@ -44,6 +43,9 @@ type Fleet struct {
 	// Paced are the workloads whose change waits for their maintenance
 	// window or for the storm brake's budget (nudge.dev/held).
 	Paced []Paced `json:"paced"`
+	// Paused are the workloads a nudge.dev/paused holds, wholly or for
+	// some of their sources.
+	Paused []Paused `json:"paused"`
 	// Missing are the workloads waiting for a required source that does
 	// not exist.
 	Missing []Waiting `json:"missing"`
@@ -105,6 +107,19 @@ type Paced struct {
 	Sources  string    `json:"sources"`
 }
 
+// Paused is a workload whose rollouts nudge.dev/paused holds.
+type Paused struct {
+	Workload string `json:"workload"`
+	// By lists where the pause is set: the workload, "Namespace ns", or
+	// its sources (see Status.Paused).
+	By []string `json:"by"`
+	// Waiting lists the changed sources whose rollout the pause holds,
+	// as the workload's Status.Changed; empty when nothing waits, or when
+	// content could not be compared (Compared false).
+	Waiting  []string `json:"waiting,omitempty"`
+	Compared bool     `json:"compared"`
+}
+
 // Waiting is a workload waiting for required sources that do not exist.
 type Waiting struct {
 	Workload string   `json:"workload"`
@@ -126,13 +141,15 @@ type Binding struct {
 // errors are returned.
 func (e Explainer) Status(ctx context.Context, namespace string, installs []*settings.Settings) (*Fleet, error) {
 	f := &Fleet{Namespace: namespace, Install: e.Install, Installs: []InstallStatus{}, InFlight: []Rollout{}, Failed: []Rollout{},
-		Halted: []Halted{}, Paced: []Paced{}, Missing: []Waiting{}, Lagging: []Lagging{}, Bindings: []Binding{}}
+		Halted: []Halted{}, Paced: []Paced{}, Paused: []Paused{}, Missing: []Waiting{}, Lagging: []Lagging{}, Bindings: []Binding{}}
 	for _, s := range installs {
 		f.Installs = append(f.Installs, e.leaders(ctx, s)...)
 	}
 	in := []client.ListOption{client.InNamespace(namespace)}
 	now := e.now()
-	res := e.resolver(fingerprint.Key{})
+	// The key, when the user may read it, tells what a pause holds.
+	key, cmp := e.key(ctx)
+	res := e.resolver(key)
 	for _, k := range Kinds() {
 		list := k.NewList()
 		if err := e.Client.List(ctx, list, in...); err != nil {
@@ -154,7 +171,7 @@ func (e Explainer) Status(ctx context.Context, namespace string, installs []*set
 			if !ok {
 				continue
 			}
-			if err := e.statusOf(ctx, f, res, k, obj, now); err != nil {
+			if err := e.statusOf(ctx, f, res, cmp.Compared, k, obj, now); err != nil {
 				return nil, err
 			}
 		}
@@ -166,8 +183,8 @@ func (e Explainer) Status(ctx context.Context, namespace string, installs []*set
 }
 
 // statusOf adds workload obj, of kind k, to the fleet's lists it belongs
-// in.
-func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver, k workload.Kind, obj client.Object, now time.Time) error {
+// in; res compares content when compared.
+func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver, compared bool, k workload.Kind, obj client.Object, now time.Time) error {
 	name := k.Name() + " " + obj.GetNamespace() + "/" + obj.GetName()
 	switch p, reason, _ := fleet.ProgressOf(obj, now, e.RolloutTimeout); p {
 	case fleet.Rolling:
@@ -197,13 +214,16 @@ func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver,
 	if !spec.Enabled(e.AutoReloadAll) {
 		return nil
 	}
-	_, resolved, err := res.Inputs(ctx, obj, spec, t, now)
+	in, resolved, err := res.Inputs(ctx, obj, spec, t, now)
 	if unreadable(err) {
 		f.Unread = append(f.Unread, fmt.Sprintf("the sources of %s: %v", name, err))
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("resolving the references of %s: %w", name, err)
+	}
+	if err := e.paused(ctx, f, res, compared, name, spec, in); err != nil {
+		return err
 	}
 	var missing []string
 	for _, r := range resolved {
@@ -377,6 +397,7 @@ func PrintFleet(out io.Writer, width int, f *Fleet) error {
 		rows = append(rows, []string{p.Workload, p.Reason, p.Since.Format(time.RFC3339), p.Until.Format(time.RFC3339), p.Sources})
 	}
 	section("Waiting for a maintenance window or the storm brake", len(f.Paced), []string{"WORKLOAD", "WHY", "SINCE", "ROLLS AT", "CHANGED"}, rows)
+	section("Paused (nudge.dev/paused)", len(f.Paused), []string{"WORKLOAD", "PAUSED BY", "WAITING"}, pausedRows(f.Paused))
 	rows = nil
 	for _, m := range f.Missing {
 		rows = append(rows, []string{m.Workload, strings.Join(m.Sources, ", ")})

@@ -62,9 +62,16 @@ const (
 	// rolls once every producer is ready, or at the latest after
 	// RequeueAfter.
 	Gated
+	// Paused: the workload would roll (or wait for a burst to end), but a
+	// pause holds it: nudge.dev/paused on the workload or its Namespace, or
+	// on every changed source (see Input.Pauses). Nothing of the rollout is
+	// written, so the change stays pending in the applied state, across
+	// restarts of nudge too; it rolls once, with the content as it is then,
+	// when the pause is lifted (the lift's own event reconciles it).
+	Paused
 )
 
-var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored", "Pending", "Halted", "Deferred", "Braked", "Gated"}
+var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored", "Pending", "Halted", "Deferred", "Braked", "Gated", "Paused"}
 
 // String returns the action's name, "Action(N)" for a number that names
 // none.
@@ -78,11 +85,11 @@ func (a Action) String() string {
 // Waits reports whether a leaves a change pending with nothing of it
 // written: the workload rolls later, when what holds it ends (the window,
 // a missing source, a slot, a halt, a maintenance window, the storm brake,
-// a producer). What is remembered of the change (memo.Births' young
+// a producer, a pause). What is remembered of the change (memo.Births' young
 // sources) must outlive such a decision.
 func (a Action) Waits() bool {
 	switch a {
-	case Wait, Hold, Pending, Halted, Deferred, Braked, Gated:
+	case Wait, Hold, Pending, Halted, Deferred, Braked, Gated, Paused:
 		return true
 	}
 	return false
@@ -182,6 +189,8 @@ type Input struct {
 	// Gates are what the gates a rollout passes beyond the window need
 	// (see gate).
 	Gates
+	// Pauses say what is paused (nudge.dev/paused).
+	Pauses
 }
 
 // Decision is Decide's answer.
@@ -239,7 +248,10 @@ type Decision struct {
 // same digest. A settled source (Input.Settled) is no change: its new
 // digest is baselined.
 //
-// A change that would roll is Halted while the workload is halted for the
+// A change that would roll, or wait for its burst to end, is Paused while a
+// pause holds it (Input.Pauses): a pause is its owner's word, so it holds
+// whatever else would have; it does not hold a missing source's Hold, which
+// warns. Then a change that would roll is Halted while the workload is halted for the
 // current content of one of the changed sources (Input.Halted); then
 // Deferred outside its maintenance window, Braked past its storm budget,
 // Gated while a producer is not ready (see gate); and Pending while waves
@@ -249,6 +261,8 @@ func Decide(in Input) Decision {
 	d := decide(in)
 	halted := in.Halted != "" && in.Halted == in.HaltedNow && slices.Contains(d.Changed, in.HaltedSource)
 	switch {
+	case (d.Action == Roll || d.Action == Wait) && in.pauses(d.Changed):
+		return Decision{Action: Paused, Changed: d.Changed, Unhalt: in.Halted != "" && !halted}
 	case halted && (d.Action == Roll || d.Action == Wait):
 		return Decision{Action: Halted, Changed: d.Changed}
 	case in.Halted != "" && !halted:

@@ -13,7 +13,8 @@
 //   - Halted: a rollout of the same change failed elsewhere (waves);
 //   - Deferred: the maintenance window is closed;
 //   - Braked: past the storm brake's budget;
-//   - Gated: a changed Secret's producer is not ready.
+//   - Gated: a changed Secret's producer is not ready;
+//   - Paused: nudge.dev/paused holds it (workload, Namespace or source).
 //
 // The reconciler gathers those inputs and performs the writes; which
 // writes each action makes is the table "What each action writes" in
