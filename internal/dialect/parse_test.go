@@ -28,11 +28,13 @@ type specView struct {
 	Window              *time.Duration
 	Budget              *int
 	Maintenance         string
+	Evict               bool
+	MaxUnavailable      int
 	Dialects            []Dialect
 }
 
 func view(s Spec) specView {
-	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Budget: s.Budget, Dialects: s.Dialects}
+	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Budget: s.Budget, Evict: s.Evict, MaxUnavailable: s.MaxUnavailable, Dialects: s.Dialects}
 	if s.Maintenance != nil {
 		v.Maintenance = "window " + s.Maintenance.String()
 	}
@@ -140,6 +142,18 @@ func TestParse(t *testing.T) {
 		},
 		"a maintenance window on the pod template is not read": {
 			template: map[string]string{NudgeMaintenanceWindow: "0 2 * * * 1h"},
+			want:     specView{},
+		},
+		"nudge.dev/rollout-strategy evict, with nudge.dev/max-unavailable, read on the metadata": {
+			meta: map[string]string{NudgeRolloutStrategy: "evict", NudgeMaxUnavailable: " 2 "},
+			want: specView{Evict: true, MaxUnavailable: 2},
+		},
+		"nudge.dev/rollout-strategy rollout evicts nothing": {
+			meta: map[string]string{NudgeRolloutStrategy: "rollout"},
+			want: specView{},
+		},
+		"a rollout strategy on the pod template is not read": {
+			template: map[string]string{NudgeRolloutStrategy: "evict"},
 			want:     specView{},
 		},
 		"a zero rollout window is allowed": {
