@@ -77,6 +77,9 @@ func TestRender(t *testing.T) {
 				g.Expect(key.Object).NotTo(HaveKey("data"), "without data: nudge writes the key")
 				g.Expect(key.GetAnnotations()).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"), "kept on uninstall")
 				g.Expect(r.m.Get("Secret", keySecret+"-jobs")).To(BeNil(), "no Job journal without recreateJobs")
+				g.Expect(r.can("list", "", "pods", "shop")).To(BeFalse(), "no pods read without eviction.enabled")
+				g.Expect(r.can("create", "", "pods/eviction", "shop")).To(BeFalse(), "no eviction without eviction.enabled")
+				g.Expect(r.opts.EnableEviction).To(BeFalse())
 			},
 		},
 		"watchGlobally=false: Roles in the release namespace only, no ClusterRole of any kind": {
@@ -252,6 +255,20 @@ func TestRender(t *testing.T) {
 				journal := r.m.Get("Secret", "nudge-fingerprint-key-jobs")
 				g.Expect(journal).NotTo(BeNil(), "the Job journal, created by the chart")
 				g.Expect(journal.Object).NotTo(HaveKey("data"), "without data: nudge writes the entries")
+			},
+		},
+		"eviction.enabled: pods listed and evicted, never deleted nor watched; owners read": {
+			values: charttest.Values{"eviction": map[string]any{"enabled": true, "kinds": []any{"Cluster.postgresql.cnpg.io"}}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.EnableEviction).To(BeTrue())
+				g.Expect(r.opts.EvictPodsOf).To(Equal([]string{"Cluster.postgresql.cnpg.io"}))
+				g.Expect(r.can("list", "", "pods", "shop")).To(BeTrue())
+				g.Expect(r.can("create", "", "pods/eviction", "shop")).To(BeTrue())
+				for _, verb := range []string{"watch", "get", "delete", "patch"} {
+					g.Expect(r.can(verb, "", "pods", "shop")).To(BeFalse(), verb)
+				}
+				g.Expect(r.can("get", "apps", "statefulsets", "shop")).To(BeTrue())
+				g.Expect(r.can("get", "apps", "daemonsets", "shop")).To(BeTrue())
 			},
 		},
 		"cronJobStartJob alone: Jobs created, never deleted or read": {
