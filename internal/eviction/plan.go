@@ -37,6 +37,10 @@ type Input struct {
 	MaxUnavailable int
 	// Now is the time of the plan.
 	Now time.Time
+	// Unobserved says the owner's controller has not observed the change
+	// yet (see Owner.Observed): a pod evicted now would come back from
+	// the old template, so nothing is.
+	Unobserved bool
 	// Timeout is how long a replacement may take to be Ready after an
 	// eviction (--rollout-timeout); 0 for no limit.
 	Timeout time.Duration
@@ -83,7 +87,7 @@ type Plan struct {
 
 // waitAgain is how soon a Wait for a replacement looks again, should no
 // event of the pods come first.
-const waitAgain = 5 * time.Second
+const waitAgain = 2 * time.Second
 
 // PlanOf returns the plan of a restart whose input is in: which pods to
 // evict now, or to wait, or that it is done or stuck.
@@ -134,6 +138,9 @@ func PlanOf(in Input) Plan {
 	}
 	if next := in.Progress.Since.Truncate(time.Second).Add(time.Second); in.Now.Before(next) {
 		return Plan{Step: Wait, Old: plan.Old, After: next.Sub(in.Now)}
+	}
+	if in.Unobserved {
+		return Plan{Step: Wait, Old: plan.Old, After: waitAgain}
 	}
 	byAge := func(a, b Pod) int { return a.Created.Compare(b.Created) }
 	slices.SortStableFunc(oldDown, byAge)

@@ -42,22 +42,27 @@ func TestPlanOf(t *testing.T) {
 		"a pod evicted and not yet re-created makes the next wait": {
 			in: eviction.Input{Pods: []eviction.Pod{pod("web-1", before, true), pod("web-2", before, true)},
 				Progress: eviction.Progress{Since: change, Evicted: now.Add(-time.Second)}, Want: 3, Now: now, Timeout: time.Minute},
-			step: eviction.Wait, after: 5 * time.Second,
+			step: eviction.Wait, after: 2 * time.Second,
 		},
 		"a replacement not Ready yet makes the next wait": {
 			in: eviction.Input{Pods: []eviction.Pod{pod("web-0", after, false), pod("web-1", before, true), pod("web-2", before, true)},
 				Progress: eviction.Progress{Since: change, Evicted: now.Add(-time.Second)}, Want: 3, Now: now},
-			step: eviction.Wait, after: 5 * time.Second,
+			step: eviction.Wait, after: 2 * time.Second,
 		},
 		"a pod on its way out counts as unavailable and as not done": {
 			in: eviction.Input{Pods: []eviction.Pod{{Name: "web-0", Created: before, Ready: true, Deleting: true}, pod("web-1", before, true)},
 				Progress: eviction.Progress{Since: change}, Want: 2, Now: now},
-			step: eviction.Wait, after: 5 * time.Second,
+			step: eviction.Wait, after: 2 * time.Second,
 		},
 		"once the replacement is Ready, the next pod is evicted": {
 			in: eviction.Input{Pods: []eviction.Pod{pod("web-0", after, true), pod("web-1", before, true), pod("web-2", before, true)},
 				Progress: eviction.Progress{Since: change, Evicted: now.Add(-time.Second)}, Want: 3, Now: now},
 			step: eviction.Evict, evict: []string{"web-1"},
+		},
+		"nothing is evicted before the owner's controller has observed the change": {
+			in: eviction.Input{Pods: []eviction.Pod{pod("web-0", before, true)},
+				Progress: eviction.Progress{Since: change}, Want: 1, Now: now, Unobserved: true},
+			step: eviction.Wait, after: 2 * time.Second,
 		},
 		"a pod started after the change is never evicted": {
 			in: eviction.Input{Pods: []eviction.Pod{pod("web-0", after, true), pod("web-1", after, true)},
@@ -92,7 +97,7 @@ func TestPlanOf(t *testing.T) {
 		"without the owner's count, the count at the restart's start is restored": {
 			in: eviction.Input{Pods: []eviction.Pod{pod("x-2", before, true)},
 				Progress: eviction.Progress{Since: change, Pods: 2, Evicted: now.Add(-time.Second)}, Now: now},
-			step: eviction.Wait, after: 5 * time.Second,
+			step: eviction.Wait, after: 2 * time.Second,
 		},
 		"without any count, the pods seen are the count": {
 			in:   eviction.Input{Pods: []eviction.Pod{pod("x-1", before, true), pod("x-2", before, true)}, Progress: eviction.Progress{Since: change}, Now: now},
@@ -110,7 +115,7 @@ func TestPlanOf(t *testing.T) {
 		"every pod new but one not Ready: not done": {
 			in: eviction.Input{Pods: []eviction.Pod{pod("web-0", after, true), pod("web-1", after, false)},
 				Progress: eviction.Progress{Since: change, Evicted: now}, Want: 2, Now: now},
-			step: eviction.Wait, after: 5 * time.Second,
+			step: eviction.Wait, after: 2 * time.Second,
 		},
 	}
 	for name, tc := range tests {
