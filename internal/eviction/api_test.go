@@ -3,7 +3,6 @@ package eviction_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/eviction"
@@ -53,56 +51,6 @@ func podsOf(ctx context.Context, g Gomega, s *appsv1.StatefulSet) []eviction.Pod
 	return pods
 }
 
-// unavailable watches the pods of ns, all want of them Ready, and returns
-// the most that were ever not Ready (or missing) at once, read when stop is
-// called.
-func unavailable(t *testing.T, ns string, want int) (stop func() int) {
-	events := nt.Watch(t, k8s, &corev1.PodList{}, client.InNamespace(ns))
-	done := make(chan struct{})
-	var mu sync.Mutex
-	most := 0
-	go func() {
-		up, counting := map[string]bool{}, false
-		for {
-			select {
-			case <-done:
-				return
-			case e, ok := <-events:
-				if !ok {
-					return
-				}
-				p, isPod := e.Object.(*corev1.Pod)
-				if !isPod {
-					continue
-				}
-				ready := false
-				for _, c := range p.Status.Conditions {
-					ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
-				}
-				up[p.Name] = e.Type != watch.Deleted && p.DeletionTimestamp == nil && ready
-				n := 0
-				for _, u := range up {
-					if u {
-						n++
-					}
-				}
-				counting = counting || n == want // from the list's last pod on
-				if counting {
-					mu.Lock()
-					most = max(most, want-n)
-					mu.Unlock()
-				}
-			}
-		}
-	}()
-	return func() int {
-		close(done)
-		mu.Lock()
-		defer mu.Unlock()
-		return most
-	}
-}
-
 // TestPlanOnThePlaneReplacesEachPodOnce: the plan, the LIST and the
 // eviction together restart an OnDelete StatefulSet of 3 whose budget
 // allows 1: each pod from before the change is evicted once, its
@@ -116,7 +64,7 @@ func TestPlanOnThePlaneReplacesEachPodOnce(t *testing.T) {
 		before[string(p.UID)] = true
 	}
 	g.Expect(before).To(HaveLen(3))
-	stop := unavailable(t, ns, 3)
+	watched := nt.WatchPods(t, k8s, 3, client.InNamespace(ns))
 
 	progress := eviction.Progress{Since: time.Now(), Pods: 3}
 	evictions := 0
@@ -146,7 +94,8 @@ func TestPlanOnThePlaneReplacesEachPodOnce(t *testing.T) {
 	}).WithTimeout(2*time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "every pod from before the change replaced")
 	g.Expect(evictions).To(Equal(3), "each pod evicted once")
 	g.Expect(before).To(BeEmpty())
-	g.Expect(stop()).To(Equal(1), "never two pods unavailable at once, one while it was replaced")
+	g.Expect(watched.MostUnavailable()).To(Equal(1), "never two pods unavailable at once, one while it was replaced")
+	g.Eventually(watched.Seen).Should(Equal(map[string]int{"db-0": 2, "db-1": 2, "db-2": 2}), "each pod restarted once")
 }
 
 // TestBudgetAllowingNothingIsNamed: a budget that allows no disruption

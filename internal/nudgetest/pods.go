@@ -1,0 +1,79 @@
+package nudgetest
+
+import (
+	"sync"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// PodWatch is what a watch of a namespace's pods saw: how many were ever
+// unavailable at once and which pods came and went (see WatchPods).
+type PodWatch struct {
+	mu       sync.Mutex
+	want     int
+	counting bool
+	up       map[string]bool // by name: Ready and not on its way out
+	most     int
+	seen     map[string]string // pod UID → name, every pod ever seen
+}
+
+// WatchPods watches until t ends the pods of namespace that opts select, of
+// which want are expected Ready, and counts from the moment all want were
+// Ready together.
+func WatchPods(t testing.TB, c client.WithWatch, want int, opts ...client.ListOption) *PodWatch {
+	t.Helper()
+	w := &PodWatch{want: want, up: map[string]bool{}, seen: map[string]string{}}
+	events := Watch(t, c, &corev1.PodList{}, opts...)
+	go func() {
+		for e := range events {
+			if p, ok := e.Object.(*corev1.Pod); ok {
+				w.saw(e.Type, p)
+			}
+		}
+	}()
+	return w
+}
+
+func (w *PodWatch) saw(t watch.EventType, p *corev1.Pod) {
+	ready := false
+	for _, c := range p.Status.Conditions {
+		ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.seen[string(p.UID)] = p.Name
+	w.up[p.Name] = t != watch.Deleted && p.DeletionTimestamp == nil && ready
+	n := 0
+	for _, u := range w.up {
+		if u {
+			n++
+		}
+	}
+	w.counting = w.counting || n == w.want
+	if w.counting {
+		w.most = max(w.most, w.want-n)
+	}
+}
+
+// MostUnavailable returns the most pods that were not Ready (or missing
+// from the count wanted) at once, since all were first Ready together.
+func (w *PodWatch) MostUnavailable() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.most
+}
+
+// Seen returns how many pods, each its own UID, the watch has seen under
+// each name; a StatefulSet's pod restarted once is seen twice.
+func (w *PodWatch) Seen() map[string]int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string]int{}
+	for _, name := range w.seen {
+		out[name]++
+	}
+	return out
+}
