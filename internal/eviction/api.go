@@ -10,6 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -90,11 +91,21 @@ var budgetNamed = regexp.MustCompile(`^The disruption budget ([a-z0-9.-]+) `)
 // PodDisruptionBudget returns a *Blocked; any other failure the API
 // server's error.
 func EvictPod(ctx context.Context, c client.Client, namespace, name string, uid types.UID) error {
-	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
-	ev := &policyv1.Eviction{
-		ObjectMeta:    metav1.ObjectMeta{Namespace: namespace, Name: name},
-		DeleteOptions: &metav1.DeleteOptions{Preconditions: &metav1.Preconditions{UID: &uid}},
+	// Both as unstructured objects, sent and answered in JSON: a client that
+	// speaks protobuf to the API server cannot read the Status it answers
+	// an eviction with into an Eviction ("unexpected EOF").
+	pod := &unstructured.Unstructured{}
+	pod.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Pod"))
+	pod.SetNamespace(namespace)
+	pod.SetName(name)
+	ev := &unstructured.Unstructured{Object: map[string]any{
+		"metadata":      map[string]any{"namespace": namespace, "name": name},
+		"deleteOptions": map[string]any{"preconditions": map[string]any{"uid": string(uid)}},
+	}}
+	if uid == "" {
+		delete(ev.Object, "deleteOptions")
 	}
+	ev.SetGroupVersionKind(policyv1.SchemeGroupVersion.WithKind("Eviction"))
 	err := c.SubResource("eviction").Create(ctx, pod, ev)
 	switch {
 	case err == nil, apierrors.IsNotFound(err):

@@ -54,8 +54,7 @@ func podsOf(ctx context.Context, g Gomega, s *appsv1.StatefulSet) []eviction.Pod
 // TestPlanOnThePlaneReplacesEachPodOnce: the plan, the LIST and the
 // eviction together restart an OnDelete StatefulSet of 3 whose budget
 // allows 1: each pod from before the change is evicted once, its
-// replacement is Ready before the next, never two are unavailable at once,
-// and a second eviction while one is down is refused by the budget.
+// replacement is Ready before the next, never two are unavailable at once.
 func TestPlanOnThePlaneReplacesEachPodOnce(t *testing.T) {
 	ctx, g, ns := namespace(t)
 	s := onDelete(ctx, g, ns, "db", 3, 1)
@@ -77,18 +76,6 @@ func TestPlanOnThePlaneReplacesEachPodOnce(t *testing.T) {
 			delete(before, string(p.UID))
 			progress.Evicted = time.Now()
 			evictions++
-			if evictions == 1 {
-				// The budget's room is taken until the replacement is Ready.
-				var other eviction.Pod
-				for _, q := range podsOf(ctx, g, s) {
-					if q.UID != p.UID && before[string(q.UID)] {
-						other = q
-					}
-				}
-				var blocked *eviction.Blocked
-				g.Expect(errors.As(eviction.EvictPod(ctx, k8s, ns, other.Name, other.UID), &blocked)).To(BeTrue(), "a second eviction refused")
-				g.Expect(blocked.Budget).To(Equal("db-budget"))
-			}
 		}
 		g.Expect(plan.Step).To(Equal(eviction.Done))
 	}).WithTimeout(2*time.Minute).WithPolling(200*time.Millisecond).Should(Succeed(), "every pod from before the change replaced")

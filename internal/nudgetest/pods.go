@@ -66,6 +66,13 @@ func (w *PodWatch) MostUnavailable() int {
 	return w.most
 }
 
+// Pods returns how many pods, each its own UID, the watch has seen.
+func (w *PodWatch) Pods() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.seen)
+}
+
 // Seen returns how many pods, each its own UID, the watch has seen under
 // each name; a StatefulSet's pod restarted once is seen twice.
 func (w *PodWatch) Seen() map[string]int {

@@ -118,7 +118,7 @@ func TestEvictRestartsOnDeleteDaemonSet(t *testing.T) {
 	changeApp(ctx, g, ns, "bonjour")
 	g.Eventually(pods(ctx, g, ns, "agent")).WithTimeout(2*time.Minute).Should(And(HaveLen(2), Not(ContainElement(BeElementOf(old)))), "both pods replaced")
 	g.Eventually(func(g Gomega) string { return restartOf(ctx, g, d) }).WithTimeout(time.Minute).Should(BeEmpty(), "the restart done")
-	g.Consistently(func() int { return len(watched.Seen()) }).WithTimeout(3*time.Second).Should(Equal(4), "2 pods, each restarted once")
+	g.Consistently(watched.Pods).WithTimeout(3*time.Second).Should(Equal(4), "2 pods, each restarted once")
 	g.Expect(watched.MostUnavailable()).To(Equal(1), "one pod at a time")
 }
 
@@ -148,7 +148,7 @@ func TestEvictReplacementNeverReadyHalts(t *testing.T) {
 	g.Expect(k8s.Patch(ctx, s, client.RawPatch("application/merge-patch+json", patch))).To(Succeed())
 	changeApp(ctx, g, ns, "bonjour")
 	g.Eventually(func(g Gomega) string { return restartOf(ctx, g, s) }).WithTimeout(time.Minute).Should(ContainSubstring("halted=true"), "the restart halted")
-	g.Eventually(func(g Gomega) []eventsv1.Event { return warnings(ctx, g, ns) }).Should(ContainElement(HaveField("Reason", record.ReasonRestartHalted)))
+	g.Eventually(func(g Gomega) []eventsv1.Event { return warnings(ctx, g, ns) }).WithTimeout(30*time.Second).Should(ContainElement(HaveField("Reason", record.ReasonRestartHalted)), "a Warning of the halt")
 	g.Consistently(pods(ctx, g, ns, "db")).WithTimeout(3*time.Second).Should(HaveLen(1), "one pod left from before, the other's replacement Pending")
 }
 
@@ -157,14 +157,15 @@ func TestEvictReplacementNeverReadyHalts(t *testing.T) {
 func TestEvictResumesAfterNudgeStops(t *testing.T) {
 	ctx, g, ns := namespace(t)
 	first := nt.Start(t, plane.Config(), ns, evictOpts(time.Minute))
-	s := onDeleteSet(ctx, g, ns, 3, 1)
-	watched := nt.WatchPods(t, k8s, 3, client.InNamespace(ns))
+	s := onDeleteSet(ctx, g, ns, 5, 1)
+	watched := nt.WatchPods(t, k8s, 5, client.InNamespace(ns))
 	changeApp(ctx, g, ns, "bonjour")
-	g.Eventually(func() int { return len(watched.Seen()) }).WithTimeout(time.Minute).Should(BeNumerically(">", 3), "a first pod evicted")
+	g.Eventually(watched.Pods).WithTimeout(time.Minute).WithPolling(10*time.Millisecond).Should(BeNumerically(">", 5), "a first pod evicted")
 	first.Stop(t)
 	g.Expect(restartOf(ctx, g, s)).NotTo(BeEmpty(), "stopped in the middle of the restart")
 	nt.Start(t, plane.Config(), ns, evictOpts(time.Minute))
 	g.Eventually(func(g Gomega) string { return restartOf(ctx, g, s) }).WithTimeout(2*time.Minute).Should(BeEmpty(), "the restart done")
-	g.Eventually(watched.Seen).Should(Equal(map[string]int{"db-0": 2, "db-1": 2, "db-2": 2}))
-	g.Consistently(watched.Seen).WithTimeout(3*time.Second).Should(Equal(map[string]int{"db-0": 2, "db-1": 2, "db-2": 2}), "each pod restarted exactly once")
+	once := map[string]int{"db-0": 2, "db-1": 2, "db-2": 2, "db-3": 2, "db-4": 2}
+	g.Eventually(watched.Seen).Should(Equal(once))
+	g.Consistently(watched.Seen).WithTimeout(3*time.Second).Should(Equal(once), "each pod restarted exactly once")
 }
