@@ -96,12 +96,5 @@ func TestEvictRestartsPodsOfACustomResource(t *testing.T) {
 	g.Expect(c.Create(ctx, svc)).To(Succeed())
 	keepPods(ctx, t, c, ns, svc, 2)
 	g.Eventually(pods(ctx, g, ns, "shop")).WithTimeout(time.Minute).Should(HaveLen(2), "the operator's 2 pods running")
-	baselined(ctx, g, svc)
-	old := pods(ctx, g, ns, "shop")()
-	watched := nt.WatchPods(t, k8s, 2, client.InNamespace(ns))
-	changeApp(ctx, g, ns, "bonjour")
-	g.Eventually(pods(ctx, g, ns, "shop")).WithTimeout(2*time.Minute).Should(And(HaveLen(2), Not(ContainElement(BeElementOf(old)))), "both pods replaced")
-	g.Eventually(func(g Gomega) string { return restartOf(ctx, g, svc) }).WithTimeout(time.Minute).Should(BeEmpty(), "the restart done")
-	g.Consistently(watched.Pods).WithTimeout(3*time.Second).Should(Equal(4), "2 pods, each restarted once")
-	g.Expect(watched.MostUnavailable()).To(Equal(1), "one pod at a time")
+	restartsEachOnce(ctx, t, g, svc, "shop", 2)
 }

@@ -112,13 +112,21 @@ func TestEvictRestartsOnDeleteDaemonSet(t *testing.T) {
 	d.Spec.UpdateStrategy = appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}
 	g.Expect(k8s.Create(ctx, d)).To(Succeed())
 	g.Eventually(pods(ctx, g, ns, "agent")).WithTimeout(time.Minute).Should(HaveLen(2), "a pod on each node")
-	baselined(ctx, g, d)
-	old := pods(ctx, g, ns, "agent")()
-	watched := nt.WatchPods(t, k8s, 2, client.InNamespace(ns))
+	restartsEachOnce(ctx, t, g, d, "agent", 2)
+}
+
+// restartsEachOnce changes the ConfigMap app of obj's namespace once nudge
+// has baselined obj, whose n pods are labelled app=name, and waits for
+// each to be replaced once, one at a time, and the restart to be done.
+func restartsEachOnce(ctx context.Context, t *testing.T, g *WithT, obj client.Object, name string, n int) {
+	ns := obj.GetNamespace()
+	baselined(ctx, g, obj)
+	old := pods(ctx, g, ns, name)()
+	watched := nt.WatchPods(t, k8s, n, client.InNamespace(ns))
 	changeApp(ctx, g, ns, "bonjour")
-	g.Eventually(pods(ctx, g, ns, "agent")).WithTimeout(2*time.Minute).Should(And(HaveLen(2), Not(ContainElement(BeElementOf(old)))), "both pods replaced")
-	g.Eventually(func(g Gomega) string { return restartOf(ctx, g, d) }).WithTimeout(time.Minute).Should(BeEmpty(), "the restart done")
-	g.Consistently(watched.Pods).WithTimeout(3*time.Second).Should(Equal(4), "2 pods, each restarted once")
+	g.Eventually(pods(ctx, g, ns, name)).WithTimeout(2*time.Minute).Should(And(HaveLen(n), Not(ContainElement(BeElementOf(old)))), "every pod replaced")
+	g.Eventually(func(g Gomega) string { return restartOf(ctx, g, obj) }).WithTimeout(time.Minute).Should(BeEmpty(), "the restart done")
+	g.Consistently(watched.Pods).WithTimeout(3*time.Second).Should(Equal(2*n), "each pod restarted once")
 	g.Expect(watched.MostUnavailable()).To(Equal(1), "one pod at a time")
 }
 
