@@ -405,7 +405,7 @@ func TestRender(t *testing.T) {
 				g.Expect(rule.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/instance", release))
 				groups, _ := rule.Object["spec"].(map[string]any)["groups"].([]any)
 				g.Expect(groups).To(HaveLen(1), "files/alerts.yaml's group")
-				g.Expect(groups[0]).To(HaveKeyWithValue("rules", HaveLen(8)))
+				g.Expect(groups[0]).To(HaveKeyWithValue("rules", HaveLen(9)))
 
 				cm := r.m.Get("ConfigMap", release+"-dashboard")
 				g.Expect(cm).NotTo(BeNil())
