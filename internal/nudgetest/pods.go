@@ -10,7 +10,8 @@ import (
 )
 
 // PodWatch is what a watch of a namespace's pods saw: how many were ever
-// unavailable at once and which pods came and went (see WatchPods).
+// unavailable at once, how many came, and which were evicted (see
+// WatchPods).
 type PodWatch struct {
 	mu       sync.Mutex
 	want     int
@@ -18,6 +19,7 @@ type PodWatch struct {
 	up       map[string]bool // by name: Ready and not on its way out
 	most     int
 	seen     map[string]string // pod UID → name, every pod ever seen
+	evicted  map[string]string // pod UID → name, the pods evicted
 }
 
 // WatchPods watches until t ends the pods of namespace that opts select, of
@@ -25,7 +27,7 @@ type PodWatch struct {
 // Ready together.
 func WatchPods(t testing.TB, c client.WithWatch, want int, opts ...client.ListOption) *PodWatch {
 	t.Helper()
-	w := &PodWatch{want: want, up: map[string]bool{}, seen: map[string]string{}}
+	w := &PodWatch{want: want, up: map[string]bool{}, seen: map[string]string{}, evicted: map[string]string{}}
 	events := Watch(t, c, &corev1.PodList{}, opts...)
 	go func() {
 		for e := range events {
@@ -38,13 +40,17 @@ func WatchPods(t testing.TB, c client.WithWatch, want int, opts ...client.ListOp
 }
 
 func (w *PodWatch) saw(t watch.EventType, p *corev1.Pod) {
-	ready := false
+	ready, evicted := false, false
 	for _, c := range p.Status.Conditions {
 		ready = ready || (c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue)
+		evicted = evicted || (c.Type == corev1.DisruptionTarget && c.Reason == evictionReason)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.seen[string(p.UID)] = p.Name
+	if evicted {
+		w.evicted[string(p.UID)] = p.Name
+	}
 	w.up[p.Name] = t != watch.Deleted && p.DeletionTimestamp == nil && ready
 	n := 0
 	for _, u := range w.up {
@@ -73,13 +79,20 @@ func (w *PodWatch) Pods() int {
 	return len(w.seen)
 }
 
-// Seen returns how many pods, each its own UID, the watch has seen under
-// each name; a StatefulSet's pod restarted once is seen twice.
-func (w *PodWatch) Seen() map[string]int {
+// evictionReason is the reason of the DisruptionTarget condition the API
+// server sets on a pod it evicts through the Eviction API, before it deletes
+// it (k8s.io/kubernetes pkg/registry/core/pod/storage/eviction.go).
+const evictionReason = "EvictionByEvictionAPI"
+
+// Evicted returns how many pods the Eviction API evicted under each name:
+// those whose DisruptionTarget condition says so. Unlike Seen, it counts
+// no pod deleted otherwise (kwok's fake kubelet may delete a StatefulSet's
+// successor by the name of the pod it removes).
+func (w *PodWatch) Evicted() map[string]int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	out := map[string]int{}
-	for _, name := range w.seen {
+	for _, name := range w.evicted {
 		out[name]++
 	}
 	return out
