@@ -129,6 +129,10 @@ func (rs *reconcilers) newReconciler(k workload.Kind) *controller.Reconciler {
 	if rs.producers != nil {
 		r.Producers, r.ProducerTimeout = rs.producers.gate, rs.opts.ProducerReadyTimeout
 	}
+	if rs.opts.EnableEviction {
+		kinds, _ := rs.opts.EvictKinds() // validated with the options
+		r.Evicting = &controller.Evicting{Kinds: kinds, Timeout: rs.opts.RolloutTimeout}
+	}
 	return r
 }
 

@@ -109,6 +109,11 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		return nil, ctrl.Result{}, err
 	}
 	o.in, o.causes, o.lateProducers = in, append(o.causes, more...), late
+	more, err = r.restart(ctx, o)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	o.causes = append(o.causes, more...)
 	return o, ctrl.Result{}, nil
 }
 

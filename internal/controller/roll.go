@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/eviction"
 	"nudge.dev/nudge/internal/jobs"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
@@ -47,7 +48,7 @@ func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
 		ResourceVersion: obj.GetResourceVersion(),
 		Labels:          map[string]*string{workload.SealLabel: nil},
 		Annotations: map[string]*string{workload.AppliedAnnotation: nil, workload.LastRolloutAnnotation: nil,
-			workload.HeldAnnotation: nil, workload.RolloutsAnnotation: nil},
+			workload.HeldAnnotation: nil, workload.RolloutsAnnotation: nil, eviction.ProgressAnnotation: nil},
 	}
 	if err := r.apply(ctx, obj, c); err != nil {
 		return err
@@ -134,6 +135,10 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		return nil
 	}
 	c.Annotations[workload.LastRolloutAnnotation] = &stamp
+	if d.Restarts {
+		// The pods that started before now are evicted next (Evict).
+		c.Annotations[eviction.ProgressAnnotation] = ptr.To(eviction.Progress{Since: now}.String())
+	}
 	endPace(obj, &c, d.Rolled)
 	if r.Waves != nil {
 		if err := r.Waves.Annotate(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), c.Annotations, d, r.contentDigest); err != nil {

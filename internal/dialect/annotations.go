@@ -68,6 +68,20 @@ const (
 	NudgePaused = "nudge.dev/paused"
 )
 
+// Native annotations on the workload's metadata that restart its pods
+// through the Eviction API (package eviction), for the pods a pod-template
+// change cannot reach.
+const (
+	// NudgeRolloutStrategy "evict" makes a rollout also evict, one at a
+	// time, the pods that started before it, keeping their
+	// PodDisruptionBudget: the native form of Reloader's rollout-strategy.
+	// "rollout", the default, only changes the pod template.
+	NudgeRolloutStrategy = "nudge.dev/rollout-strategy"
+	// NudgeMaxUnavailable is a whole number, 1 or more: how many pods the
+	// restart may evict before their replacements are Ready (default 1).
+	NudgeMaxUnavailable = "nudge.dev/max-unavailable"
+)
+
 // Stakater Reloader's annotations, with Reloader's default names; see
 // https://github.com/stakater/Reloader#how-to-use-reloader.
 const (

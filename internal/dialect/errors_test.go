@@ -204,6 +204,16 @@ func TestParseErrorsWrapSentinels(t *testing.T) {
 			wantAnnotation: NudgeConfigMapSelector,
 			want:           []error{ErrBadSelector},
 		},
+		"a rollout strategy nudge does not know is ErrBadStrategy": {
+			annotations:    map[string]string{NudgeRolloutStrategy: "restart"},
+			wantAnnotation: NudgeRolloutStrategy,
+			want:           []error{ErrBadStrategy},
+		},
+		"a max-unavailable of 0 is ErrBadNumber": {
+			annotations:    map[string]string{NudgeMaxUnavailable: "0"},
+			wantAnnotation: NudgeMaxUnavailable,
+			want:           []error{ErrBadNumber},
+		},
 		"several bad entries wrap each sentinel": {
 			annotations:    map[string]string{ReloaderSecretReload: "(,Bad"},
 			wantAnnotation: ReloaderSecretReload,

@@ -136,6 +136,30 @@ func (p *parser) native(meta, template map[string]string) {
 	p.budget(meta)
 	p.maintenance(meta)
 	p.spec.Paused, _ = p.boolean(source{values: meta}, NudgePaused)
+	p.strategy(meta)
+}
+
+// strategy reads nudge.dev/rollout-strategy and nudge.dev/max-unavailable
+// from the workload's metadata. A strategy nudge does not know is reported
+// and counts as "rollout": the template is changed, nothing is evicted.
+func (p *parser) strategy(meta map[string]string) {
+	switch v, found := meta[NudgeRolloutStrategy]; {
+	case !found, strings.TrimSpace(v) == "rollout":
+	case strings.TrimSpace(v) == "evict":
+		p.spec.Evict = true
+	default:
+		p.fail(source{values: meta}, NudgeRolloutStrategy, fmt.Errorf("%w %q: want \"evict\" or \"rollout\"; the pods are not evicted", ErrBadStrategy, v))
+	}
+	v, found := meta[NudgeMaxUnavailable]
+	if !found {
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		p.fail(source{values: meta}, NudgeMaxUnavailable, fmt.Errorf("%w %q: want a whole number of pods, 1 or more; one pod at a time", ErrBadNumber, v))
+		return
+	}
+	p.spec.MaxUnavailable = n
 }
 
 // maintenance reads nudge.dev/maintenance-window from the workload's

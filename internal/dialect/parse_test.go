@@ -30,11 +30,13 @@ type specView struct {
 	Budget              *int
 	Maintenance         string
 	Paused              bool
+	Evict               bool
+	MaxUnavailable      int
 	Dialects            []Dialect
 }
 
 func view(s Spec) specView {
-	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Budget: s.Budget, Paused: s.Paused, Dialects: s.Dialects}
+	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Budget: s.Budget, Paused: s.Paused, Evict: s.Evict, MaxUnavailable: s.MaxUnavailable, Dialects: s.Dialects}
 	if s.Maintenance != nil {
 		v.Maintenance = "window " + s.Maintenance.String()
 	}
@@ -168,6 +170,18 @@ func TestParse(t *testing.T) {
 		},
 		"a pause on the pod template is not read": {
 			template: map[string]string{NudgePaused: "true"},
+			want:     specView{},
+		},
+		"nudge.dev/rollout-strategy evict, with nudge.dev/max-unavailable, read on the metadata": {
+			meta: map[string]string{NudgeRolloutStrategy: "evict", NudgeMaxUnavailable: " 2 "},
+			want: specView{Evict: true, MaxUnavailable: 2},
+		},
+		"nudge.dev/rollout-strategy rollout evicts nothing": {
+			meta: map[string]string{NudgeRolloutStrategy: "rollout"},
+			want: specView{},
+		},
+		"a rollout strategy on the pod template is not read": {
+			template: map[string]string{NudgeRolloutStrategy: "evict"},
 			want:     specView{},
 		},
 		"a zero rollout window is allowed": {

@@ -124,6 +124,12 @@ type Spec struct {
 	// rollouts are held until it is lifted. A malformed value pauses
 	// nothing, and Parse returns the error.
 	Paused bool
+	// Evict is nudge.dev/rollout-strategy "evict": a rollout also evicts
+	// the pods that started before it (package eviction).
+	Evict bool
+	// MaxUnavailable is nudge.dev/max-unavailable, 1 or more; 0 when
+	// unset or malformed (one pod at a time).
+	MaxUnavailable int
 	// Dialects lists, sorted, the dialects whose annotations were present on
 	// the workload (in the place they were read from), for logs.
 	Dialects []Dialect

@@ -40,6 +40,9 @@ type Fleet struct {
 	Failed   []Rollout `json:"failed"`
 	// Halted are the workloads halted by nudge.dev/halted.
 	Halted []Halted `json:"halted"`
+	// Restarts are the workloads whose pods nudge restarts through the
+	// Eviction API: under way, blocked by a budget, or halted.
+	Restarts []Restart `json:"restarts"`
 	// Paced are the workloads whose change waits for their maintenance
 	// window or for the storm brake's budget (nudge.dev/held).
 	Paced []Paced `json:"paced"`
@@ -141,7 +144,7 @@ type Binding struct {
 // errors are returned.
 func (e Explainer) Status(ctx context.Context, namespace string, installs []*settings.Settings) (*Fleet, error) {
 	f := &Fleet{Namespace: namespace, Install: e.Install, Installs: []InstallStatus{}, InFlight: []Rollout{}, Failed: []Rollout{},
-		Halted: []Halted{}, Paced: []Paced{}, Paused: []Paused{}, Missing: []Waiting{}, Lagging: []Lagging{}, Bindings: []Binding{}}
+		Halted: []Halted{}, Restarts: []Restart{}, Paced: []Paced{}, Paused: []Paused{}, Missing: []Waiting{}, Lagging: []Lagging{}, Bindings: []Binding{}}
 	for _, s := range installs {
 		f.Installs = append(f.Installs, e.leaders(ctx, s)...)
 	}
@@ -198,6 +201,9 @@ func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver,
 			h = Halted{Workload: name, Source: sourceName(parsed.Source), Content: parsed.Digest, After: parsed.After}
 		}
 		f.Halted = append(f.Halted, h)
+	}
+	if r, ok := restartOf(name, obj); ok {
+		f.Restarts = append(f.Restarts, r)
 	}
 	if h, ok := workload.ParseHeld(obj.GetAnnotations()[workload.HeldAnnotation]); ok {
 		f.Paced = append(f.Paced, Paced{Workload: name, Reason: h.Reason, Since: h.Since, Until: h.Until, Sources: h.Sources})
@@ -392,6 +398,7 @@ func PrintFleet(out io.Writer, width int, f *Fleet) error {
 		rows = append(rows, []string{h.Workload, h.Source, h.Content, h.After})
 	}
 	section("Halted", len(f.Halted), []string{"WORKLOAD", "HELD FOR", "CONTENT", "AFTER"}, rows)
+	section("Pods restarted through the Eviction API", len(f.Restarts), []string{"WORKLOAD", "CHANGED", "LAST EVICTION", "STATE"}, restartRows(f.Restarts))
 	rows = nil
 	for _, p := range f.Paced {
 		rows = append(rows, []string{p.Workload, p.Reason, p.Since.Format(time.RFC3339), p.Until.Format(time.RFC3339), p.Sources})

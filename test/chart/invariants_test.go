@@ -113,7 +113,16 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 		}
 		g.Expect(rule.Verbs).NotTo(ContainElement(BeElementOf("escalate", "bind", "impersonate", "deletecollection")), gr.holder)
 		for _, res := range rule.Resources {
-			g.Expect(res).NotTo(Or(Equal("pods"), HavePrefix("pods/")), "%s: no Pods", gr.holder)
+			switch {
+			case res == "pods":
+				g.Expect(r.opts.EnableEviction).To(BeTrue(), "%s: no Pods but with eviction.enabled", gr.holder)
+				g.Expect(rule.Verbs).To(ConsistOf("list"), "%s: the pods of a workload restarted, listed, never watched nor deleted", gr.holder)
+			case res == "pods/eviction":
+				g.Expect(r.opts.EnableEviction).To(BeTrue(), "%s: no evictions but with eviction.enabled", gr.holder)
+				g.Expect(rule.Verbs).To(ConsistOf("create"), gr.holder)
+			default:
+				g.Expect(res).NotTo(HavePrefix("pods/"), "%s: no other subresource of Pods", gr.holder)
+			}
 			if res == "configmaps" && gr.scope == home && (slices.Equal(rule.Verbs, []string{"create"}) || slices.Contains(rule.Verbs, "update")) {
 				// nudge's own settings ConfigMap, in its namespace alone.
 				if slices.Contains(rule.Verbs, "update") {
@@ -249,8 +258,9 @@ var admissionKinds = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionP
 var builtInGroups = []string{"", "apps", "batch", "argoproj.io", "events.k8s.io", "coordination.k8s.io", "nudge.dev", "secrets-store.csi.x-k8s.io",
 	"apiextensions.k8s.io", "apiregistration.k8s.io", "external-secrets.io", "cert-manager.io"}
 
-// coreResources are the core-group resources nudge's own rules name.
-var coreResources = []string{"configmaps", "secrets", "events", "namespaces"}
+// coreResources are the core-group resources nudge's own rules name (pods
+// and their eviction with eviction.enabled).
+var coreResources = []string{"configmaps", "secrets", "events", "namespaces", "pods", "pods/eviction"}
 
 // valueBindingTargets returns valueBindings.targets as group/resource.
 func valueBindingTargets(values charttest.Values) []string {

@@ -334,6 +334,12 @@ MutatingWebhookConfiguration (admissionWebhook.enabled). */}}
 {{- $args = append $args (printf "--value-binding-workers=%v" .Values.valueBindings.workers) }}
 {{- end }}
 {{- end }}
+{{- if .Values.eviction.enabled }}
+{{- $args = append $args "--enable-eviction" }}
+{{- with .Values.eviction.kinds }}
+{{- $args = append $args (printf "--evict-pods-of=%s" (join "," .)) }}
+{{- end }}
+{{- end }}
 {{- if .Values.enableHTTP2 }}
 {{- $args = append $args "--enable-http2" }}
 {{- end }}
