@@ -84,6 +84,9 @@ type Reconciler struct {
 	// Jobs, for the Job kind with --recreate-jobs, re-creates the Jobs whose
 	// sources changed; it must be set for that kind.
 	Jobs *jobs.Recreator
+	// Evicting, when not nil, lets a rollout restart by eviction the pods
+	// its template change cannot reach (--enable-eviction).
+	Evicting *Evicting
 	// Producers, when not nil, is the producer-ready gate: a rollout waits
 	// for a changed Secret's producer at most ProducerTimeout.
 	Producers       resolve.Producers
@@ -253,9 +256,17 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 			return r.retry(ctx, err)
 		}
 		result.RequeueAfter = d.RequeueAfter
+	case rollout.Paused:
+		ctrl.LoggerFrom(ctx).V(1).Info("Holding the rollout: paused", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "by", o.in.PausedBy)
 	case rollout.Gated:
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for a producer to be ready", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.RequeueAfter)
 		result.RequeueAfter = d.RequeueAfter
+	case rollout.Evict:
+		res, err := r.evict(ctx, o, d)
+		if err != nil {
+			return r.retry(ctx, err)
+		}
+		result = res
 	case rollout.Roll:
 		applied := d.Write.Format(o.key.Namespace)
 		if err := r.written(o.key, obj, false, func() error { return r.roll(ctx, obj, d, applied, o.in.Now, r.stakater(o.spec)) }); err != nil {
@@ -266,6 +277,10 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 			made = "" // no pods started
 		}
 		r.memory.Rollouts.Made(o.key, o.in.Now, made)
+		if d.Restarts {
+			// Its own write's event brings nothing: come back to evict.
+			result.RequeueAfter = time.Second
+		}
 	}
 	return r.resume(ctx, obj, result)
 }
