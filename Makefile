@@ -33,9 +33,10 @@ build:
 	ln -f $(BIN)/nudge $(BIN)/kubectl-nudge
 
 ## kube-bins: build kube-apiserver, kube-controller-manager, kube-scheduler,
-## kubectl (v1.36.3), etcd (v3.6.16) and kwok (v0.8.0) from the Go module
-## proxy into ~/.cache/nudge/kube-bins/v1.36.3 (or $KUBE_BINS_DIR); a no-op
-## when they are there. The first build takes about 10 minutes.
+## kubectl (v1.36.3), etcd (v3.6.16) and kwok (v0.8.0), pinned in
+## hack/kube/go.mod, from the Go module proxy into
+## ~/.cache/nudge/kube-bins/v1.36.3 (or $KUBE_BINS_DIR); a no-op when they
+## are there. The first build takes about 7 minutes on 2 idle cores.
 kube-bins:
 	hack/kube-bins.sh $(KUBE_BINS_DIR)
 
@@ -132,8 +133,8 @@ prometheus:
 	hack/prometheus.sh $(KUBE_BINS_DIR) prometheus
 
 ## certmanager: build cert-manager's controller and cainjector, pinned in
-## hack/certmanager/go.mod, into $(KUBE_BINS_DIR); a no-op when that version
-## is there. test/chart/certmanager runs them beside the chart's webhook.
+## hack/kube/go.mod, into $(KUBE_BINS_DIR); a no-op when that version is
+## there. test/chart/certmanager runs them beside the chart's webhook.
 .PHONY: certmanager
 certmanager:
 	hack/certmanager.sh $(KUBE_BINS_DIR)
@@ -243,7 +244,7 @@ dist:
 
 .PHONY: flux
 
-## flux: build Flux's kustomize-controller, pinned in hack/flux/go.mod, into
+## flux: build Flux's kustomize-controller, pinned in hack/kube/go.mod, into
 ## $(KUBE_BINS_DIR); a no-op when that version is there. test/flux runs it.
 flux:
 	hack/flux.sh $(KUBE_BINS_DIR)

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Builds Flux's kustomize-controller pinned in hack/flux/go.mod into
-# $1/kustomize-controller, unless one of that version is already there.
-# test/flux runs it against the testbed.
+# Builds Flux's kustomize-controller, a tool of the module hack/kube (the
+# version its go.mod pins), into $1/kustomize-controller, unless one of that
+# version is already there. test/flux runs it against the testbed.
 set -euo pipefail
 dest=${1:?usage: flux.sh DEST}
-module=$(cd "$(dirname "$0")/flux" && pwd)
+module=$(cd "$(dirname "$0")/kube" && pwd)
 pkg=github.com/fluxcd/kustomize-controller
-# The requirement, in a require block or on a require line of its own.
-version=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "'$pkg'" { print $2 }' "$module/go.mod")
+# The requirement, in a require block or on a require line of its own (not
+# the line of the tool block, which has no version).
+version=$(awk '{ sub(/^require[ \t]+/, "") } $1 == "'$pkg'" && $2 ~ /^v/ { print $2 }' "$module/go.mod")
 if [ -z "$version" ]; then
   echo "flux.sh: no $pkg requirement in $module/go.mod" >&2
   exit 1

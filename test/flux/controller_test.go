@@ -29,7 +29,7 @@ import (
 )
 
 // The Flux modules whose CRDs the test installs: kustomize-controller, the
-// version hack/flux/go.mod pins, and source-controller, the version of the
+// version hack/kube/go.mod pins, and source-controller, the version of the
 // source API kustomize-controller v1.9.6 requires.
 const (
 	kustomizeController = "github.com/fluxcd/kustomize-controller@v1.9.6"

@@ -1,7 +1,7 @@
 // Command cert-manager-controller runs cert-manager's controllers (those
 // that issue a Certificate from a self-signed or a CA Issuer or
 // ClusterIssuer) for test/chart/certmanager, built from the module
-// github.com/cert-manager/cert-manager pinned in hack/certmanager/go.mod.
+// github.com/cert-manager/cert-manager pinned in hack/kube/go.mod.
 //
 // cert-manager's own binary is the module
 // github.com/cert-manager/cert-manager/controller-binary, which the Go

@@ -1,6 +1,6 @@
 // Command cert-manager-cainjector runs cert-manager's CA injector for
 // test/chart/certmanager, built from the module
-// github.com/cert-manager/cert-manager pinned in hack/certmanager/go.mod: it
+// github.com/cert-manager/cert-manager pinned in hack/kube/go.mod: it
 // fills the caBundle of webhook configurations, APIServices and CRDs
 // annotated cert-manager.io/inject-ca-from (a Certificate's Secret's
 // ca.crt), inject-ca-from-secret or inject-apiserver-ca.
