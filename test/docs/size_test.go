@@ -3,10 +3,13 @@ package docs_test
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -45,4 +48,57 @@ func TestNoTrackedFileIsLarge(t *testing.T) {
 			path, info.Size(), float64(info.Size())/(1<<20), maxTrackedSize)
 	}
 	g.Expect(n).To(BeNumerically(">", 100), "the files git tracks")
+}
+
+// maxDocsLines bounds the lines of docs/*.md together, strictly: documents
+// that say what is, each fact once in one place, stay readable and kept up
+// to date; past this they repeat each other, keep history and run logs, and
+// drift from the code (issue 42). Cut repetition before raising it.
+const maxDocsLines = 5000
+
+// maxDocFileLines bounds the lines of any one file of docs/*.md. The
+// largest, design.md, holds every rule with the tests that pin it in about
+// 1,380 lines; 1,400 lets it stay whole while no other file grows into a
+// second design.md.
+const maxDocFileLines = 1400
+
+// TestDocsAreShort: the files of docs/*.md hold fewer than maxDocsLines
+// lines together and at most maxDocFileLines each, counted as wc -l counts
+// them (a last line without its newline counts too); a failure gives the
+// total and each file's count.
+func TestDocsAreShort(t *testing.T) {
+	g := NewWithT(t)
+	paths, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(paths).NotTo(BeEmpty(), "the files of docs/*.md")
+	sort.Strings(paths)
+	counts := map[string]int{}
+	var total int
+	var table strings.Builder
+	for _, path := range paths {
+		b, err := os.ReadFile(path)
+		g.Expect(err).NotTo(HaveOccurred())
+		n := lineCount(b)
+		name := filepath.ToSlash(filepath.Join("docs", filepath.Base(path)))
+		counts[name] = n
+		total += n
+		fmt.Fprintf(&table, "%6d %s\n", n, name)
+	}
+	fmt.Fprintf(&table, "%6d total", total)
+	g.Expect(total).To(BeNumerically("<", maxDocsLines),
+		"docs/*.md hold %d lines, not under %d: cut repetition, history and wordiness\n%s", total, maxDocsLines, table.String())
+	for name, n := range counts {
+		g.Expect(n).To(BeNumerically("<=", maxDocFileLines),
+			"%s holds %d lines, over %d: split it or cut it\n%s", name, n, maxDocFileLines, table.String())
+	}
+}
+
+// lineCount is the number of lines of b as wc -l counts them, plus a last
+// line that has no newline.
+func lineCount(b []byte) int {
+	n := bytes.Count(b, []byte{'\n'})
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
 }
