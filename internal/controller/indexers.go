@@ -7,7 +7,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/sources"
 )
 
@@ -36,20 +35,4 @@ func (r *Reconciler) workloadsOf(ctx context.Context, obj client.Object) []recon
 	}
 	r.expectWave(ctx, reqs)
 	return reqs
-}
-
-// expectWave ranks the workloads a source change is about to reconcile (see
-// fleet.Waves.Expect).
-func (r *Reconciler) expectWave(ctx context.Context, reqs []reconcile.Request) {
-	if r.Waves == nil {
-		return
-	}
-	for _, req := range reqs {
-		obj := r.Kind.New()
-		if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-			continue
-		}
-		priority, _ := fleet.PriorityOf(obj)
-		r.Waves.Expect(r.waveKey(req.NamespacedName), priority)
-	}
 }

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"nudge.dev/nudge/internal/csi"
-	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/watch"
@@ -48,9 +47,7 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		predicate.AnnotationChangedPredicate{},
 		sealChanged(),
 	}
-	if r.Waves != nil {
-		changed = append(changed, fleet.ProgressChanged())
-	}
+	changed, waveSources := r.waveWatches(changed)
 	// Each kind is watched with a watch.KindSource, not For and Watches: the
 	// handlers are added now, before the manager's cache starts, so the
 	// informers' first lists feed them, and the workers start as soon as
@@ -72,8 +69,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1), LogConstructor: logs, NewQueue: watch.QueueOf(queue)}).
 		WatchesRawSource(own)
-	if r.Waves != nil {
-		b = b.WatchesRawSource(source.Func(r.Waves.Register(r.Kind, r.Client)))
+	for _, s := range waveSources {
+		b = b.WatchesRawSource(s)
 	}
 	if r.Jobs != nil && r.Jobs.Journal != nil {
 		b = b.WatchesRawSource(source.Func(r.Jobs.Resume(r.watched)))

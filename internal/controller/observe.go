@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/jobs"
 	"nudge.dev/nudge/internal/memo"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
@@ -39,6 +40,24 @@ type observed struct {
 	// ready at the gate's timeout: a rollout for one says so (see
 	// producerCause).
 	lateProducers []resolve.Resolved
+	// contest is the Warning of a contested takeover, for a Contested
+	// decision (see rollout.Input.Contested).
+	contest record.Cause
+	// job is what a Job nudge deleted and has not created again asks (see
+	// jobs.Recreator.Pending): Create and Linger leave nothing to decide,
+	// and obj is then nil.
+	job jobs.Step
+	// optedOut says that the workload does not opt in, leaving nothing to
+	// decide: act drops nudge's state from it (see release), unless an
+	// annotation is malformed: a malformed annotation may be a mistyped
+	// opt-in, so the state is kept, and once it is mended a change made
+	// meanwhile still rolls.
+	optedOut, malformed bool
+}
+
+// decides reports whether o leaves a decision to take.
+func (o *observed) decides() bool {
+	return !o.optedOut && o.job != jobs.Create && o.job != jobs.Linger
 }
 
 // A source created just before its workload may reach nudge's cache after
@@ -57,38 +76,38 @@ const staleWait = 10 * time.Millisecond
 // API server has.
 var errCacheBehind = errors.New("the cache is behind the API server")
 
-// observe reads the workload key and its sources from the cache. It
-// returns nil, with the reconcile's result, when there is nothing to
-// decide: the workload is gone (what is remembered of it is forgotten), has
-// no pod template, is in a namespace not watched, does not opt in (nudge's
-// state is dropped), was read from a cache behind nudge's own write, or
-// reads a source the cache misses.
+// observe reads the workload key and its sources from the cache, and from
+// the API server what the cache may be behind on; it writes nothing. It
+// returns nil, with the reconcile's result, when there is nothing to act
+// on: the workload is gone (what is remembered of it is forgotten), has no
+// pod template, is in a namespace not watched, was read from a cache behind
+// nudge's own write, or reads a source the cache misses.
 func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*observed, ctrl.Result, error) {
 	obj := r.Kind.New()
 	err := r.Client.Get(ctx, key, obj)
-	if handled, result, err := r.Jobs.Pending(ctx, jobReport{r}, key, obj, err); handled {
-		return nil, result, err
-	}
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			r.memory.Forget(key)
-			r.Waves.Gone(r.waveKey(key))
-			return nil, ctrl.Result{}, nil
-		}
+	step := r.Jobs.Pending(key, obj, err)
+	switch {
+	case step == jobs.Create || step == jobs.Linger:
+		return &observed{key: key, job: step}, ctrl.Result{}, nil
+	case apierrors.IsNotFound(err):
+		r.memory.Forget(key)
+		r.waveSaw(ctx, key, nil)
+		return nil, ctrl.Result{}, nil
+	case err != nil:
 		return nil, ctrl.Result{}, err
 	}
-	r.Waves.Observe(ctx, r.waveKey(key), obj, r.now())
+	r.waveSaw(ctx, key, obj)
 	tmpl := r.Kind.Template(obj)
 	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
 		return nil, ctrl.Result{}, nil
 	}
-	o := &observed{key: key, obj: obj}
+	o := &observed{key: key, obj: obj, job: step}
 	var errs []error
 	o.spec, errs = r.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
 	o.causes = r.malformed(obj, errs)
 	if !o.spec.Enabled(r.AutoReloadAll) {
-		result, err := r.optedOut(ctx, obj, o.causes, len(errs) > 0)
-		return nil, result, err
+		o.optedOut, o.malformed = true, len(errs) > 0
+		return o, ctrl.Result{}, nil
 	}
 	if stale, awaited := r.memory.History.Stale(key, obj.GetResourceVersion()); stale {
 		// The cache has not seen nudge's last write yet; that write's event
@@ -109,6 +128,10 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		return nil, ctrl.Result{}, err
 	}
 	o.in, o.causes, o.lateProducers = in, append(o.causes, more...), late
+	o.in.Contested, o.contest = r.memory.Taken.Contested(key, o.in, r.Key.ID())
+	if err := r.waveInputs(ctx, o); err != nil {
+		return nil, ctrl.Result{}, err
+	}
 	return o, ctrl.Result{}, nil
 }
 
@@ -126,22 +149,6 @@ func (r *Reconciler) malformed(obj client.Object, errs []error) []record.Cause {
 			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", pause, v)})
 	}
 	return causes
-}
-
-// optedOut handles a workload that does not opt in: its creation is
-// forgotten, its causes warned about, and nudge's state dropped, unless an
-// annotation is malformed: a malformed annotation may be a mistyped opt-in,
-// so the state is kept, and once it is mended a change made meanwhile still
-// rolls.
-func (r *Reconciler) optedOut(ctx context.Context, obj client.Object, causes []record.Cause, malformed bool) (ctrl.Result, error) {
-	r.memory.Births.Forget(client.ObjectKeyFromObject(obj))
-	r.warn(ctx, obj, causes)
-	if !malformed {
-		if err := r.release(ctx, obj); err != nil {
-			return r.retry(ctx, err)
-		}
-	}
-	return r.resume(ctx, obj, ctrl.Result{})
 }
 
 // inputs gathers what rollout.Decide needs from the cache (see
