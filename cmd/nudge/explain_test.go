@@ -70,6 +70,8 @@ func TestExplain(t *testing.T) {
 		"source-gone":     {"secret/gone"},
 		"source-unused":   {"cm/unused"},
 		"source-win":      {"configmap/win"},
+		"selector":        {"deployment/selector"},
+		"source-dash":     {"configmap/dash-3"},
 	}
 	for name, args := range goldens {
 		t.Run(name, func(t *testing.T) {
@@ -282,6 +284,12 @@ func newFixture(t *testing.T) *fixture {
 		nt.Deployment(ns, "halted", 1, map[string]string{"nudge.dev/auto": "true", fleet.PriorityAnnotation: "1"},
 			nt.EnvFrom("ConfigMap", "app")),
 		nt.Deployment(ns, "restored", 1, map[string]string{"nudge.dev/auto": "true"}, nt.EnvFrom("ConfigMap", "win")),
+		nt.Deployment(ns, "selector", 1, map[string]string{"nudge.dev/configmap-selector": "app=dash"}),
+	}
+	for _, name := range []string{"dash-1", "dash-2"} {
+		dash := nt.ConfigMap(ns, name, map[string]string{"board.json": "{}"})
+		dash.Labels = map[string]string{"app": "dash"}
+		g.Expect(suite.K8s.Create(ctx, dash)).To(Succeed())
 	}
 	for _, o := range objs {
 		g.Expect(suite.K8s.Create(ctx, o)).To(Succeed(), "creating %T %s", o, o.GetName())
@@ -337,6 +345,9 @@ func newFixture(t *testing.T) *fixture {
 	n.Stop(t)
 
 	// Changes nudge has not seen.
+	dash := nt.ConfigMap(ns, "dash-3", map[string]string{"board.json": "{}"})
+	dash.Labels = map[string]string{"app": "dash"}
+	g.Expect(suite.K8s.Create(ctx, dash)).To(Succeed())
 	updateData(t, ns, "app")
 	updateData(t, ns, "win")
 	g.Expect(suite.K8s.Create(ctx, nt.Deployment(ns, "first-sight", 1, map[string]string{"nudge.dev/auto": "true"},

@@ -34,7 +34,8 @@ func statusCommand(systemNamespace string) *cobra.Command {
 or every namespace (-A): the installs found by their settings ConfigMaps and each one's leader
 (one per shard), the rollouts nudge started that are in flight or failed, the workloads halted
 because the rollout of the same change failed elsewhere (with the source and content they are
-held for), the workloads waiting for a required source that does not exist, and the
+held for), the workloads paused by nudge.dev/paused (and what waits, when your permissions
+read nudge's key), the workloads waiting for a required source that does not exist, and the
 ValueBindings not Ready, with their reasons. What your permissions do not let it read is
 listed at the end.
 

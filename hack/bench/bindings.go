@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,7 @@ import (
 
 	"nudge.dev/nudge/hack/bench/results"
 	"nudge.dev/nudge/hack/bench/stats"
+	"nudge.dev/nudge/internal/nudgetest"
 )
 
 // The value-binding scenario: Harbors (harbor-operator's kind, from the
@@ -50,15 +52,21 @@ var bindingCRDs = []string{
 }
 
 // installCRDs creates the CRDs in the files of paths (relative to the
-// repository's root) and waits up to 30 s until the API server serves each
-// resource of gvrs.
+// repository's root, or, as "module@version:path", of a Go module, see
+// nudgetest.ModuleFile) and waits up to 30 s until the API server serves
+// each resource of gvrs.
 func installCRDs(ctx context.Context, dyn dynamic.Interface, paths []string, gvrs ...schema.GroupVersionResource) error {
 	root, err := repoRoot()
 	if err != nil {
 		return err
 	}
 	for _, path := range paths {
-		data, err := os.ReadFile(filepath.Join(root, path))
+		var data []byte
+		if module, file, ok := strings.Cut(path, ":"); ok {
+			data, err = nudgetest.ModuleFile(ctx, module, file)
+		} else {
+			data, err = os.ReadFile(filepath.Join(root, path))
+		}
 		if err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ import (
 
 	"nudge.dev/nudge/hack/bench/results"
 	"nudge.dev/nudge/hack/bench/stats"
+	"nudge.dev/nudge/internal/nudgetest"
 )
 
 // kindsNamespace holds the kinds scenario's workloads and their sources.
@@ -35,9 +36,9 @@ const (
 // allKinds lists every kind the kinds scenario can create, in its order.
 var allKinds = []string{deploymentKind, statefulSetKind, daemonSetKind, cronJobKind, jobKind, rolloutKind}
 
-// rolloutCRDPath is the tests' copy of Argo Rollouts' Rollout CRD, relative
-// to the repository's root (see its README).
-const rolloutCRDPath = "internal/nudgetest/testdata/argo-rollouts/rollout-crd.yaml"
+// rolloutCRDPath is Argo Rollouts' Rollout CRD, read from its Go module as
+// the tests read it (see installCRDs).
+const rolloutCRDPath = nudgetest.ArgoRollouts + ":" + nudgetest.RolloutCRDPath
 
 var rolloutGVR = schema.GroupVersionResource{Group: "argoproj.io", Version: "v1alpha1", Resource: "rollouts"}
 

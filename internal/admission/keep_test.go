@@ -152,6 +152,11 @@ func TestKeep(t *testing.T) {
 				New: obj(map[string]any{workload.AppliedAnnotation: "v1.abc ConfigMap/app=old"}, sealed, nil, "app:1"), RestartAt: true},
 			why: StateWritten,
 		},
+		"a Rollout with a workloadRef (no template) gets nudge's spec.restartAt and state back": {
+			in:   Input{Old: restarted(workloadRef(refState, sealed), restartAt), New: workloadRef(manifest, plain), RestartAt: true},
+			want: restarted(workloadRef(refState, sealed), restartAt),
+			why:  KeptRestartAt,
+		},
 		"spec.restartAt counts only for a Rollout": {
 			in:  Input{Old: restarted(obj(restartState, sealed, nil, "app:1"), restartAt), New: obj(restartManifest, plain, nil, "app:1")},
 			why: NoTrigger,
@@ -186,6 +191,19 @@ func TestKeep(t *testing.T) {
 			g.Expect(in.New).To(Equal(cur), "the new object untouched")
 		})
 	}
+}
+
+// refState is nudge's state on a Rollout with a workloadRef, rolled by
+// spec.restartAt without Reloader's rollout-strategy.
+var refState = merge(manifest, map[string]any{
+	workload.AppliedAnnotation: "v1.abc ConfigMap/app=x", workload.LastRolloutAnnotation: "2026-01-01T00:00:00.123456Z"})
+
+// workloadRef builds an Argo Rollout that takes its pod template from a
+// Deployment: its metadata annotations and labels, and a spec.workloadRef.
+func workloadRef(meta, labels map[string]any) map[string]any {
+	return map[string]any{"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+		"metadata": map[string]any{"name": "web", "annotations": meta, "labels": labels},
+		"spec":     map[string]any{"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web-pods"}}}
 }
 
 // restartAt is the spec.restartAt nudge writes with the last rollout of

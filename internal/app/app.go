@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"nudge.dev/nudge/api/v1alpha1"
+	"nudge.dev/nudge/internal/admission"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/gctune"
 	nudgemetrics "nudge.dev/nudge/internal/metrics"
@@ -98,7 +99,7 @@ func Run(ctx context.Context, cfg *rest.Config, opts options.Options) error {
 	if err := publishSettings(mgr, opts, direct); err != nil {
 		return err
 	}
-	if err := addAdmissionWebhook(mgr, opts, custom); err != nil {
+	if err := admission.Serve(mgr, opts, custom); err != nil {
 		return err
 	}
 	lull, reconciled := &record.Lull{}, &record.Lull{}
@@ -169,7 +170,7 @@ func newManager(ctx context.Context, cfg *rest.Config, opts options.Options, sch
 	if err := announceShard(ctx, metrics.Registry, direct, opts.SystemNamespace, shardOf(opts)); err != nil {
 		return nil, fmt.Errorf("registering metrics: %w", err)
 	}
-	hooks, err := webhookServer(opts)
+	hooks, err := admission.NewServer(opts, tlsOpts(opts))
 	if err != nil {
 		return nil, err
 	}

@@ -42,7 +42,8 @@ func startSourceInformers(ctx context.Context, mgr ctrl.Manager, ignore map[refs
 }
 
 // cacheOptions keeps ConfigMaps and Secrets as per-key digests (never their
-// values), their labels only for --resource-label-selector, trims workloads
+// values), their labels packed (as a map for --resource-label-selector; see
+// trim.Sources), trims workloads
 // (built-in, Argo Rollouts and the custom kinds) to what nudge reads, and
 // limits the cache to opts.Namespaces when set.
 func cacheOptions(opts options.Options, custom []workload.CustomKind) cache.Options {

@@ -19,6 +19,7 @@ import (
 	. "github.com/onsi/gomega"
 	"github.com/spf13/pflag"
 
+	"nudge.dev/nudge/internal/admission"
 	"nudge.dev/nudge/internal/options"
 )
 
@@ -44,7 +45,7 @@ func TestWebhookServerHTTP2(t *testing.T) {
 			opts.BindFlags(fs)
 			g.Expect(fs.Parse(append([]string{"--admission-webhook", "--admission-webhook-bind-address=" + addr,
 				"--admission-webhook-cert-dir=" + dir}, tc.args...))).To(Succeed())
-			srv, err := webhookServer(opts)
+			srv, err := admission.NewServer(opts, tlsOpts(opts))
 			g.Expect(err).NotTo(HaveOccurred())
 			srv.Register("/ok", http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) }))
 			done := make(chan error, 1)

@@ -129,6 +129,10 @@ func (rs *reconcilers) newReconciler(k workload.Kind) *controller.Reconciler {
 	if rs.producers != nil {
 		r.Producers, r.ProducerTimeout = rs.producers.gate, rs.opts.ProducerReadyTimeout
 	}
+	if rs.opts.EnableEviction {
+		kinds, _ := rs.opts.EvictKinds() // validated with the options
+		r.Evicting = &controller.Evicting{Kinds: kinds, Timeout: rs.opts.RolloutTimeout}
+	}
 	return r
 }
 
@@ -262,7 +266,7 @@ func Behaviour(opts options.Options) controller.Behaviour {
 		CronJobStartJob: opts.CronJobStartJob,
 		ReloaderEvents:  opts.EventReasons == "reloader",
 	}
-	b.Pace = resolve.Pace{Budget: opts.MaxRolloutsPerHour, NamespaceWindows: len(opts.Namespaces) == 0, Overrides: opts.AllowWorkloadOverrides}
+	b.Pace = resolve.Pace{Budget: opts.MaxRolloutsPerHour, NamespaceMarks: len(opts.Namespaces) == 0, Overrides: opts.AllowWorkloadOverrides}
 	b.Pace.Maintenance, _ = opts.Maintenance() // checked by Validate
 	for _, k := range []refs.Kind{refs.ConfigMap, refs.Secret} {
 		b.IgnoreSources[k] = opts.IgnoresSources(string(k))

@@ -5,6 +5,7 @@ import (
 
 	"context"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"nudge.dev/nudge/internal/csi"
+	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/watch"
@@ -37,7 +39,7 @@ type Options struct {
 // changes and on changes of the sources it references, found in the source
 // index its own watch keeps (sources.Index).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
-	r.index = sources.NewIndex(r.Kind, r.AutoReloadAll, r.Dialect)
+	r.index = sources.NewIndex(r.Kind, r.AutoReloadAll, r.Dialect, r.Client)
 	toWorkloads := handler.EnqueueRequestsFromMapFunc(r.workloadsOf)
 	// The index first: it sees every event of the kind, in order, and
 	// passes those that change a workload's sources (see Index.Tracker).
@@ -80,7 +82,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		if opts.IgnoreSources[kind] {
 			continue
 		}
-		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, obj, toWorkloads, r.Changes.Recorder(), sources.Changed(r.Dialect)))
+		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, obj, toWorkloads, r.Changes.Recorder(), r.index.Changed(r.Dialect)))
+		if err != nil {
+			return err
+		}
+		b = b.WatchesRawSource(src)
+	}
+	if workload.IsReferrer(r.Kind) { // Rollouts: the Deployments of their spec.workloadRef
+		src, err := r.watchNow(ctx, queue, watch.NewKindSource(cached, &appsv1.Deployment{}, handler.EnqueueRequestsFromMapFunc(r.index.Referrers), r.index.ReferrerTracker()))
 		if err != nil {
 			return err
 		}
@@ -89,9 +98,12 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	// Left to the controller's start: its handler lists workloads from the
 	// cache, which cannot be read before it has synced.
 	if opts.NamespaceLabels {
-		ns := &metav1.PartialObjectMetadata{}
-		ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-		b = b.WatchesRawSource(watch.NewKindSource(cached, ns, handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
+		b = b.WatchesRawSource(watch.NewKindSource(cached, watch.Namespace(), handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
+	}
+	// A Namespace's pause set or lifted reaches its workloads. The
+	// informer is the one Resolver.Pause and Resolver.Maintenance read.
+	if r.NamespaceMarks {
+		b = b.WatchesRawSource(watch.NewKindSource(cached, watch.Namespace(), handler.EnqueueRequestsFromMapFunc(r.managedIn), watch.AnnotationChanged(dialect.NudgePaused)))
 	}
 	// With the CSI flag on already (a kind set up while nudge runs), the pod
 	// statuses are watched from the start (see WatchPodStatuses).

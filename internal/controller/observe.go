@@ -97,9 +97,9 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		return nil, ctrl.Result{}, err
 	}
 	r.waveSaw(ctx, key, obj)
-	tmpl := r.Kind.Template(obj)
+	tmpl, err := workload.TemplateOf(ctx, r.Client, r.Kind, obj)
 	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
-		return nil, ctrl.Result{}, nil
+		return nil, ctrl.Result{}, r.unreferenced(ctx, obj, err)
 	}
 	o := &observed{key: key, obj: obj, job: step}
 	var errs []error
@@ -132,6 +132,11 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	if err := r.waveInputs(ctx, o); err != nil {
 		return nil, ctrl.Result{}, err
 	}
+	more, err = r.restart(ctx, o)
+	if err != nil {
+		return nil, ctrl.Result{}, err
+	}
+	o.causes = append(o.causes, more...)
 	return o, ctrl.Result{}, nil
 }
 
@@ -154,9 +159,10 @@ func (r *Reconciler) malformed(obj client.Object, errs []error) []record.Cause {
 // inputs gathers what rollout.Decide needs from the cache (see
 // resolve.Resolver.Inputs), the young sources of a workload nudge saw
 // created (see memo.Births), its maintenance window and the producers it
-// waits for (see producers), with the Warning causes found on the way
+// waits for (see producers) and what pauses it (see
+// resolve.Resolver.Pause), with the Warning causes found on the way
 // (missing sources, unwatched namespaces, refused references and
-// overrides, a malformed window) and the Secrets whose producer the gate
+// overrides, a malformed window or pause) and the Secrets whose producer the gate
 // waited for in vain. It returns errCacheBehind when a source the cache
 // misses exists (see cacheBehind).
 func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, []resolve.Resolved, error) {
@@ -184,6 +190,9 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 		case resolve.Kept, resolve.Missing:
 			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: sourceMissingNote(c)})
 		}
+		if c.PauseError != nil {
+			causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: c.PauseError.Error()})
+		}
 	}
 	behind, err := r.cacheBehind(ctx, client.ObjectKeyFromObject(obj), resolved, causes)
 	if err != nil {
@@ -207,6 +216,13 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	in.Maintenance, err = res.Maintenance(ctx, obj.GetNamespace(), spec)
 	switch {
 	case errors.Is(err, resolve.ErrMalformedWindow):
+		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
+	case err != nil:
+		return in, nil, nil, err
+	}
+	in.PausedBy, err = res.Pause(ctx, obj.GetNamespace(), spec)
+	switch {
+	case errors.Is(err, resolve.ErrMalformedPause):
 		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	case err != nil:
 		return in, nil, nil, err

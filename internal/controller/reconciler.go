@@ -85,6 +85,9 @@ type Reconciler struct {
 	// Jobs, for the Job kind with --recreate-jobs, re-creates the Jobs whose
 	// sources changed; it must be set for that kind.
 	Jobs *jobs.Recreator
+	// Evicting, when not nil, lets a rollout restart by eviction the pods
+	// its template change cannot reach (--enable-eviction).
+	Evicting *Evicting
 	// Producers, when not nil, is the producer-ready gate: a rollout waits
 	// for a changed Secret's producer at most ProducerTimeout.
 	Producers       resolve.Producers
@@ -279,11 +282,19 @@ func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Resu
 		if v.held != nil {
 			marks = withMark(marks, workload.HeldAnnotation, v.held)
 		}
+	case rollout.Paused:
+		ctrl.LoggerFrom(ctx).V(1).Info("Holding the rollout: paused", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "by", o.in.PausedBy)
 	case rollout.Gated:
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for a producer to be ready", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.RequeueAfter)
 		result.RequeueAfter = d.RequeueAfter
 	case rollout.Contested:
 		result.RequeueAfter = d.RequeueAfter
+	case rollout.Evict:
+		res, err := r.evict(ctx, o, d)
+		if err != nil {
+			return r.retry(ctx, err)
+		}
+		result = res
 	case rollout.Roll:
 		if wait, err := r.guard(ctx, o, d); err != nil || wait > 0 {
 			return ctrl.Result{RequeueAfter: wait}, err
@@ -298,6 +309,10 @@ func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Resu
 		}
 		r.memory.Rollouts.Made(o.key, o.in.Now, made)
 		marks = nil // the rollout's write ends a hold (see fleet.Marks)
+		if d.Restarts {
+			// Its own write's event brings nothing: come back to evict.
+			result.RequeueAfter = time.Second
+		}
 	}
 	if len(marks) > 0 {
 		if err := r.apply(ctx, obj, workload.Change{ResourceVersion: over, Annotations: marks}); err != nil {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/eviction"
 	"nudge.dev/nudge/internal/jobs"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
@@ -47,7 +48,7 @@ func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
 		ResourceVersion: obj.GetResourceVersion(),
 		Labels:          map[string]*string{workload.SealLabel: nil},
 		Annotations: map[string]*string{workload.AppliedAnnotation: nil, workload.LastRolloutAnnotation: nil,
-			workload.HeldAnnotation: nil, workload.RolloutsAnnotation: nil},
+			workload.HeldAnnotation: nil, workload.RolloutsAnnotation: nil, eviction.ProgressAnnotation: nil},
 	}
 	if err := r.apply(ctx, obj, c); err != nil {
 		return err
@@ -134,6 +135,10 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		return nil
 	}
 	c.Annotations[workload.LastRolloutAnnotation] = &stamp
+	if d.Restarts {
+		// The pods that started before now are evicted next (Evict).
+		c.Annotations[eviction.ProgressAnnotation] = ptr.To(eviction.Progress{Since: now}.String())
+	}
 	endPace(obj, &c, d.Rolled)
 	if r.Waves != nil {
 		if err := r.Waves.Annotate(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), c.Annotations, d, r.contentDigest); err != nil {
@@ -186,7 +191,8 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 
 // trigger sets in c the write that makes obj's controller roll for d at
 // now, as the kind and the options call for: Argo Rollouts' spec.restartAt
-// (with Reloader's rollout-strategy restart), Reloader's env var
+// (with Reloader's rollout-strategy restart, or a spec.workloadRef: the
+// referenced Deployment is never written), Reloader's env var
 // (EnvVars, written over the containers as the API holds them), or the
 // pod-template annotations, with Reloader's last-reloaded-from when
 // stakater. It returns the API server's error, and a conflict when obj
@@ -194,7 +200,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 func (r *Reconciler) trigger(ctx context.Context, obj client.Object, c *workload.Change, d rollout.Decision, now time.Time, stakater bool) error {
 	stamp := now.UTC().Format(time.RFC3339Nano)
 	switch {
-	case r.Kind == workload.Rollout && obj.GetAnnotations()[dialect.ReloaderRolloutStrategy] == "restart":
+	case r.Kind == workload.Rollout && (obj.GetAnnotations()[dialect.ReloaderRolloutStrategy] == "restart" || workload.Refers(r.Kind, obj)):
 		c.Spec = map[string]any{"restartAt": now.UTC().Format(time.RFC3339)}
 	case r.EnvVars && len(r.Kind.TemplatePath()) > 0:
 		// The cache holds trimmed containers: the whole list comes from the

@@ -30,6 +30,19 @@ const (
 	NudgeUrgent = "nudge.dev/urgent"
 )
 
+// Native annotations that choose a workload's sources by their labels, as
+// the k8s-sidecar pattern loads Grafana dashboards (Reloader's #1196).
+const (
+	// NudgeConfigMapSelector is a label selector in kubectl's syntax
+	// (labels.Parse: "app=dash", "tier in (a,b),!legacy"): every ConfigMap
+	// of the workload's namespace it matches counts, as one set. When one
+	// is created, changed or deleted, or labelled into or out of the set,
+	// the workload rolls once (see Selected).
+	NudgeConfigMapSelector = "nudge.dev/configmap-selector"
+	// NudgeSecretSelector is NudgeConfigMapSelector for Secrets.
+	NudgeSecretSelector = "nudge.dev/secret-selector"
+)
+
 // Native annotations on the workload's metadata (never its pod template)
 // that pace its rollouts.
 const (
@@ -46,6 +59,27 @@ const (
 	// --allow-workload-overrides a workload's replaces its Namespace's,
 	// which replaces the flag's.
 	NudgeMaintenanceWindow = "nudge.dev/maintenance-window"
+	// NudgePaused "true" holds the rollouts of the workload that carries
+	// it, of every workload of a Namespace that carries it, or, on a
+	// ConfigMap or Secret, those its own changes would make. The changes
+	// stay pending, not forgotten: lifting it ("false" or removed) rolls
+	// each held workload once, with the content as it is then. Any value
+	// but "true" or "false" (in any case) is malformed and pauses nothing.
+	NudgePaused = "nudge.dev/paused"
+)
+
+// Native annotations on the workload's metadata that restart its pods
+// through the Eviction API (package eviction), for the pods a pod-template
+// change cannot reach.
+const (
+	// NudgeRolloutStrategy "evict" makes a rollout also evict, one at a
+	// time, the pods that started before it, keeping their
+	// PodDisruptionBudget: the native form of Reloader's rollout-strategy.
+	// "rollout", the default, only changes the pod template.
+	NudgeRolloutStrategy = "nudge.dev/rollout-strategy"
+	// NudgeMaxUnavailable is a whole number, 1 or more: how many pods the
+	// restart may evict before their replacements are Ready (default 1).
+	NudgeMaxUnavailable = "nudge.dev/max-unavailable"
 )
 
 // Stakater Reloader's annotations, with Reloader's default names; see

@@ -31,6 +31,9 @@ var (
 	ErrBadNumber error = &malformed{"invalid number"}
 	// ErrBadSchedule: a maintenance window is not maintenance.Parse's format.
 	ErrBadSchedule error = &malformed{"invalid maintenance window"}
+	// ErrBadStrategy: nudge.dev/rollout-strategy is neither "evict" nor
+	// "rollout".
+	ErrBadStrategy error = &malformed{"invalid rollout strategy"}
 )
 
 // malformed is the type of the sentinels: each one is also ErrMalformed.

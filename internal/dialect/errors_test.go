@@ -20,6 +20,19 @@ func TestParseMalformed(t *testing.T) {
 			want:     specView{Named: []namedView{name(Nudge, refs.ConfigMap, ns, "app")}, Dialects: []Dialect{Nudge}},
 			wantErrs: []string{`annotation "nudge.dev/auto" in the workload metadata: want "true" or "false", got "yes"`},
 		},
+		"a bad selector is an error and ignored; the rest of the workload counts": {
+			meta: map[string]string{NudgeConfigMapSelector: "app in (dash", NudgeSecretSelector: "app=db", NudgeConfigMaps: "app"},
+			want: specView{Named: []namedView{name(Nudge, refs.ConfigMap, ns, "app")}, Selectors: []string{"SecretSelector/shop/app=db"},
+				Dialects: []Dialect{Nudge}},
+			wantErrs: []string{`annotation "nudge.dev/configmap-selector" in the workload metadata: invalid label selector "app in (dash": ` +
+				`unable to parse requirement: found '', expected: ',' or ')'`},
+		},
+		"an empty selector is an error: it would match every source": {
+			meta: map[string]string{NudgeSecretSelector: " "},
+			want: specView{Dialects: []Dialect{Nudge}},
+			wantErrs: []string{`annotation "nudge.dev/secret-selector" in the workload metadata: invalid label selector " ": ` +
+				`empty; it would match every source of the namespace, write a requirement such as "app=dash"`},
+		},
 		"a bad reloader.stakater.com/auto is an error, reported once for both kinds": {
 			template: map[string]string{ReloaderAuto: "1"},
 			want:     specView{Dialects: []Dialect{Reloader}},
@@ -130,6 +143,11 @@ func TestParseMalformed(t *testing.T) {
 			wantErrs: []string{`annotation "nudge.dev/maintenance-window" in the workload metadata: invalid maintenance window "0 2 * * 2h": ` +
 				`got 5 fields, want a schedule of 5 (minute hour day-of-month month day-of-week) or a descriptor (@daily), a duration and an optional time zone; the workload counts as having none of its own`},
 		},
+		"a malformed pause is an error, and the workload is not paused": {
+			meta:     map[string]string{NudgePaused: "yes"},
+			want:     specView{},
+			wantErrs: []string{`annotation "nudge.dev/paused" in the workload metadata: want "true" or "false", got "yes"`},
+		},
 		"errors come one per annotation in dialect order": {
 			meta: map[string]string{WaveUpdateOnConfigChange: "x", ReloaderSearch: "x", NudgeAuto: "x", PodReloaderConfigMaps: "X"},
 			want: specView{Dialects: []Dialect{Nudge, PodReloader, Reloader, Wave}},
@@ -180,6 +198,21 @@ func TestParseErrorsWrapSentinels(t *testing.T) {
 			annotations:    map[string]string{NudgeRolloutWindow: "soon"},
 			wantAnnotation: NudgeRolloutWindow,
 			want:           []error{ErrBadDuration},
+		},
+		"a bad selector is ErrBadSelector": {
+			annotations:    map[string]string{NudgeConfigMapSelector: "a b"},
+			wantAnnotation: NudgeConfigMapSelector,
+			want:           []error{ErrBadSelector},
+		},
+		"a rollout strategy nudge does not know is ErrBadStrategy": {
+			annotations:    map[string]string{NudgeRolloutStrategy: "restart"},
+			wantAnnotation: NudgeRolloutStrategy,
+			want:           []error{ErrBadStrategy},
+		},
+		"a max-unavailable of 0 is ErrBadNumber": {
+			annotations:    map[string]string{NudgeMaxUnavailable: "0"},
+			wantAnnotation: NudgeMaxUnavailable,
+			want:           []error{ErrBadNumber},
 		},
 		"several bad entries wrap each sentinel": {
 			annotations:    map[string]string{ReloaderSecretReload: "(,Bad"},

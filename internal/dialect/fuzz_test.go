@@ -25,6 +25,7 @@ var workloadAnnotations = []string{
 	ReloaderSearch, ReloaderExcludeConfigMaps, ReloaderExcludeSecrets,
 	PodReloaderConfigMaps, PodReloaderSecrets,
 	WaveUpdateOnConfigChange, WaveExtraConfigMaps, WaveExtraSecrets,
+	NudgeConfigMapSelector, NudgeSecretSelector,
 }
 
 // listAnnotations are the annotations Parse reads as comma-separated lists.
@@ -62,6 +63,7 @@ var seeds = []string{
 	PodReloaderConfigMaps + "= my-configmap \n" + PodReloaderSecrets + "=my-secret,my-other-secret",
 	WaveUpdateOnConfigChange + "=false\n" + WaveExtraSecrets + "=vault/token,a/b/c,/x,y/",
 	NudgeRolloutWindow + "=-1s\n" + NudgeAuto + "=yes",
+	NudgeConfigMapSelector + "=app=dash,tier in (a, b)\n" + NudgeSecretSelector + "=a in (",
 }
 
 func FuzzParse(f *testing.F) {

@@ -90,8 +90,8 @@ func TestSourceMarksRenamed(t *testing.T) {
 		})
 	}
 	g := NewWithT(t)
-	g.Expect(p.SourceAnnotations()).To(ConsistOf(NudgeIgnore, "acme.io/ignore", "acme.io/match", NudgeUrgent))
-	g.Expect(Parser{}.SourceAnnotations()).To(ConsistOf(NudgeIgnore, ReloaderIgnore, ReloaderMatch, NudgeUrgent))
+	g.Expect(p.SourceAnnotations()).To(ConsistOf(NudgeIgnore, "acme.io/ignore", "acme.io/match", NudgeUrgent, NudgePaused))
+	g.Expect(Parser{}.SourceAnnotations()).To(ConsistOf(NudgeIgnore, ReloaderIgnore, ReloaderMatch, NudgeUrgent, NudgePaused))
 }
 
 // TestCountsUsesParsedNames: a Spec parsed with renamed names asks the

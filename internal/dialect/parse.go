@@ -61,17 +61,21 @@ func Parse(namespace string, meta, template map[string]string) (Spec, []error) {
 //     matches "a" and "b" only. Reloader compares exclude entries literally;
 //     here they are expressions like reload entries, which differs only for
 //     entries with regular-expression characters such as ".";
+//   - nudge.dev/configmap-selector and nudge.dev/secret-selector are label
+//     selectors in kubectl's syntax (ParseSelector), not empty;
 //   - nudge.dev/rollout-window is a Go duration (time.ParseDuration), >= 0;
 //   - nudge.dev/max-rollouts-per-hour, read on the metadata only, is an
 //     integer >= 0;
 //   - nudge.dev/maintenance-window, read on the metadata only, is a
 //     maintenance window (maintenance.Parse); a malformed one is an error
-//     and the workload has no window.
+//     and the workload has no window;
+//   - nudge.dev/paused, read on the metadata only, is a boolean; a
+//     malformed one is an error and the workload is not paused.
 //
 // Bad input never panics and is never dropped silently: Parse returns one
 // *AnnotationError per bad annotation, wrapping ErrNotBool, ErrBadPattern,
-// ErrBadName or ErrBadDuration (all ErrMalformed) once per bad value. A bad
-// boolean or duration annotation is ignored; a bad list entry is skipped and
+// ErrBadName, ErrBadDuration or ErrBadSelector (all ErrMalformed) once per
+// bad value. A bad boolean, duration or selector annotation is ignored; a bad list entry is skipped and
 // the rest of the list used. Errors come in a fixed order: nudge, Reloader,
 // pod-reloader, Wave.
 func (pr Parser) Parse(namespace string, meta, template map[string]string) (Spec, []error) {
@@ -117,7 +121,8 @@ type parser struct {
 }
 
 func (p *parser) native(meta, template map[string]string) {
-	keys := []string{NudgeAuto, NudgeConfigMaps, NudgeSecrets, NudgeExcludeConfigMaps, NudgeExcludeSecrets, NudgeRolloutWindow}
+	keys := []string{NudgeAuto, NudgeConfigMaps, NudgeSecrets, NudgeExcludeConfigMaps, NudgeExcludeSecrets, NudgeRolloutWindow,
+		NudgeConfigMapSelector, NudgeSecretSelector}
 	src := pick(meta, template, keys...)
 	p.present(Nudge, src, keys...)
 	p.auto(src, NudgeAuto, &p.spec.ConfigMaps, &p.spec.Secrets, &p.spec.SecretProviderClasses)
@@ -125,9 +130,36 @@ func (p *parser) native(meta, template map[string]string) {
 	p.named(p.names(src, NudgeSecrets, refs.Secret, Nudge, true))
 	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeConfigMaps, refs.ConfigMap, Nudge, true)...)
 	p.spec.Exclude = append(p.spec.Exclude, p.names(src, NudgeExcludeSecrets, refs.Secret, Nudge, true)...)
+	p.selector(src, NudgeConfigMapSelector, refs.ConfigMap)
+	p.selector(src, NudgeSecretSelector, refs.Secret)
 	p.window(src)
 	p.budget(meta)
 	p.maintenance(meta)
+	p.spec.Paused, _ = p.boolean(source{values: meta}, NudgePaused)
+	p.strategy(meta)
+}
+
+// strategy reads nudge.dev/rollout-strategy and nudge.dev/max-unavailable
+// from the workload's metadata. A strategy nudge does not know is reported
+// and counts as "rollout": the template is changed, nothing is evicted.
+func (p *parser) strategy(meta map[string]string) {
+	switch v, found := meta[NudgeRolloutStrategy]; {
+	case !found, strings.TrimSpace(v) == "rollout":
+	case strings.TrimSpace(v) == "evict":
+		p.spec.Evict = true
+	default:
+		p.fail(source{values: meta}, NudgeRolloutStrategy, fmt.Errorf("%w %q: want \"evict\" or \"rollout\"; the pods are not evicted", ErrBadStrategy, v))
+	}
+	v, found := meta[NudgeMaxUnavailable]
+	if !found {
+		return
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < 1 {
+		p.fail(source{values: meta}, NudgeMaxUnavailable, fmt.Errorf("%w %q: want a whole number of pods, 1 or more; one pod at a time", ErrBadNumber, v))
+		return
+	}
+	p.spec.MaxUnavailable = n
 }
 
 // maintenance reads nudge.dev/maintenance-window from the workload's

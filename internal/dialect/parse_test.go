@@ -25,14 +25,18 @@ type namedView struct {
 type specView struct {
 	ConfigMaps, Secrets Selection
 	Named, Exclude      []namedView
+	Selectors           []string
 	Window              *time.Duration
 	Budget              *int
 	Maintenance         string
+	Paused              bool
+	Evict               bool
+	MaxUnavailable      int
 	Dialects            []Dialect
 }
 
 func view(s Spec) specView {
-	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Budget: s.Budget, Dialects: s.Dialects}
+	v := specView{ConfigMaps: s.ConfigMaps, Secrets: s.Secrets, Window: s.Window, Budget: s.Budget, Paused: s.Paused, Evict: s.Evict, MaxUnavailable: s.MaxUnavailable, Dialects: s.Dialects}
 	if s.Maintenance != nil {
 		v.Maintenance = "window " + s.Maintenance.String()
 	}
@@ -48,6 +52,9 @@ func view(s Spec) specView {
 		return out
 	}
 	v.Named, v.Exclude = toView(s.Named), toView(s.Exclude)
+	for _, sel := range s.Selectors {
+		v.Selectors = append(v.Selectors, sel.Source().String())
+	}
 	return v
 }
 
@@ -96,6 +103,17 @@ func TestParse(t *testing.T) {
 			meta: map[string]string{NudgeAuto: " TRUE "},
 			want: specView{ConfigMaps: auto, Secrets: auto, Dialects: []Dialect{Nudge}},
 		},
+		"nudge.dev/configmap-selector and secret-selector choose sources by label, in canonical form": {
+			meta: map[string]string{NudgeConfigMapSelector: " tier in (b, a), app=dash ", NudgeSecretSelector: "app.kubernetes.io/name==grafana,!legacy"},
+			want: specView{Selectors: []string{"ConfigMapSelector/shop/app=dash,tier in (a,b)", "SecretSelector/shop/app.kubernetes.io/name==grafana,!legacy"},
+				Dialects: []Dialect{Nudge}},
+		},
+		"a selector is read from the template when the metadata has no nudge.dev annotation": {
+			meta:     map[string]string{ReloaderAuto: "true"},
+			template: map[string]string{NudgeConfigMapSelector: "app=dash"},
+			want: specView{ConfigMaps: auto, Secrets: auto, Selectors: []string{"ConfigMapSelector/shop/app=dash"},
+				Dialects: []Dialect{Nudge, Reloader}},
+		},
 		"nudge.dev/configmaps and secrets name sources here or in another namespace": {
 			meta: map[string]string{NudgeConfigMaps: "app, shared/ca-bundle", NudgeSecrets: "db"},
 			want: specView{
@@ -140,6 +158,30 @@ func TestParse(t *testing.T) {
 		},
 		"a maintenance window on the pod template is not read": {
 			template: map[string]string{NudgeMaintenanceWindow: "0 2 * * * 1h"},
+			want:     specView{},
+		},
+		"nudge.dev/paused true pauses, read on the metadata": {
+			meta: map[string]string{NudgePaused: "TRUE"},
+			want: specView{Paused: true},
+		},
+		"nudge.dev/paused false pauses nothing": {
+			meta: map[string]string{NudgePaused: "false"},
+			want: specView{},
+		},
+		"a pause on the pod template is not read": {
+			template: map[string]string{NudgePaused: "true"},
+			want:     specView{},
+		},
+		"nudge.dev/rollout-strategy evict, with nudge.dev/max-unavailable, read on the metadata": {
+			meta: map[string]string{NudgeRolloutStrategy: "evict", NudgeMaxUnavailable: " 2 "},
+			want: specView{Evict: true, MaxUnavailable: 2},
+		},
+		"nudge.dev/rollout-strategy rollout evicts nothing": {
+			meta: map[string]string{NudgeRolloutStrategy: "rollout"},
+			want: specView{},
+		},
+		"a rollout strategy on the pod template is not read": {
+			template: map[string]string{NudgeRolloutStrategy: "evict"},
 			want:     specView{},
 		},
 		"a zero rollout window is allowed": {

@@ -1,6 +1,9 @@
 package dialect
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // Ignored is Parser.Ignored with Reloader's default annotation names.
 func Ignored(sourceAnnotations map[string]string) bool {
@@ -39,6 +42,24 @@ func Urgent(sourceAnnotations map[string]string) bool {
 	return isTrue(sourceAnnotations[NudgeUrgent])
 }
 
+// Paused reads a ConfigMap's or Secret's own nudge.dev/paused: "true"
+// holds the rollouts its changes would make (in any case, spaces around it
+// trimmed). Absent or "false" is false; any other value is false too, with
+// an error wrapping ErrNotBool naming the annotation: a pause nobody can
+// read holds nothing, so a typo never keeps a change from rolling unseen
+// (the caller warns).
+func Paused(sourceAnnotations map[string]string) (bool, error) {
+	v, ok := sourceAnnotations[NudgePaused]
+	if !ok {
+		return false, nil
+	}
+	b, err := parseBool(v)
+	if err != nil {
+		return false, fmt.Errorf("annotation %s: %w", NudgePaused, err)
+	}
+	return b, nil
+}
+
 // isTrue reports whether v is "true" as parseBool reads it. It builds no
 // error for any other value: the source handlers ask it several times of
 // every source event, mostly of an annotation that is not there.
@@ -57,8 +78,8 @@ func parseBool(v string) (bool, error) {
 }
 
 // SourceAnnotations returns the annotations of a source that p.Ignored,
-// p.Matched and Urgent read; a cache of sources may drop every other.
+// p.Matched, Urgent and Paused read; a cache of sources may drop every other.
 func (p Parser) SourceAnnotations() []string {
 	n := p.Reloader()
-	return []string{NudgeIgnore, n.Ignore, n.Match, NudgeUrgent}
+	return []string{NudgeIgnore, n.Ignore, n.Match, NudgeUrgent, NudgePaused}
 }

@@ -56,13 +56,44 @@ func TestSourceMarksAllocateNothing(t *testing.T) {
 	for name, annotations := range map[string]map[string]string{
 		"none":          nil,
 		"others":        {"app": "web"},
-		"marks false":   {NudgeIgnore: "false", ReloaderMatch: "False", NudgeUrgent: " false "},
+		"marks false":   {NudgeIgnore: "false", ReloaderMatch: "False", NudgeUrgent: " false ", NudgePaused: "FALSE"},
 		"a mark of yes": {NudgeUrgent: "yes"},
+		"paused":        {NudgePaused: "true"},
 	} {
 		if n := testing.AllocsPerRun(100, func() {
 			_, _, _ = Ignored(annotations), Matched(annotations), Urgent(annotations)
+			_, _ = Paused(annotations)
 		}); n != 0 {
 			t.Errorf("%s: reading the marks allocated %.0f times, want none", name, n)
 		}
+	}
+}
+
+func TestPaused(t *testing.T) {
+	tests := map[string]struct {
+		annotations map[string]string
+		want        bool
+		malformed   bool
+	}{
+		"no annotations are not paused":                  {annotations: nil},
+		"nudge.dev/paused true pauses":                   {annotations: map[string]string{NudgePaused: "true"}, want: true},
+		"the value is read in any case, trimmed":         {annotations: map[string]string{NudgePaused: " True "}, want: true},
+		"false does not pause":                           {annotations: map[string]string{NudgePaused: "false"}},
+		"a malformed value does not pause, and says so":  {annotations: map[string]string{NudgePaused: "yes"}, malformed: true},
+		"an empty value is malformed":                    {annotations: map[string]string{NudgePaused: ""}, malformed: true},
+		"Reloader's pause-period is no pause of nudge's": {annotations: map[string]string{"deployment.reloader.stakater.com/pause-period": "5m"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			paused, err := Paused(tc.annotations)
+			g.Expect(paused).To(Equal(tc.want))
+			if !tc.malformed {
+				g.Expect(err).NotTo(HaveOccurred())
+				return
+			}
+			g.Expect(err).To(MatchError(ErrNotBool))
+			g.Expect(err.Error()).To(ContainSubstring(NudgePaused))
+		})
 	}
 }

@@ -99,8 +99,12 @@ type Spec struct {
 	// never read and count for nothing, but the workload opts in with them
 	// as with Named, so that it is told of the refusal.
 	Refused []Named
+	// Selectors holds the label selector annotations
+	// (nudge.dev/configmap-selector, then nudge.dev/secret-selector), each
+	// a set of sources that counts as one reference (Selected.Source).
+	Selectors []Selected
 	// Exclude holds the sources that never count for the workload, however
-	// they are selected (pod spec or Named), sorted like Named. As in
+	// they are selected (pod spec, Named or Selectors), sorted like Named. As in
 	// Reloader, exclusion wins over a name in a reload list.
 	Exclude []Named
 	// Window is nudge.dev/rollout-window, >= 0; nil when unset or
@@ -116,6 +120,16 @@ type Spec struct {
 	// if it had no window of its own (a rollout is never lost to a typo),
 	// and Parse returns the error.
 	Maintenance *maintenance.Window
+	// Paused is nudge.dev/paused "true" on the workload's metadata: its
+	// rollouts are held until it is lifted. A malformed value pauses
+	// nothing, and Parse returns the error.
+	Paused bool
+	// Evict is nudge.dev/rollout-strategy "evict": a rollout also evicts
+	// the pods that started before it (package eviction).
+	Evict bool
+	// MaxUnavailable is nudge.dev/max-unavailable, 1 or more; 0 when
+	// unset or malformed (one pod at a time).
+	MaxUnavailable int
 	// Dialects lists, sorted, the dialects whose annotations were present on
 	// the workload (in the place they were read from), for logs.
 	Dialects []Dialect
@@ -141,14 +155,14 @@ func (s Spec) For(kind refs.Kind) Selection {
 
 // Enabled reports whether the workload depends on anything at all, given
 // Reloader's --auto-reload-all flag: an automatic or search selection for
-// any kind, or a named source (refused ones too).
+// any kind, a named source (refused ones too), or a label selector.
 func (s Spec) Enabled(autoReloadAll bool) bool {
 	for _, sel := range []Selection{s.ConfigMaps, s.Secrets, s.SecretProviderClasses} {
 		if sel.Automatic(autoReloadAll) || sel.Search {
 			return true
 		}
 	}
-	return len(s.Named) > 0 || len(s.Refused) > 0
+	return len(s.Named) > 0 || len(s.Refused) > 0 || len(s.Selectors) > 0
 }
 
 // Excluded reports whether an Exclude entry matches src.

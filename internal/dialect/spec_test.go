@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"nudge.dev/nudge/internal/refs"
 )
@@ -167,12 +168,14 @@ func TestSpecEnabled(t *testing.T) {
 		"a typed auto false with auto-reload-all leaves the other kind enabled": {
 			annotations: map[string]string{ReloaderSecretAuto: "false"}, autoReloadAll: true, want: true,
 		},
-		"a typed auto enables":      {annotations: map[string]string{ReloaderConfigMapAuto: "true"}, want: true},
-		"search enables":            {annotations: map[string]string{ReloaderSearch: "true"}, want: true},
-		"a named source enables":    {annotations: map[string]string{PodReloaderSecrets: "db"}, want: true},
-		"a window alone does not":   {annotations: map[string]string{NudgeRolloutWindow: "1m"}, want: false},
-		"an exclude alone does not": {annotations: map[string]string{NudgeExcludeSecrets: "db"}, want: false},
-		"a malformed auto does not": {annotations: map[string]string{NudgeAuto: "on"}, want: false},
+		"a typed auto enables":          {annotations: map[string]string{ReloaderConfigMapAuto: "true"}, want: true},
+		"search enables":                {annotations: map[string]string{ReloaderSearch: "true"}, want: true},
+		"a named source enables":        {annotations: map[string]string{PodReloaderSecrets: "db"}, want: true},
+		"a window alone does not":       {annotations: map[string]string{NudgeRolloutWindow: "1m"}, want: false},
+		"an exclude alone does not":     {annotations: map[string]string{NudgeExcludeSecrets: "db"}, want: false},
+		"a malformed auto does not":     {annotations: map[string]string{NudgeAuto: "on"}, want: false},
+		"a label selector enables":      {annotations: map[string]string{NudgeSecretSelector: "app=db"}, want: true},
+		"a malformed selector does not": {annotations: map[string]string{NudgeConfigMapSelector: "app in ("}, want: false},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -269,4 +272,36 @@ func TestSpecCounts(t *testing.T) {
 			g.Expect(spec.Counts(tc.source, tc.sourceAnn, tc.inPodSpec, tc.autoReloadAll)).To(Equal(tc.want))
 		})
 	}
+}
+
+func TestSelectedMatches(t *testing.T) {
+	sel, err := ParseSelector("app=dash,!legacy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := Selected{Kind: refs.ConfigMap, Namespace: ns, Selector: sel}
+	tests := map[string]struct {
+		src    refs.Source
+		labels map[string]string
+		want   bool
+	}{
+		"a ConfigMap of the namespace with the labels is in the set": {
+			src: refs.Source{Kind: refs.ConfigMap, Namespace: ns, Name: "a"}, labels: map[string]string{"app": "dash", "x": "y"}, want: true},
+		"a ConfigMap without them is not": {
+			src: refs.Source{Kind: refs.ConfigMap, Namespace: ns, Name: "a"}, labels: map[string]string{"app": "shop"}},
+		"a ConfigMap the selector excludes is not": {
+			src: refs.Source{Kind: refs.ConfigMap, Namespace: ns, Name: "a"}, labels: map[string]string{"app": "dash", "legacy": ""}},
+		"a ConfigMap of another namespace is not": {
+			src: refs.Source{Kind: refs.ConfigMap, Namespace: "other", Name: "a"}, labels: map[string]string{"app": "dash"}},
+		"a Secret is not": {
+			src: refs.Source{Kind: refs.Secret, Namespace: ns, Name: "a"}, labels: map[string]string{"app": "dash"}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(s.Matches(tc.src, labels.Set(tc.labels))).To(Equal(tc.want))
+		})
+	}
+	g := NewWithT(t)
+	g.Expect(s.Source()).To(Equal(refs.Source{Kind: refs.ConfigMapSelector, Namespace: ns, Name: "app=dash,!legacy"}))
 }

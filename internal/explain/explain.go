@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
@@ -113,6 +115,18 @@ func (d digested) Get(ctx context.Context, key client.ObjectKey, obj client.Obje
 	}
 	_, err := trim.Sources(true, append(d.dialect.SourceAnnotations(), producer.CertificateNameAnnotation), producer.Owners)(obj)
 	return err
+}
+
+// List lists as Get reads: every ConfigMap and Secret of list digested.
+func (d digested) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := d.Reader.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	transform := trim.Sources(true, append(d.dialect.SourceAnnotations(), producer.CertificateNameAnnotation), producer.Owners)
+	return apimeta.EachListItem(list, func(o runtime.Object) error {
+		_, err := transform(o)
+		return err
+	})
 }
 
 // events returns nudge's Events on the object of kind in namespace, oldest

@@ -21,6 +21,8 @@ func known() []knownAnnotation {
 		{dialect.NudgeSecrets, dialect.Nudge, "the Secrets it names, read or not"},
 		{dialect.NudgeExcludeConfigMaps, dialect.Nudge, "never the ConfigMaps it names"},
 		{dialect.NudgeExcludeSecrets, dialect.Nudge, "never the Secrets it names"},
+		{dialect.NudgeConfigMapSelector, dialect.Nudge, "the ConfigMaps of its namespace whose labels it matches, as one set"},
+		{dialect.NudgeSecretSelector, dialect.Nudge, "the Secrets of its namespace whose labels it matches, as one set"},
 		{dialect.NudgeRolloutWindow, dialect.Nudge, "the rollout window of this workload"},
 		{fleet.PriorityAnnotation, dialect.Nudge, "its turn for a rollout slot: higher first (--max-concurrent-rollouts)"},
 		{fleet.HaltedAnnotation, dialect.Nudge, "holds it: a rollout of the same content failed (remove to resume)"},

@@ -9,6 +9,11 @@ type Workload struct {
 	Name      string `json:"name"`
 	// Install is the install whose settings the explanation follows.
 	Install Install `json:"install"`
+	// TemplateFrom names the workload whose pod template the workload runs
+	// and nudge reads its references from, "Deployment shop/web-pods" for
+	// an Argo Rollout with a spec.workloadRef; empty for one that holds its
+	// own.
+	TemplateFrom string `json:"templateFrom,omitempty"`
 	// Annotations are the dialect annotations the workload carries, on its
 	// metadata and its pod template.
 	Annotations []Annotation `json:"annotations"`
@@ -24,6 +29,10 @@ type Workload struct {
 	Status Status `json:"status"`
 	// LastRollout is when nudge last rolled it (nudge.dev/last-rollout).
 	LastRollout *time.Time `json:"lastRollout,omitempty"`
+	// Rotation says which of its pods still run content from before a
+	// source's current version (the sources it reads as env vars or through
+	// subPath mounts); nil when it reads none so.
+	Rotation *Rotation `json:"rotation,omitempty"`
 	// Events are nudge's recent Events on it, oldest first.
 	Events []Event `json:"events"`
 }
@@ -50,7 +59,8 @@ type Reference struct {
 	Optional bool     `json:"optional"`
 	// ReadAs lists how it is read: env, envFrom, volume, projected, csi (the pod
 	// spec), named (an annotation names it; "named:<dialect>"), search
-	// (counts only with reloader.stakater.com/match).
+	// (counts only with reloader.stakater.com/match), selector (a label
+	// selector's set).
 	ReadAs []string `json:"readAs"`
 	// Outcome is resolve.Outcome: Counted, AbsentOptional, Missing, Kept,
 	// Ignored, Unmatched, Unselected, Refused (another namespace's, with
@@ -62,6 +72,11 @@ type Reference struct {
 	// (other keys read), Missing, NotCounted, or Unknown (no applied state,
 	// or no key to compare with).
 	Content string `json:"content"`
+	// Matched are, for a label selector's set (kind ConfigMapSelector or
+	// SecretSelector, its name the selector, read as "selector"), the
+	// names of the sources in it now, sorted; its Content compares the
+	// whole set.
+	Matched []string `json:"matched,omitempty"`
 }
 
 // The values of Reference.Content.
@@ -104,6 +119,11 @@ type Status struct {
 	// WrittenBackBy is the field manager that wrote the applied state back
 	// (StateRestored), as the workload's managedFields record it.
 	WrittenBackBy string `json:"writtenBackBy,omitempty"`
+	// Paused lists what pauses the workload's rollouts (nudge.dev/paused
+	// "true"), whatever its state: "Deployment shop/web" (the workload
+	// itself), "Namespace shop", or a source it reads, "ConfigMap
+	// shop/app" (only that source's changes are held).
+	Paused []string `json:"paused,omitempty"`
 }
 
 // The values of Status.State.
@@ -152,6 +172,10 @@ const (
 	// StateGated: a changed Secret's producer is not ready; nudge rolls
 	// once it is, or at the latest at Until.
 	StateGated = "Gated"
+	// StatePaused: a source changed, but nudge.dev/paused holds the
+	// rollout (Status.Paused says where it is set): nudge rolls it once,
+	// with the content as it is then, when the pause is lifted.
+	StatePaused = "Paused"
 	// StateUnknown: content could not be compared (see Comparison).
 	StateUnknown = "Unknown"
 )

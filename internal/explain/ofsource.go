@@ -81,9 +81,9 @@ func (e Explainer) Source(ctx context.Context, kind refs.Kind, namespace, name s
 // dependent says whether a change of src rolls workload obj of kind k; ok is
 // false when obj neither reads, names nor excludes src.
 func (e Explainer) dependent(ctx context.Context, res resolve.Resolver, k workload.Kind, obj client.Object, src refs.Source, exists bool) (Dependent, bool, error) {
-	tmpl := k.Template(obj)
-	if tmpl == nil {
-		return Dependent{}, false, nil
+	tmpl, err := workload.TemplateOf(ctx, e.Client, k, obj)
+	if tmpl == nil || err != nil {
+		return Dependent{}, false, nil // a workloadRef nudge cannot read rolls nothing (see Workload)
 	}
 	spec, _ := e.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
 	uses := refs.Uses(obj.GetNamespace(), &tmpl.Spec)
@@ -95,7 +95,8 @@ func (e Explainer) dependent(ctx context.Context, res resolve.Resolver, k worklo
 	}
 	named := slices.ContainsFunc(spec.Named, func(n dialect.Named) bool { return n.Matches(src) })
 	excluded := spec.Excluded(src)
-	if len(read) == 0 && !named && !excluded {
+	selects := slices.ContainsFunc(spec.Selectors, func(s dialect.Selected) bool { return s.Kind == src.Kind && s.Namespace == src.Namespace })
+	if len(read) == 0 && !named && !excluded && !selects {
 		return Dependent{}, false, nil
 	}
 	d := Dependent{Kind: k.Name(), Name: obj.GetName()}
@@ -108,6 +109,13 @@ func (e Explainer) dependent(ctx context.Context, res resolve.Resolver, k worklo
 	}
 	i := slices.IndexFunc(resolved, func(r resolve.Resolved) bool { return r.Source == src })
 	if i < 0 {
+		if set, ok := inSet(resolved, src); ok {
+			d.ReadAs, d.WouldRoll, d.Why = []string{"selector"}, true, "yes: its label selector "+set.Name+" matches it"
+			return d, true, nil
+		}
+		if len(read) == 0 && !named && !excluded {
+			return Dependent{}, false, nil // its selectors match other sources
+		}
 		d.ReadAs = readAs(src, false, uses, spec)
 		d.Why = notSelected(spec, e.AutoReloadAll, excluded)
 		return d, true, nil
@@ -123,6 +131,9 @@ func (e Explainer) dependent(ctx context.Context, res resolve.Resolver, k worklo
 		}
 		d.Why += "; held until the required " + strings.Join(missing, ", ") + " exists"
 	}
+	if d.WouldRoll {
+		d.Why += heldByPause(ctx, res, obj, spec, src, in)
+	}
 	if by := ownership.WrittenBackBy(obj.GetManagedFields()); d.WouldRoll && by != "" && in.Applied != "" {
 		// Restored (see Workload): the key, not read here, would tell a
 		// sealed state from one nudge takes over as a first sight; neither
@@ -135,6 +146,16 @@ func (e Explainer) dependent(ctx context.Context, res resolve.Resolver, k worklo
 		d.Why += "; a Job rolls (is re-created) only when nudge runs with --recreate-jobs"
 	}
 	return d, true, nil
+}
+
+// inSet returns the label selector's set of resolved that src is in.
+func inSet(resolved []resolve.Resolved, src refs.Source) (resolve.Resolved, bool) {
+	for _, r := range resolved {
+		if kind, ok := r.Kind.Selects(); ok && kind == src.Kind && r.Namespace == src.Namespace && slices.Contains(r.Matched, src.Name) {
+			return r, true
+		}
+	}
+	return resolve.Resolved{}, false
 }
 
 // notSelected says why a workload that reads, names or excludes a source does

@@ -28,20 +28,31 @@ import (
 // maxEvents is how many of nudge's latest Events on a workload are shown.
 const maxEvents = 10
 
-// Workload explains the workload of kind namespace/name. It returns an error
-// wrapping ErrUsage when the object has no pod template (an Argo Rollout
-// with a workloadRef), and the API's error when it cannot be read.
+// Workload explains the workload of kind namespace/name; an Argo Rollout
+// with a spec.workloadRef through the pod template of the Deployment it
+// names. It returns an error wrapping ErrUsage when the object has no pod
+// template, or its workloadRef names a kind nudge does not read or a
+// Deployment that does not exist, and the API's error when it cannot be
+// read.
 func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, name string) (*Workload, error) {
 	obj := kind.New()
 	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, obj); err != nil {
 		return nil, fmt.Errorf("reading %s %s/%s: %w", kind.Name(), namespace, name, err)
 	}
-	tmpl := kind.Template(obj)
-	if tmpl == nil {
+	tmpl, err := workload.TemplateOf(ctx, e.Client, kind, obj)
+	switch {
+	case apierrors.IsNotFound(err) || errors.Is(err, workload.ErrRefKind):
+		return nil, fmt.Errorf("%w: %s %s/%s: %w: nudge rolls nothing (Warning WorkloadRefMissing)", ErrUsage, kind.Name(), namespace, name, err)
+	case err != nil:
+		return nil, err
+	case tmpl == nil:
 		return nil, fmt.Errorf("%w: %s %s/%s has no pod template: nudge leaves it alone", ErrUsage, kind.Name(), namespace, name)
 	}
 	w := &Workload{Kind: kind.Name(), Namespace: namespace, Name: name, Install: e.Install,
 		Annotations: annotations(obj.GetAnnotations(), tmpl.Annotations), References: []Reference{}}
+	if ref, ok := workload.RefOf(kind, obj); ok {
+		w.TemplateFrom = ref.String()
+	}
 	spec, errs := e.Dialect.Parse(namespace, obj.GetAnnotations(), tmpl.Annotations)
 	for _, err := range errs {
 		w.Malformed = append(w.Malformed, err.Error())
@@ -68,6 +79,7 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 			ReadAs:  readAs(r.Source, r.NeedsMatch, uses, spec),
 			Outcome: string(r.Outcome),
 			Content: content(r, in.Desired, applied, appliedOK),
+			Matched: r.Matched,
 		})
 	}
 	// When the wait for a producer began is the controller's memory: the
@@ -80,16 +92,25 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 	case err != nil && !unreadable(err):
 		return nil, err
 	}
+	if err := pause(ctx, res, w, spec, resolved, &in); err != nil {
+		return nil, err
+	}
 	if err := e.halt(ctx, obj, key, cmp, &in); err != nil {
 		return nil, err
 	}
 	w.Status = e.status(spec, in, cmp, ownership.WrittenBackBy(obj.GetManagedFields()))
+	if spec.Enabled(e.AutoReloadAll) {
+		w.Status.Paused = pausedBy(kind.Name()+" "+namespace+"/"+name, in)
+	}
 	if w.Status.State == StateGated {
 		w.Status.Message += unreadyProducers(resolved)
 	}
 	w.Status.Rollout = e.rollout(obj)
 	if kind == workload.Job && in.Applied == "" && w.Status.State == StateFirstSight {
 		w.Status.Message += " (nudge handles Jobs only when run with --recreate-jobs)"
+	}
+	if w.Rotation, err = e.rotation(ctx, kind, obj, &tmpl.Spec); err != nil {
+		return nil, err
 	}
 	if w.Events, err = e.events(ctx, kind.Name(), namespace, name, maxEvents); err != nil {
 		return nil, err
@@ -151,6 +172,9 @@ func readAs(src refs.Source, search bool, uses []refs.Use, spec dialect.Spec) []
 	}
 	if search {
 		out = append(out, "search")
+	}
+	if _, ok := src.Kind.Selects(); ok {
+		out = append(out, "selector")
 	}
 	slices.Sort(out)
 	return slices.Compact(out)
@@ -232,6 +256,10 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, b
 			s.Message = fmt.Sprintf("changed, but a changed Secret's producer is not ready: nudge rolls it once it is, or "+
 				"--producer-ready-timeout (%s) after it saw the change at the latest: %s", e.ProducerReadyTimeout, strings.Join(changed, ", "))
 		}
+	case rollout.Paused:
+		s.State = StatePaused
+		s.Message = fmt.Sprintf("changed, but paused by nudge.dev/paused on %s: nudge rolls it once, with the content as it is then, when the pause is lifted: %s",
+			pauseHolder(in, d.Changed), strings.Join(changed, ", "))
 	case rollout.Restored:
 		s.State, s.WrittenBackBy = StateRestored, by
 		s.Message = fmt.Sprintf("the applied state was written back by %s to one nudge had replaced (a manifest exported from the live object "+

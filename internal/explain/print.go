@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -72,9 +73,15 @@ func PrintWorkload(out io.Writer, width int, w *Workload) error {
 	var b bytes.Buffer
 	linef(&b, "%s %s/%s\n", w.Kind, w.Namespace, w.Name)
 	linef(&b, "Install:      %s\n", w.Install)
+	if w.TemplateFrom != "" {
+		linef(&b, "Pod template: %s's (spec.workloadRef): its references are read there, the rollout is written here\n", w.TemplateFrom)
+	}
 	linef(&b, "Status:       %s: %s\n", w.Status.State, w.Status.Message)
 	if w.Status.Rollout != "" {
 		linef(&b, "Rollout:      %s\n", w.Status.Rollout)
+	}
+	if len(w.Status.Paused) > 0 {
+		linef(&b, "Paused by:    nudge.dev/paused on %s\n", strings.Join(w.Status.Paused, ", "))
 	}
 	if w.Status.Until != nil {
 		fmt.Fprintf(&b, "Until:        %s\n", w.Status.Until.Format(time.RFC3339))
@@ -118,6 +125,21 @@ func PrintWorkload(out io.Writer, width int, w *Workload) error {
 				strings.Join(r.ReadAs, ","), r.Outcome, r.Content})
 		}
 		table(&b, rows)
+		for _, r := range w.References {
+			if slices.Contains(r.ReadAs, "selector") && r.Outcome == "Counted" {
+				linef(&b, "  %s %s matches %s\n", r.Kind, r.Name, matched(r.Matched))
+			}
+		}
+	}
+
+	if r := w.Rotation; r != nil {
+		fmt.Fprintf(&b, "\nPods (read as env or subPath, never refreshed):\n")
+		if r.Unread != "" {
+			linef(&b, "  %s\n", r.Unread)
+		}
+		for _, s := range r.Sources {
+			linef(&b, "  %s\n", s.Message)
+		}
 	}
 
 	b.WriteString("\nEvents:\n")
@@ -312,4 +334,19 @@ func (i Install) String() string {
 		return fmt.Sprintf("no settings found (%s); following %s", i.Reason, flags)
 	}
 	return fmt.Sprintf("nudge %s (ConfigMap %s): %s", i.Version, i.ConfigMap, flags)
+}
+
+// maxMatched is how many of a label selector's matches explain names.
+const maxMatched = 20
+
+// matched renders the names a label selector matches: "nothing", or
+// "3: a, b, c", at most maxMatched of them named.
+func matched(names []string) string {
+	switch {
+	case len(names) == 0:
+		return "nothing"
+	case len(names) > maxMatched:
+		return fmt.Sprintf("%d: %s and %d more", len(names), strings.Join(names[:maxMatched], ", "), len(names)-maxMatched)
+	}
+	return fmt.Sprintf("%d: %s", len(names), strings.Join(names, ", "))
 }

@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/api/v1alpha1"
-	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/resolve"
 	"nudge.dev/nudge/internal/settings"
@@ -41,12 +40,22 @@ type Fleet struct {
 	Failed   []Rollout `json:"failed"`
 	// Halted are the workloads halted by nudge.dev/halted.
 	Halted []Halted `json:"halted"`
+	// Restarts are the workloads whose pods nudge restarts through the
+	// Eviction API: under way, blocked by a budget, or halted.
+	Restarts []Restart `json:"restarts"`
 	// Paced are the workloads whose change waits for their maintenance
 	// window or for the storm brake's budget (nudge.dev/held).
 	Paced []Paced `json:"paced"`
+	// Paused are the workloads a nudge.dev/paused holds, wholly or for
+	// some of their sources.
+	Paused []Paused `json:"paused"`
 	// Missing are the workloads waiting for a required source that does
 	// not exist.
 	Missing []Waiting `json:"missing"`
+	// Lagging are the workloads nudge manages whose pods still run content
+	// from before a source's current version more than --rollout-timeout
+	// after it changed (see Rotation).
+	Lagging []Lagging `json:"lagging"`
 	// Bindings are the ValueBindings whose Ready condition is not True.
 	Bindings []Binding `json:"bindings"`
 	// Unread says what could not be read with the user's permissions.
@@ -101,6 +110,19 @@ type Paced struct {
 	Sources  string    `json:"sources"`
 }
 
+// Paused is a workload whose rollouts nudge.dev/paused holds.
+type Paused struct {
+	Workload string `json:"workload"`
+	// By lists where the pause is set: the workload, "Namespace ns", or
+	// its sources (see Status.Paused).
+	By []string `json:"by"`
+	// Waiting lists the changed sources whose rollout the pause holds,
+	// as the workload's Status.Changed; empty when nothing waits, or when
+	// content could not be compared (Compared false).
+	Waiting  []string `json:"waiting,omitempty"`
+	Compared bool     `json:"compared"`
+}
+
 // Waiting is a workload waiting for required sources that do not exist.
 type Waiting struct {
 	Workload string   `json:"workload"`
@@ -122,13 +144,15 @@ type Binding struct {
 // errors are returned.
 func (e Explainer) Status(ctx context.Context, namespace string, installs []*settings.Settings) (*Fleet, error) {
 	f := &Fleet{Namespace: namespace, Install: e.Install, Installs: []InstallStatus{}, InFlight: []Rollout{}, Failed: []Rollout{},
-		Halted: []Halted{}, Paced: []Paced{}, Missing: []Waiting{}, Bindings: []Binding{}}
+		Halted: []Halted{}, Restarts: []Restart{}, Paced: []Paced{}, Paused: []Paused{}, Missing: []Waiting{}, Lagging: []Lagging{}, Bindings: []Binding{}}
 	for _, s := range installs {
 		f.Installs = append(f.Installs, e.leaders(ctx, s)...)
 	}
 	in := []client.ListOption{client.InNamespace(namespace)}
 	now := e.now()
-	res := e.resolver(fingerprint.Key{})
+	// The key, when the user may read it, tells what a pause holds.
+	key, cmp := e.key(ctx)
+	res := e.resolver(key)
 	for _, k := range Kinds() {
 		list := k.NewList()
 		if err := e.Client.List(ctx, list, in...); err != nil {
@@ -150,7 +174,7 @@ func (e Explainer) Status(ctx context.Context, namespace string, installs []*set
 			if !ok {
 				continue
 			}
-			if err := e.statusOf(ctx, f, res, k, obj, now); err != nil {
+			if err := e.statusOf(ctx, f, res, cmp.Compared, k, obj, now); err != nil {
 				return nil, err
 			}
 		}
@@ -162,8 +186,8 @@ func (e Explainer) Status(ctx context.Context, namespace string, installs []*set
 }
 
 // statusOf adds workload obj, of kind k, to the fleet's lists it belongs
-// in.
-func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver, k workload.Kind, obj client.Object, now time.Time) error {
+// in; res compares content when compared.
+func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver, compared bool, k workload.Kind, obj client.Object, now time.Time) error {
 	name := k.Name() + " " + obj.GetNamespace() + "/" + obj.GetName()
 	switch p, reason, _ := fleet.ProgressOf(obj, now, e.RolloutTimeout); p {
 	case fleet.Rolling:
@@ -178,24 +202,34 @@ func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver,
 		}
 		f.Halted = append(f.Halted, h)
 	}
+	if r, ok := restartOf(name, obj); ok {
+		f.Restarts = append(f.Restarts, r)
+	}
 	if h, ok := workload.ParseHeld(obj.GetAnnotations()[workload.HeldAnnotation]); ok {
 		f.Paced = append(f.Paced, Paced{Workload: name, Reason: h.Reason, Since: h.Since, Until: h.Until, Sources: h.Sources})
 	}
-	t := k.Template(obj)
-	if t == nil {
+	t, err := workload.TemplateOf(ctx, e.Client, k, obj)
+	if unreadable(err) {
+		f.Unread = append(f.Unread, fmt.Sprintf("the pod template of %s: %v", name, err))
 		return nil
+	}
+	if t == nil {
+		return nil // none, or a workloadRef to a Deployment that does not exist (a WorkloadRefMissing Warning)
 	}
 	spec, _ := e.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), t.Annotations)
 	if !spec.Enabled(e.AutoReloadAll) {
 		return nil
 	}
-	_, resolved, err := res.Inputs(ctx, obj, spec, t, now)
+	in, resolved, err := res.Inputs(ctx, obj, spec, t, now)
 	if unreadable(err) {
 		f.Unread = append(f.Unread, fmt.Sprintf("the sources of %s: %v", name, err))
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("resolving the references of %s: %w", name, err)
+	}
+	if err := e.paused(ctx, f, res, compared, name, spec, in); err != nil {
+		return err
 	}
 	var missing []string
 	for _, r := range resolved {
@@ -206,7 +240,7 @@ func (e Explainer) statusOf(ctx context.Context, f *Fleet, res resolve.Resolver,
 	if len(missing) > 0 {
 		f.Missing = append(f.Missing, Waiting{Workload: name, Sources: missing})
 	}
-	return nil
+	return e.lagging(ctx, f, k, obj, name, &t.Spec, now)
 }
 
 // bindings adds the ValueBindings not Ready; none when the API does not
@@ -364,16 +398,23 @@ func PrintFleet(out io.Writer, width int, f *Fleet) error {
 		rows = append(rows, []string{h.Workload, h.Source, h.Content, h.After})
 	}
 	section("Halted", len(f.Halted), []string{"WORKLOAD", "HELD FOR", "CONTENT", "AFTER"}, rows)
+	section("Pods restarted through the Eviction API", len(f.Restarts), []string{"WORKLOAD", "CHANGED", "LAST EVICTION", "STATE"}, restartRows(f.Restarts))
 	rows = nil
 	for _, p := range f.Paced {
 		rows = append(rows, []string{p.Workload, p.Reason, p.Since.Format(time.RFC3339), p.Until.Format(time.RFC3339), p.Sources})
 	}
 	section("Waiting for a maintenance window or the storm brake", len(f.Paced), []string{"WORKLOAD", "WHY", "SINCE", "ROLLS AT", "CHANGED"}, rows)
+	section("Paused (nudge.dev/paused)", len(f.Paused), []string{"WORKLOAD", "PAUSED BY", "WAITING"}, pausedRows(f.Paused))
 	rows = nil
 	for _, m := range f.Missing {
 		rows = append(rows, []string{m.Workload, strings.Join(m.Sources, ", ")})
 	}
 	section("Waiting for a missing required source", len(f.Missing), []string{"WORKLOAD", "MISSING"}, rows)
+	rows = nil
+	for _, l := range f.Lagging {
+		rows = append(rows, []string{l.Workload, l.Source, l.Changed.Format(time.RFC3339), fmt.Sprintf("%d of %d", l.Count, l.Pods), l.Message})
+	}
+	section("Pods still on content from before a change, past --rollout-timeout", len(f.Lagging), []string{"WORKLOAD", "SOURCE", "CHANGED", "PODS", "MESSAGE"}, rows)
 	rows = nil
 	for _, v := range f.Bindings {
 		rows = append(rows, []string{v.Binding, v.Reason, v.Message})

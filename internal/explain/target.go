@@ -60,6 +60,9 @@ func ParseTarget(args []string) (Target, error) {
 		t.Source = refs.ConfigMap
 	case "secret", "secrets":
 		t.Source = refs.Secret
+	case "pod", "pods", "po":
+		return Target{}, fmt.Errorf("%w: nudge never rolls nor evicts a pod itself, only through the workload that owns it: "+
+			"a bare Pod is never evicted, since nothing would re-create it; explain its owner (e.g. statefulset/NAME)", ErrUsage)
 	default:
 		return Target{}, fmt.Errorf("%w: nudge explains deployments, statefulsets, daemonsets, cronjobs, jobs, rollouts, configmaps and secrets, not %q", ErrUsage, typ)
 	}

@@ -17,6 +17,7 @@ func TestParseTarget(t *testing.T) {
 		source   refs.Kind
 		name     string
 		usage    bool
+		says     string
 	}{
 		"TYPE/NAME of a workload":               {args: []string{"deployment/web"}, workload: workload.Deployment, name: "web"},
 		"TYPE NAME as two arguments":            {args: []string{"statefulset", "db"}, workload: workload.StatefulSet, name: "db"},
@@ -26,7 +27,8 @@ func TestParseTarget(t *testing.T) {
 		"a Job":                                 {args: []string{"job/once"}, workload: workload.Job, name: "once"},
 		"a ConfigMap by short name":             {args: []string{"cm/app"}, source: refs.ConfigMap, name: "app"},
 		"a Secret":                              {args: []string{"secret", "db"}, source: refs.Secret, name: "db"},
-		"a kind nudge does not handle is usage": {args: []string{"pod/web"}, usage: true},
+		"a kind nudge does not handle is usage": {args: []string{"replicaset/web"}, usage: true},
+		"a pod is usage: never evicted alone":   {args: []string{"pod/web"}, usage: true, says: "a bare Pod is never evicted"},
 		"a wrong group is usage":                {args: []string{"deployments.batch/web"}, usage: true},
 		"a group on a core kind is usage":       {args: []string{"secrets.apps/db"}, usage: true},
 		"no name is usage":                      {args: []string{"deployment/"}, usage: true},
@@ -41,6 +43,7 @@ func TestParseTarget(t *testing.T) {
 			got, err := ParseTarget(tc.args)
 			if tc.usage {
 				g.Expect(err).To(MatchError(ErrUsage))
+				g.Expect(err.Error()).To(ContainSubstring(tc.says))
 				return
 			}
 			g.Expect(err).NotTo(HaveOccurred())

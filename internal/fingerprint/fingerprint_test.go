@@ -119,6 +119,10 @@ func TestStateRoundTrip(t *testing.T) {
 		"a Secrets Store CSI SecretProviderClass": {KeyID: "0a1b2c3d", Entries: map[refs.Source]fingerprint.Entry{
 			{Kind: refs.SecretProviderClass, Namespace: "shop", Name: "vault-db"}: {Digest: "CCCCCCCCCCCCCCCC"},
 		}},
+		"label selectors, their names escaped": {KeyID: "0a1b2c3d", Entries: map[refs.Source]fingerprint.Entry{
+			{Kind: refs.ConfigMapSelector, Namespace: "shop", Name: "app.kubernetes.io/name=grafana,tier in (a,b)"}: {Digest: "DDDDDDDDDDDDDDDD"},
+			{Kind: refs.SecretSelector, Namespace: "shop", Name: "!x,y!=z"}:                                         {Digest: "EEEEEEEEEEEEEEEE"},
+		}},
 	}
 	for name, s := range tests {
 		t.Run(name, func(t *testing.T) {
@@ -133,6 +137,8 @@ func TestStateRoundTrip(t *testing.T) {
 	g := NewWithT(t)
 	v := tests["sources in the workload's and another namespace"].Format("shop")
 	g.Expect(v).To(Equal("v1.0a1b2c3d ConfigMap/shared/ca=- ConfigMap/app.cfg=AAAAAAAAAAAAAAAA Secret/db:Hk2-_a=BBBBBBBBBBBBBBBB"))
+	v = tests["label selectors, their names escaped"].Format("shop")
+	g.Expect(v).To(Equal("v1.0a1b2c3d ConfigMapSelector/app.kubernetes.io%2Fname%3Dgrafana%2Ctier+in+%28a%2Cb%29=DDDDDDDDDDDDDDDD SecretSelector/%21x%2Cy%21%3Dz=EEEEEEEEEEEEEEEE"))
 }
 
 func TestParseRejects(t *testing.T) {
@@ -145,6 +151,7 @@ func TestParseRejects(t *testing.T) {
 		"an unknown kind":           "v1.k Pod/a=AAAA",
 		"too many slashes":          "v1.k ConfigMap/a/b/c=AAAA",
 		"a Reloader hash":           "9ff99bd578c45053d076640b122ec309c61d3b7e",
+		"a selector badly escaped":  "v1.k ConfigMapSelector/app%3=AAAA",
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)

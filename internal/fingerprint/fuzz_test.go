@@ -20,6 +20,8 @@ func FuzzParse(f *testing.F) {
 	f.Add("  v1.k \t Secret/a=b\n", "")
 	f.Add("v2.k Secret/a=b", "shop")
 	f.Add("v1.k Secret/a/b/c=d Pod/x=y Secret/=z ConfigMap/a:=b ConfigMap/a:b:c=d=e", "shop")
+	f.Add("v1.k ConfigMapSelector/app%3Ddash=abcdefghijklmnop SecretSelector/x/tier+in+%28a%2Cb%29=q", "shop")
+	f.Add("v1.k ConfigMapSelector/%zz=a SecretSelector/%=b", "shop")
 	f.Fuzz(func(t *testing.T, v, namespace string) {
 		s, err := fingerprint.Parse(v, namespace)
 		if err != nil {
@@ -32,7 +34,8 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Parse(%q) has no key id", v)
 		}
 		for src := range s.Entries {
-			if (src.Kind != refs.ConfigMap && src.Kind != refs.Secret) || src.Name == "" || src.Namespace == "" {
+			_, selector := src.Kind.Selects()
+			if (src.Kind != refs.ConfigMap && src.Kind != refs.Secret && src.Kind != refs.SecretProviderClass && !selector) || src.Name == "" || src.Namespace == "" {
 				t.Fatalf("Parse(%q) holds entry %v", v, src)
 			}
 		}

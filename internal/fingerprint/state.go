@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -37,7 +38,9 @@ type State struct {
 //
 // entries sorted, the namespace written only when it is not namespace (the
 // workload's). Source names, namespaces, kinds, shapes and digests never
-// contain a space, '/', ':' or '=' beyond these separators.
+// contain a space, '/', ':' or '=' beyond these separators: the name of a
+// selector kind (refs.ConfigMapSelector, refs.SecretSelector), a label
+// selector, is written query-escaped (url.QueryEscape: "app%3Ddash").
 func (s State) Format(namespace string) string {
 	var b strings.Builder
 	b.WriteString(version + "." + s.KeyID)
@@ -47,7 +50,7 @@ func (s State) Format(namespace string) string {
 		if src.Namespace != namespace {
 			b.WriteString(src.Namespace + "/")
 		}
-		b.WriteString(src.Name)
+		b.WriteString(entryName(src))
 		if e.Shape != "" {
 			b.WriteString(":" + e.Shape)
 		}
@@ -85,12 +88,30 @@ func Parse(v, namespace string) (State, error) {
 		default:
 			return State{}, fmt.Errorf("%w: entry %q", ErrState, f)
 		}
-		if (src.Kind != refs.ConfigMap && src.Kind != refs.Secret && src.Kind != refs.SecretProviderClass) || src.Name == "" || src.Namespace == "" {
+		if _, selector := src.Kind.Selects(); selector {
+			name, err := url.QueryUnescape(src.Name)
+			if err != nil {
+				return State{}, fmt.Errorf("%w: entry %q: %w", ErrState, f, err)
+			}
+			src.Name = name
+		} else if src.Kind != refs.ConfigMap && src.Kind != refs.Secret && src.Kind != refs.SecretProviderClass {
+			return State{}, fmt.Errorf("%w: entry %q", ErrState, f)
+		}
+		if src.Name == "" || src.Namespace == "" {
 			return State{}, fmt.Errorf("%w: entry %q", ErrState, f)
 		}
 		s.Entries[src] = Entry{Shape: shape, Digest: digest}
 	}
 	return s, nil
+}
+
+// entryName is src's name as Format writes it: query-escaped for a
+// selector kind, whose name is a label selector; as it is otherwise.
+func entryName(src refs.Source) string {
+	if _, selector := src.Kind.Selects(); selector {
+		return url.QueryEscape(src.Name)
+	}
+	return src.Name
 }
 
 // Equal reports whether s and o hold the same key and entries.

@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"nudge.dev/nudge/internal/eviction"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -59,11 +60,23 @@ const deadlineExceeded = "ProgressDeadlineExceeded"
 // metadata.generation); a StatefulSet with a rolling update partition P > 0
 // once, as kubectl rollout status says, the generation is observed, every
 // replica is ready and at least replicas − P of them are updated (the pods
-// of ordinal ≥ P). The cache keeps these fields (KeepProgress).
+// of ordinal ≥ P). The cache keeps these fields (KeepProgress). A workload
+// whose pods nudge restarts through the Eviction API
+// (eviction.ProgressAnnotation) is Rolling until the restart is done, and
+// Failed once it halted: a replacement was not Ready within the timeout.
 func ProgressOf(obj client.Object, now time.Time, timeout time.Duration) (p Progress, reason string, left time.Duration) {
 	at, err := time.Parse(time.RFC3339Nano, obj.GetAnnotations()[workload.LastRolloutAnnotation])
 	if err != nil {
 		return Settled, "", 0
+	}
+	if restart, ok := restartOf(obj); ok {
+		// Its pods are evicted one by one (package eviction): in flight
+		// until the last replacement is Ready, failed when one was not in
+		// time.
+		if restart.Halted {
+			return Failed, "a replacement pod not Ready within the rollout timeout", 0
+		}
+		return Rolling, "", 0
 	}
 	complete, exceeded := progress(obj)
 	switch {
@@ -79,9 +92,25 @@ func ProgressOf(obj client.Object, now time.Time, timeout time.Duration) (p Prog
 	return Rolling, "", 0
 }
 
+// restartOf returns the progress of the restart of obj's pods through the
+// Eviction API; ok is false when none is under way (or its annotation does
+// not read: the reconciler warns of it).
+func restartOf(obj client.Object) (eviction.Progress, bool) {
+	v, found := obj.GetAnnotations()[eviction.ProgressAnnotation]
+	if !found {
+		return eviction.Progress{}, false
+	}
+	p, err := eviction.ParseProgress(v)
+	return p, err == nil
+}
+
 // progress reports whether obj's rollout is complete, and for a Deployment
-// whether its progress deadline was exceeded.
+// whether its progress deadline was exceeded (or its restart halted). A
+// restart of its pods under way is not complete.
 func progress(obj client.Object) (complete, exceeded bool) {
+	if restart, ok := restartOf(obj); ok {
+		return false, restart.Halted
+	}
 	switch o := obj.(type) {
 	case *appsv1.Deployment:
 		want, s := ptr.Deref(o.Spec.Replicas, 1), o.Status

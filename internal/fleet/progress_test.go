@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/eviction"
 	"nudge.dev/nudge/internal/workload"
 )
 
@@ -41,6 +42,7 @@ func TestProgressOf(t *testing.T) {
 	dsOnDelete := appsv1.DaemonSetSpec{UpdateStrategy: appsv1.DaemonSetUpdateStrategy{Type: appsv1.OnDeleteDaemonSetStrategyType}}
 	tests := map[string]struct {
 		obj       client.Object
+		restart   string        // eviction.ProgressAnnotation, when not ""
 		now       time.Duration // after t0
 		want      Progress
 		wantLeft  time.Duration
@@ -95,6 +97,18 @@ func TestProgressOf(t *testing.T) {
 		"an OnDelete StatefulSet observed is never failed by the timeout": {
 			obj: statefulSet(onDelete, appsv1.StatefulSetStatus{ObservedGeneration: 3, CurrentRevision: "r1", UpdateRevision: "r2"}),
 			now: time.Hour, want: Settled,
+		},
+		"an OnDelete StatefulSet observed whose pods nudge evicts is rolling until the restart is done, past the timeout too": {
+			obj: statefulSet(onDelete, appsv1.StatefulSetStatus{ObservedGeneration: 3}), restart: "since=2026-11-23T10:00:00Z pods=4",
+			now: time.Hour, want: Rolling,
+		},
+		"an OnDelete StatefulSet whose restart halted failed": {
+			obj: statefulSet(onDelete, appsv1.StatefulSetStatus{ObservedGeneration: 3}), restart: "since=2026-11-23T10:00:00Z halted=true",
+			want: Failed, wantCause: "a replacement pod not Ready within the rollout timeout",
+		},
+		"a restart whose progress does not read counts for nothing": {
+			obj: statefulSet(onDelete, appsv1.StatefulSetStatus{ObservedGeneration: 3}), restart: "halted=true",
+			want: Settled,
 		},
 		"an OnDelete StatefulSet not observed within the timeout failed": {
 			obj: statefulSet(onDelete, appsv1.StatefulSetStatus{ObservedGeneration: 2}),
@@ -159,6 +173,10 @@ func TestProgressOf(t *testing.T) {
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
+			if tc.restart != "" {
+				tc.obj = tc.obj.DeepCopyObject().(client.Object)
+				tc.obj.SetAnnotations(map[string]string{workload.LastRolloutAnnotation: t0.Format(time.RFC3339Nano), eviction.ProgressAnnotation: tc.restart})
+			}
 			p, cause, left := ProgressOf(tc.obj, t0.Add(tc.now), 10*time.Minute)
 			g.Expect(p).To(Equal(tc.want), "progress")
 			g.Expect(cause).To(Equal(tc.wantCause), "cause")

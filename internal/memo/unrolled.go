@@ -15,9 +15,9 @@ import (
 // reconciled to a decision that rolls nothing (a baseline, no change), or
 // deleted; waiting for the window, a slot, a missing source or a halt keeps
 // it. A rollout put off by policy (a maintenance window, the storm brake, a
-// producer not ready: rollout.Deferred, Braked, Gated) forgets it: the
-// latency measures nudge, and those waits are the user's choice, hours
-// long for a window. The zero value is ready to use; it is safe for concurrent use.
+// producer not ready, a pause: rollout.Deferred, Braked, Gated, Paused)
+// forgets it: the latency measures nudge, and those waits are the user's
+// choice, hours long for a window. The zero value is ready to use; it is safe for concurrent use.
 type Unrolled struct {
 	mu sync.Mutex
 	at map[types.NamespacedName]time.Time

@@ -18,7 +18,8 @@ type Metrics struct {
 	warnings  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 
-	reloader reloader
+	unfinished *unfinished
+	reloader   reloader
 }
 
 // New creates nudge's metrics and Reloader's and registers them with
@@ -68,6 +69,9 @@ func New(reg prometheus.Registerer, byNamespace bool) (*Metrics, error) {
 		if *c, err = Register(reg, *c); err != nil {
 			return nil, err
 		}
+	}
+	if m.unfinished, err = newUnfinished(reg); err != nil {
+		return nil, err
 	}
 	if m.reloader, err = newReloader(reg, byNamespace); err != nil {
 		return nil, err

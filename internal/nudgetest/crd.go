@@ -1,7 +1,6 @@
 package nudgetest
 
 import (
-	_ "embed"
 	"testing"
 	"time"
 
@@ -9,25 +8,7 @@ import (
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 )
-
-// rolloutCRD is Argo Rollouts' Rollout CRD; see testdata/argo-rollouts.
-//
-//go:embed testdata/argo-rollouts/rollout-crd.yaml
-var rolloutCRD []byte
-
-// RolloutCRD returns Argo Rollouts' Rollout CustomResourceDefinition
-// (v1.10.2), for tests of nudge's handling of Rollouts. No Argo Rollouts
-// controller runs in the tests.
-func RolloutCRD(t testing.TB) *apiextensionsv1.CustomResourceDefinition {
-	t.Helper()
-	crd := &apiextensionsv1.CustomResourceDefinition{}
-	if err := yaml.Unmarshal(rolloutCRD, crd); err != nil {
-		t.Fatalf("decoding the Rollout CRD: %v", err)
-	}
-	return crd
-}
 
 // InstallCRD creates crd with c (an existing one is fine) and waits up to
 // 30 s until it is established, then up to 30 s until c's REST mapper maps

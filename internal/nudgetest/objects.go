@@ -143,3 +143,20 @@ func Rollout(namespace, name string, annotations map[string]string, opts ...PodO
 	u.SetAnnotations(annotations)
 	return u
 }
+
+// RolloutRef returns an Argo Rollout (an unstructured object) without a pod
+// template, whose spec.workloadRef names the apps/v1 Deployment deployment
+// of its namespace, with a canary strategy
+// (https://argo-rollouts.readthedocs.io/en/stable/features/workload-referencing/).
+func RolloutRef(namespace, name string, annotations map[string]string, deployment string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{
+		"replicas":    int64(1),
+		"strategy":    map[string]any{"canary": map[string]any{}},
+		"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": deployment},
+	}}}
+	u.SetGroupVersionKind(workload.RolloutGVK)
+	u.SetNamespace(namespace)
+	u.SetName(name)
+	u.SetAnnotations(annotations)
+	return u
+}

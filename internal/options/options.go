@@ -175,6 +175,9 @@ type Options struct {
 	// ValueBindings. A Secret bound by many bindings is applied to their
 	// targets in parallel, each apply a round trip to the API server.
 	ValueBindingWorkers int
+	// Eviction says which workloads restart their pods through the Eviction
+	// API.
+	Eviction
 	// MetricsByNamespace also counts Reloader's
 	// reloader_reload_executed_total_by_namespace; main sets it from
 	// Reloader's environment variable METRICS_COUNT_BY_NAMESPACE=enabled.
@@ -394,6 +397,7 @@ func (o *Options) BindFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&o.LogLevel, "log-level", o.LogLevel, "Log level: "+strings.Join(LogLevels, ", ")+".")
 	fs.StringVar(&o.EventReasons, "event-reasons", o.EventReasons, `Reasons of a rollout's Events: "nudge" (Rolled) or "reloader" (Reloader's Reloaded and ReloadFail).`)
 	o.bindReloaderFlags(fs)
+	o.bindEvictionFlags(fs)
 }
 
 // Validate returns every problem with o, joined; nil when o is usable.
@@ -406,6 +410,7 @@ func (o *Options) Validate() error {
 	errs = append(errs, o.validateEndpoints()...)
 	errs = append(errs, o.validateNamespaces()...)
 	errs = append(errs, o.validateReloader()...)
+	errs = append(errs, o.validateEviction()...)
 	return errors.Join(errs...)
 }
 

@@ -110,6 +110,22 @@ func TestFlags(t *testing.T) {
 				g.Expect(gks).To(Equal([]schema.GroupKind{{Group: "goharbor.io", Kind: "Harbor"}, {Kind: "ConfigMap"}}))
 			},
 		},
+		"an eviction kind that is not Kind.group is refused": {
+			args:    []string{"--enable-eviction", "--evict-pods-of=Cluster"},
+			wantErr: `--evict-pods-of: "Cluster" is not "Kind.group"`,
+		},
+		"--evict-pods-of without --enable-eviction is refused": {
+			args:    []string{"--evict-pods-of=Cluster.postgresql.cnpg.io"},
+			wantErr: "--evict-pods-of needs --enable-eviction",
+		},
+		"--evict-pods-of takes kinds with their groups": {
+			args: []string{"--enable-eviction", "--evict-pods-of=Cluster.postgresql.cnpg.io,StatefulSet.apps"},
+			check: func(g Gomega, o options.Options) {
+				gks, err := o.EvictKinds()
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(gks).To(Equal([]schema.GroupKind{{Group: "postgresql.cnpg.io", Kind: "Cluster"}, {Group: "apps", Kind: "StatefulSet"}}))
+			},
+		},
 		"a binding target that is not Kind.group is refused": {
 			args:    []string{"--value-binding-targets=harbors.goharbor.io"},
 			wantErr: `--value-binding-targets: "harbors.goharbor.io" is not "Kind" or "Kind.group"`,

@@ -25,6 +25,10 @@ const (
 	ReasonReloadFail = "ReloadFail"
 	// ReasonSourceMissing: a source the workload references does not exist.
 	ReasonSourceMissing = "SourceMissing"
+	// ReasonWorkloadRefMissing: the workload an Argo Rollout's
+	// spec.workloadRef names does not exist, or is not an apps/v1
+	// Deployment: nudge cannot read its pod template, and rolls nothing.
+	ReasonWorkloadRefMissing = "WorkloadRefMissing"
 	// ReasonMalformedAnnotation: an annotation of a dialect could not be read.
 	ReasonMalformedAnnotation = "MalformedAnnotation"
 	// ReasonNamespaceNotWatched: a source is in a namespace nudge does not
@@ -60,6 +64,17 @@ const (
 	// ReasonRolloutFailed: a rollout nudge started failed; the rest of its
 	// change is halted.
 	ReasonRolloutFailed = "RolloutFailed"
+	// ReasonEvictionBlocked: a PodDisruptionBudget refused the eviction of
+	// a pod of a restart through the Eviction API; the note names it, and
+	// the eviction is tried again with backoff.
+	ReasonEvictionBlocked = "EvictionBlocked"
+	// ReasonRestartHalted: a restart through the Eviction API halted, a
+	// replacement pod not Ready within --rollout-timeout.
+	ReasonRestartHalted = "RestartHalted"
+	// ReasonEvictionOff: a workload asks for restarts through the Eviction
+	// API (nudge.dev/rollout-strategy "evict") while nudge runs without
+	// --enable-eviction; only its template is changed.
+	ReasonEvictionOff = "EvictionOff"
 )
 
 // Cause is one reason a workload deserves a Warning: an Event's reason and

@@ -73,6 +73,19 @@ const (
 type Use struct {
 	Reference
 	Via Via
+	// SubPath is true for a volume or projected use whose volume some
+	// container mounts with subPath or subPathExpr: the kubelet never
+	// refreshes such a mount, as it refreshes a plain one.
+	SubPath bool
+}
+
+// Frozen reports whether the containers keep the content they started with
+// for their whole life: an env var, an envFrom entry, or a volume mounted with
+// subPath (https://kubernetes.io/docs/concepts/configuration/configmap/#mounted-configmaps-are-updated-automatically).
+// A plain configMap, secret or projected mount is refreshed by the kubelet,
+// and a csi volume by its driver's rotation.
+func (u Use) Frozen() bool {
+	return u.Via == Env || u.Via == EnvFrom || u.SubPath
 }
 
 // Uses returns every use FromPodSpec counts, one per env var, envFrom entry,
@@ -93,10 +106,38 @@ func Uses(namespace string, spec *corev1.PodSpec) []Use {
 	for i := range spec.EphemeralContainers {
 		c.env(spec.EphemeralContainers[i].Env, spec.EphemeralContainers[i].EnvFrom)
 	}
+	subPath := subPathVolumes(spec)
 	for i := range spec.Volumes {
+		n := len(c.uses)
 		c.volume(&spec.Volumes[i].VolumeSource)
+		for j := n; j < len(c.uses); j++ {
+			c.uses[j].SubPath = c.uses[j].Via != CSI && subPath[spec.Volumes[i].Name]
+		}
 	}
 	return c.uses
+}
+
+// subPathVolumes returns the names of the volumes some container, init
+// container or ephemeral container mounts with subPath or subPathExpr.
+func subPathVolumes(spec *corev1.PodSpec) map[string]bool {
+	out := map[string]bool{}
+	mark := func(mounts []corev1.VolumeMount) {
+		for _, m := range mounts {
+			if m.SubPath != "" || m.SubPathExpr != "" {
+				out[m.Name] = true
+			}
+		}
+	}
+	for i := range spec.InitContainers {
+		mark(spec.InitContainers[i].VolumeMounts)
+	}
+	for i := range spec.Containers {
+		mark(spec.Containers[i].VolumeMounts)
+	}
+	for i := range spec.EphemeralContainers {
+		mark(spec.EphemeralContainers[i].VolumeMounts)
+	}
+	return out
 }
 
 // collector gathers the uses of one pod spec before they are merged.

@@ -326,11 +326,46 @@ func TestUses(t *testing.T) {
 				{Reference: secret("tls", "crt"), Via: Projected},
 			},
 		},
+		"a volume mounted with subPath or subPathExpr by any container is marked, a plain mount is not": {
+			spec: &corev1.PodSpec{
+				InitContainers: []corev1.Container{{Name: "init", VolumeMounts: []corev1.VolumeMount{{Name: "projected", SubPathExpr: "$(POD)"}}}},
+				Containers: []corev1.Container{
+					{Name: "app", VolumeMounts: []corev1.VolumeMount{{Name: "v-app"}, {Name: "v-db", MountPath: "/db"}}},
+					{Name: "side", VolumeMounts: []corev1.VolumeMount{{Name: "v-db", SubPath: "password", MountPath: "/pw"}}},
+				},
+				Volumes: []corev1.Volume{cmVolume("app", nil), secretVolume("db", nil), projectedVolume(cmProjection("files", nil))},
+			},
+			want: []Use{
+				{Reference: cm("app"), Via: Volume},
+				{Reference: secret("db"), Via: Volume, SubPath: true},
+				{Reference: cm("files"), Via: Projected, SubPath: true},
+			},
+		},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
 			g.Expect(Uses(ns, tc.spec)).To(Equal(tc.want))
+		})
+	}
+}
+
+func TestFrozen(t *testing.T) {
+	tests := map[string]struct {
+		use  Use
+		want bool
+	}{
+		"an env var is frozen":                    {Use{Via: Env}, true},
+		"an envFrom entry is frozen":              {Use{Via: EnvFrom}, true},
+		"a plain volume is refreshed":             {Use{Via: Volume}, false},
+		"a plain projection is refreshed":         {Use{Via: Projected}, false},
+		"a volume mounted with subPath is frozen": {Use{Via: Volume, SubPath: true}, true},
+		"a csi volume is refreshed by its driver": {Use{Via: CSI}, false},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(tc.use.Frozen()).To(Equal(tc.want))
 		})
 	}
 }

@@ -18,7 +18,42 @@ const (
 	// read by nudge through the SecretProviderClassPodStatuses the driver
 	// writes for each pod that mounts it; always a whole object.
 	SecretProviderClass Kind = "SecretProviderClass"
+	// ConfigMapSelector is the set of ConfigMaps a label selector on the
+	// workload (nudge.dev/configmap-selector) matches in its namespace: one
+	// reference whose Source.Name is the selector in its canonical form
+	// (labels.Selector.String, e.g. "app=dash,tier in (a,b)") and whose
+	// content is the names and content of every match.
+	ConfigMapSelector Kind = "ConfigMapSelector"
+	// SecretSelector is ConfigMapSelector for Secrets
+	// (nudge.dev/secret-selector).
+	SecretSelector Kind = "SecretSelector"
 )
+
+// Selects returns the kind of the sources a selector kind matches
+// (ConfigMap for ConfigMapSelector, Secret for SecretSelector), and ok
+// false for every other kind.
+func (k Kind) Selects() (kind Kind, ok bool) {
+	switch k {
+	case ConfigMapSelector:
+		return ConfigMap, true
+	case SecretSelector:
+		return Secret, true
+	}
+	return "", false
+}
+
+// SelectorOf returns the selector kind of the sources of kind k
+// (ConfigMapSelector for ConfigMap, SecretSelector for Secret), and ok
+// false for every other kind.
+func SelectorOf(k Kind) (kind Kind, ok bool) {
+	switch k {
+	case ConfigMap:
+		return ConfigMapSelector, true
+	case Secret:
+		return SecretSelector, true
+	}
+	return "", false
+}
 
 // Source names one source object.
 type Source struct {

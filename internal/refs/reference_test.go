@@ -71,3 +71,26 @@ func TestSourceString(t *testing.T) {
 	g := NewWithT(t)
 	g.Expect(Source{Kind: Secret, Namespace: "shop", Name: "db"}.String()).To(Equal("Secret/shop/db"))
 }
+
+func TestSelectorKinds(t *testing.T) {
+	tests := map[string]struct {
+		kind, selects, selector Kind
+	}{
+		"a ConfigMap selector matches ConfigMaps":    {kind: ConfigMapSelector, selects: ConfigMap},
+		"a Secret selector matches Secrets":          {kind: SecretSelector, selects: Secret},
+		"a ConfigMap has a selector kind":            {kind: ConfigMap, selector: ConfigMapSelector},
+		"a Secret has a selector kind":               {kind: Secret, selector: SecretSelector},
+		"a SecretProviderClass has no selector kind": {kind: SecretProviderClass},
+	}
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			selects, ok := tt.kind.Selects()
+			g.Expect(selects).To(Equal(tt.selects))
+			g.Expect(ok).To(Equal(tt.selects != ""))
+			selector, ok := SelectorOf(tt.kind)
+			g.Expect(selector).To(Equal(tt.selector))
+			g.Expect(ok).To(Equal(tt.selector != ""))
+		})
+	}
+}

@@ -89,6 +89,12 @@ type Resolved struct {
 	// Producer is what Resolver.Producers says of a counted Secret's
 	// producer; the zero Status (not Known) otherwise.
 	Producer producer.Status
+	// Matched are, for a label selector's set (refs.ConfigMapSelector,
+	// refs.SecretSelector) Counted, the names of its members, sorted.
+	Matched []string
+	// PauseError, for Counted, is the source's nudge.dev/paused when it is
+	// malformed (see dialect.Paused): the source is not paused.
+	PauseError error
 }
 
 // Unready returns the sources of resolved whose producer is known and not
@@ -150,15 +156,19 @@ type Pace struct {
 	// a workload's maintenance window replaces its Namespace's, which
 	// replaces the flag's, instead of narrowing them.
 	Overrides bool
-	// NamespaceWindows says whether Namespaces' windows are read: only a
-	// cluster-wide nudge may read Namespaces (with --namespaces it makes
-	// no cluster-scoped request).
-	NamespaceWindows bool
+	// NamespaceMarks says whether Namespaces' annotations are read (their
+	// maintenance window and pause): only a cluster-wide nudge may read
+	// Namespaces (with --namespaces it makes no cluster-scoped request).
+	NamespaceMarks bool
 }
 
 // ErrMalformedWindow is returned by Resolver.Maintenance when a Namespace's
 // nudge.dev/maintenance-window cannot be read.
 var ErrMalformedWindow = errors.New("malformed maintenance window")
+
+// ErrMalformedPause is returned by Resolver.Pause when a Namespace's
+// nudge.dev/paused is neither "true" nor "false".
+var ErrMalformedPause = errors.New("malformed pause")
 
 // Resolver gathers rollout.Decide's inputs for one workload: nudge's
 // reference resolution and fingerprint, over the cache in the reconciler and
@@ -217,30 +227,49 @@ func (r Resolver) Inputs(ctx context.Context, obj client.Object, spec dialect.Sp
 		return in, nil, err
 	}
 	out := make([]Resolved, 0, len(candidates))
-	versions := map[refs.Source]string{} // of every source read that counts
-	producers := map[refs.Source]producer.Status{}
+	rd := reads{versions: map[refs.Source]string{}, producers: map[refs.Source]producer.Status{}, pauses: map[refs.Source]error{}}
 	for _, c := range candidates {
-		outcome, err := r.resolve(ctx, c, &in, versions, producers)
+		if c.selected != nil {
+			res, err := r.resolveSet(ctx, c, &in)
+			if err != nil {
+				return in, nil, err
+			}
+			out = append(out, res)
+			continue
+		}
+		outcome, err := r.resolve(ctx, c, &in, rd)
 		if err != nil {
 			return in, nil, err
 		}
 		res := Resolved{Reference: c.Reference, NeedsMatch: c.needsMatch, NamedOnly: c.namedOnly, Outcome: outcome,
 			AbsenceCounts: !c.needsMatch && (r.ReloadOnCreate || r.ReloadOnDelete || c.Optional && !c.namedOnly)}
 		if outcome == Counted {
-			res.Version, res.Producer = versions[c.Source], producers[c.Source]
+			res.Version, res.Producer, res.PauseError = rd.versions[c.Source], rd.producers[c.Source], rd.pauses[c.Source]
 		}
 		out = append(out, res)
 	}
-	for src, version := range versions {
+	for src, version := range rd.versions {
 		in.Changes = append(in.Changes, r.Changes.Times(src, version, now)...)
 	}
+	// One change of a source that is both read by name and a member of a
+	// set is told once: two equal times would make a burst of it.
+	slices.SortFunc(in.Changes, time.Time.Compare)
+	in.Changes = slices.CompactFunc(in.Changes, time.Time.Equal)
 	return in, out, nil
 }
 
-// resolve reads the source of c and records it in in, and its
-// resourceVersion in versions when it counts; and, for a Secret, what
-// r.Producers says of its producer in producers.
-func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, versions map[refs.Source]string, producers map[refs.Source]producer.Status) (Outcome, error) {
+// reads is what resolve records of the sources that count, by source:
+// their resourceVersion, what r.Producers says of a Secret's producer, and
+// a malformed nudge.dev/paused.
+type reads struct {
+	versions  map[refs.Source]string
+	producers map[refs.Source]producer.Status
+	pauses    map[refs.Source]error
+}
+
+// resolve reads the source of c and records it in in, and in rd when it
+// counts: its marks (urgent, paused) in in too.
+func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, rd reads) (Outcome, error) {
 	if c.refused {
 		return Refused, nil
 	}
@@ -283,13 +312,20 @@ func (r Resolver) resolve(ctx context.Context, c candidate, in *rollout.Input, v
 	if dialect.Urgent(src.GetAnnotations()) && !slices.Contains(in.Urgent, c.Source) {
 		in.Urgent = append(in.Urgent, c.Source)
 	}
-	versions[c.Source] = src.GetResourceVersion()
+	paused, err := dialect.Paused(src.GetAnnotations())
+	if err != nil {
+		rd.pauses[c.Source] = fmt.Errorf("%s: %w; it counts as not paused", refs.Names([]refs.Source{c.Source}), err)
+	}
+	if paused && !slices.Contains(in.PausedSources, c.Source) {
+		in.PausedSources = append(in.PausedSources, c.Source)
+	}
+	rd.versions[c.Source] = src.GetResourceVersion()
 	if r.Producers != nil && c.Kind == refs.Secret {
 		st, err := r.Producers.Of(ctx, src)
 		if err != nil {
 			return "", fmt.Errorf("reading the producer of %s: %w", c.Source, err)
 		}
-		producers[c.Source] = st
+		rd.producers[c.Source] = st
 	}
 	return Counted, nil
 }

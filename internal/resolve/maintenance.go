@@ -17,7 +17,7 @@ import (
 // Maintenance returns the maintenance window of a workload in namespace
 // whose dialect spec is given (rollout.Input.Maintenance); nil for none.
 // Three windows may apply: --maintenance-window, the Namespace's
-// nudge.dev/maintenance-window (with Pace.NamespaceWindows, read from the
+// nudge.dev/maintenance-window (with Pace.NamespaceMarks, read from the
 // Reader's Namespace metadata) and the workload's own.
 //
 // By default each narrows the others: the workload may roll when every one
@@ -39,7 +39,7 @@ func (r Resolver) Maintenance(ctx context.Context, namespace string, spec dialec
 	}
 	var ns maintenance.Window
 	var malformed error
-	if r.NamespaceWindows && (spec.Maintenance == nil || !r.Overrides) {
+	if r.NamespaceMarks && (spec.Maintenance == nil || !r.Overrides) {
 		var err error
 		ns, err = r.namespaceWindow(ctx, namespace)
 		switch {
@@ -81,16 +81,9 @@ func (r Resolver) Maintenance(ctx context.Context, namespace string, spec dialec
 // zero Window when it has none or does not exist; an error wrapping
 // ErrMalformedWindow when it cannot be read, or the Reader's.
 func (r Resolver) namespaceWindow(ctx context.Context, namespace string) (maintenance.Window, error) {
-	ns := &metav1.PartialObjectMetadata{}
-	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
-	// Read, not changed: from a cache, the cached object itself.
-	err := r.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns, client.UnsafeDisableDeepCopy)
-	if client.IgnoreNotFound(err) != nil {
-		return maintenance.Window{}, fmt.Errorf("reading namespace %s: %w", namespace, err)
-	}
-	v, ok := ns.GetAnnotations()[dialect.NudgeMaintenanceWindow]
-	if !ok {
-		return maintenance.Window{}, nil
+	v, ok, err := r.namespaceAnnotation(ctx, namespace, dialect.NudgeMaintenanceWindow)
+	if err != nil || !ok {
+		return maintenance.Window{}, err
 	}
 	w, err := maintenance.Parse(v)
 	if err != nil {
@@ -98,4 +91,18 @@ func (r Resolver) namespaceWindow(ctx context.Context, namespace string) (mainte
 			ErrMalformedWindow, dialect.NudgeMaintenanceWindow, namespace, v, err)
 	}
 	return w, nil
+}
+
+// namespaceAnnotation returns the annotation key of namespace, ok false
+// when it has none or does not exist; the Reader's error but NotFound.
+func (r Resolver) namespaceAnnotation(ctx context.Context, namespace, key string) (v string, ok bool, err error) {
+	ns := &metav1.PartialObjectMetadata{}
+	ns.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Namespace"))
+	// Read, not changed: from a cache, the cached object itself.
+	err = r.Reader.Get(ctx, client.ObjectKey{Name: namespace}, ns, client.UnsafeDisableDeepCopy)
+	if client.IgnoreNotFound(err) != nil {
+		return "", false, fmt.Errorf("reading namespace %s: %w", namespace, err)
+	}
+	v, ok = ns.GetAnnotations()[key]
+	return v, ok, nil
 }

@@ -28,6 +28,12 @@ type candidate struct {
 	// refused is true for a source named in another namespace while such
 	// references are denied (dialect.Spec.Refused): it is never read.
 	refused bool
+	// selected is the label selector whose set of sources the reference
+	// stands for (kind refs.ConfigMapSelector or refs.SecretSelector), nil
+	// for any other; excluded are the sources the workload's annotations
+	// exclude from it (dialect.Spec.Excluded).
+	selected *dialect.Selected
+	excluded func(refs.Source) bool
 }
 
 // Selector selects the references of a workload: the reconciler's, over its
@@ -63,7 +69,8 @@ func namedReference(src refs.Source, inPod map[refs.Source]refs.Reference) refs.
 
 // references returns what spec selects of the pod spec and the named
 // sources, merged (see refs.Merge), reading name patterns against the Reader,
-// then the refused sources (dialect.Spec.Refused), once each, unread.
+// then the sets of its label selectors (dialect.Spec.Selectors), then the
+// refused sources (dialect.Spec.Refused), once each, unread.
 func (r Selector) references(ctx context.Context, namespace string, spec dialect.Spec, pod *corev1.PodSpec) ([]candidate, error) {
 	var all []refs.Reference
 	searchOnly := map[refs.Source]bool{}
@@ -119,6 +126,7 @@ func (r Selector) references(ctx context.Context, namespace string, spec dialect
 		_, read := inPod[ref.Source]
 		out[i] = candidate{Reference: ref, needsMatch: searchOnly[ref.Source], namedOnly: !read}
 	}
+	out = append(out, selectedCandidates(spec)...)
 	for i, n := range spec.Refused {
 		src := refs.Source{Kind: n.Kind, Namespace: n.Namespace, Name: n.Name}
 		if i > 0 && spec.Refused[i-1].Kind == n.Kind && spec.Refused[i-1].Namespace == n.Namespace && spec.Refused[i-1].Name == n.Name {

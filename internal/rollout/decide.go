@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"nudge.dev/nudge/internal/eviction"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
 )
@@ -62,6 +63,18 @@ const (
 	// rolls once every producer is ready, or at the latest after
 	// RequeueAfter.
 	Gated
+	// Paused: the workload would roll (or wait for a burst to end), but a
+	// pause holds it: nudge.dev/paused on the workload or its Namespace, or
+	// on every changed source (see Input.Pauses). Nothing of the rollout is
+	// written, so the change stays pending in the applied state, across
+	// restarts of nudge too; it rolls once, with the content as it is then,
+	// when the pause is lifted (the lift's own event reconciles it).
+	Paused
+	// Evict: no change is pending and a restart of the workload's pods
+	// through the Eviction API is under way (see Input.Restart): the
+	// reconciler carries out Decision.Restart, its plan (evict pods now,
+	// wait for a replacement, record that it is done or halted).
+	Evict
 	// Contested: a first sight would replace the state of another
 	// fingerprint key that replaced nudge's own within the contest window
 	// (see Input.Contested). Nothing is written; the workload is looked at
@@ -69,7 +82,7 @@ const (
 	Contested
 )
 
-var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored", "Pending", "Halted", "Deferred", "Braked", "Gated", "Contested"}
+var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored", "Pending", "Halted", "Deferred", "Braked", "Gated", "Paused", "Evict", "Contested"}
 
 // String returns the action's name, "Action(N)" for a number that names
 // none.
@@ -83,12 +96,12 @@ func (a Action) String() string {
 // Waits reports whether a leaves a change pending with nothing of it
 // written: the workload rolls later, when what holds it ends (the window,
 // a missing source, a slot, a halt, a maintenance window, the storm brake,
-// a producer), or leaves the first sight to later (a contest). What is
-// remembered of the change (memo.Births' young sources) must outlive such
-// a decision.
+// a producer, a pause), or leaves the first sight to later (a contest).
+// What is remembered of the change (memo.Births' young sources) must
+// outlive such a decision.
 func (a Action) Waits() bool {
 	switch a {
-	case Wait, Hold, Pending, Halted, Deferred, Braked, Gated, Contested:
+	case Wait, Hold, Pending, Halted, Deferred, Braked, Gated, Paused, Contested:
 		return true
 	}
 	return false
@@ -189,6 +202,17 @@ type Input struct {
 	// Gates are what the gates a rollout passes beyond the window need
 	// (see gate).
 	Gates
+	// Pauses say what is paused (nudge.dev/paused).
+	Pauses
+
+	// Evicts says that the workload's pods are restarted through the
+	// Eviction API after a rollout (nudge.dev/rollout-strategy "evict",
+	// or --evict-pods-of): a Roll starts a restart (Decision.Restarts).
+	Evicts bool
+	// Restart, when not nil, is a restart under way, not halted, with
+	// its pods as the reconciler listed them: with no change pending, the
+	// decision is Evict with its plan.
+	Restart *eviction.Input
 }
 
 // Halt is a halt of a workload's rollouts for one content of one source:
@@ -246,6 +270,11 @@ type Decision struct {
 	// Rolled is, for a Roll with a storm brake (Input.Budget), the rollout
 	// times to record: the last Budget, this one included.
 	Rolled []time.Time
+	// Restarts is true for a Roll of a workload that Evicts: the rollout
+	// also starts a restart of its pods, from the rollout's time.
+	Restarts bool
+	// Restart is, for Evict, the restart's plan (eviction.PlanOf).
+	Restart eviction.Plan
 	// Entered lists, sorted, the young sources (Input.Young) a Baseline
 	// records because they enter the references or are read another way:
 	// once written, the applied state holds their change as what the pods
@@ -273,22 +302,46 @@ type Decision struct {
 //
 // A first sight that would replace another key's state contested within
 // the contest window is Contested (Input.Contested). A change that would
-// roll is Halted while a halt holds the current content of one of the
-// changed sources (Input.Halts); then
+// roll, or wait for its burst to end, is Paused while a pause holds it
+// (Input.Pauses): a pause is its owner's word, so it holds whatever else
+// would have; it does not hold a missing source's Hold, which warns. Then
+// a change that would roll is Halted while a halt holds the current
+// content of one of the changed sources (Input.Halts); then
 // Deferred outside its maintenance window, Braked past its storm budget,
 // Gated while a producer is not ready (see gate); and Pending while waves
 // are on and no slot is free. A halt whose source has changed
 // again since has ended: Decision.Unhalt asks for its removal.
+//
+// A Roll of a workload that Evicts restarts its pods (Decision.Restarts):
+// a change during a restart folds into it, from the new rollout's time.
+// With nothing else to do (None), a restart under way (Input.Restart) is
+// Evict, with its plan; any other action comes first, and the restart goes
+// on after it.
 func Decide(in Input) Decision {
+	d := decideChange(in)
+	switch {
+	case d.Action == Roll && in.Evicts:
+		d.Restarts = true
+	case d.Action == None && in.Restart != nil:
+		d = Decision{Action: Evict, Restart: eviction.PlanOf(*in.Restart)}
+	}
+	return d
+}
+
+// decideChange is Decide without the restart.
+func decideChange(in Input) Decision {
 	d := decide(in)
 	if d.Action == Baseline && d.FirstSight && in.Contested > 0 {
 		return Decision{Action: Contested, RequeueAfter: in.Contested}
 	}
 	i := slices.IndexFunc(in.Halts, func(h Halt) bool { return h.holds(d.Changed) })
+	marked := slices.ContainsFunc(in.Halts, func(h Halt) bool { return h.Marked })
 	switch {
+	case (d.Action == Roll || d.Action == Wait) && in.pauses(d.Changed):
+		return Decision{Action: Paused, Changed: d.Changed, Unhalt: i < 0 && marked}
 	case i >= 0 && (d.Action == Roll || d.Action == Wait):
 		return Decision{Action: Halted, Changed: d.Changed, Halt: in.Halts[i]}
-	case i < 0 && slices.ContainsFunc(in.Halts, func(h Halt) bool { return h.Marked }):
+	case i < 0 && marked:
 		d.Unhalt = true
 	}
 	if d.Action != Roll {

@@ -701,7 +701,7 @@ func TestActionWaits(t *testing.T) {
 	waits := map[rollout.Action]bool{
 		rollout.None: false, rollout.Baseline: false, rollout.Roll: false, rollout.Restored: false,
 		rollout.Wait: true, rollout.Hold: true, rollout.Pending: true, rollout.Halted: true,
-		rollout.Deferred: true, rollout.Braked: true, rollout.Gated: true, rollout.Contested: true,
+		rollout.Deferred: true, rollout.Braked: true, rollout.Gated: true, rollout.Paused: true, rollout.Evict: false, rollout.Contested: true,
 	}
 	for a := rollout.None; !strings.HasPrefix(a.String(), "Action("); a++ {
 		want, ok := waits[a]

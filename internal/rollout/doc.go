@@ -13,7 +13,10 @@
 //   - Halted: a rollout of the same change failed elsewhere (waves);
 //   - Deferred: the maintenance window is closed;
 //   - Braked: past the storm brake's budget;
-//   - Gated: a changed Secret's producer is not ready.
+//   - Gated: a changed Secret's producer is not ready;
+//   - Paused: nudge.dev/paused holds it (workload, Namespace or source).
+//   - Evict: a restart of the pods through the Eviction API goes on
+//     (evict, wait for a replacement, done, or halted).
 //
 // The reconciler gathers those inputs and performs the writes; which
 // writes each action makes is the table "What each action writes" in

@@ -54,7 +54,7 @@ var published = map[string]bool{
 	"auto-annotation": true, "auto-reload-all": true, "auto-search-annotation": true,
 	"configmap-annotation": true, "configmap-auto-annotation": true, "configmap-exclude-annotation": true,
 	"cronjob-start-job": true, "cross-namespace-references": true, "discovery-interval": true,
-	"enable-csi-integration": true, "enable-ha": true, "enable-http2": true, "enable-pprof": true,
+	"enable-csi-integration": true, "enable-eviction": true, "enable-ha": true, "evict-pods-of": true, "enable-http2": true, "enable-pprof": true,
 	"event-reasons": true, "ignore-annotation": true, "ignored-workload-types": true,
 	"is-Argo-Rollouts": true, "is-openshift": true, "key-secret": true, "kube-api-burst": true, "kube-api-qps": true,
 	"leader-elect": true, "leader-election-id": true, "leader-election-lease-duration": true,

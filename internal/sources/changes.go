@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/util/resourceversion"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,13 +26,15 @@ import (
 //     binaryData, see ContentChanged) last changed, a key added or removed
 //     being a key changed, and at which the source was last created and
 //     deleted, to tell a change made after a workload's creation (After,
-//     rule 3).
+//     rule 3);
+//   - its labels, and when they last changed and from what, to tell when
+//     the set a label selector matches changed (Selected).
 //
 // A creation after the informer's initial list is a change in time; a
 // deletion forgets the times, and keeps the content the source had (Gone), so that
 // its re-creation counts as an update of the keys whose content differs.
-// Memory is one entry per source changed, created or deleted in the last
-// Young, one resourceVersion per key changed; it is kept in memory only:
+// Memory is one entry per source changed, created, deleted or relabelled
+// in the last Young, one resourceVersion per key changed; it is kept in memory only:
 // after a restart nothing is remembered and every change is lone.
 //
 // Every workload kind's controller watches the same sources, so the same
@@ -60,12 +63,17 @@ type change struct {
 	// gone is the content the source had when it was deleted, nil while
 	// it exists.
 	gone fingerprint.Digests
+	// labels are the source's labels in the last version recorded (see
+	// Labels); was are those before its last change of labels, seen at
+	// relabeled: what a label selector's set is told by (see Selected).
+	labels, was labels.Labels
+	relabeled   time.Time
 }
 
-// Old reports whether the last content change, creation or deletion was
-// seen more than Young before now.
+// Old reports whether the last content change, creation, deletion or
+// change of labels was seen more than Young before now.
 func (c change) Old(now time.Time) bool {
-	return now.Sub(c.last) > Young && now.Sub(c.moved) > Young
+	return now.Sub(c.last) > Young && now.Sub(c.moved) > Young && now.Sub(c.relabeled) > Young
 }
 
 // existed reports whether the source existed at resourceVersion version,
@@ -205,10 +213,41 @@ func (c *Changes) Gone(src refs.Source, version string, now time.Time) (fingerpr
 	return e.gone, true
 }
 
+// Selected returns when nudge saw, in the Young before now, a change of
+// the set of sources of kind in namespace that sel matches: a content
+// change or creation of a source whose labels sel matches, the deletion of
+// one, and a change of labels that took a source into or out of the set,
+// or kept it there. The times are what rollout.Input.Changes wants of the
+// set's one reference (refs.ConfigMapSelector, refs.SecretSelector), in
+// no order, possibly repeated. It reads every source remembered (those
+// changed in the last Young), under the lock.
+func (c *Changes) Selected(kind refs.Kind, namespace string, sel labels.Selector, now time.Time) []time.Time {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []time.Time
+	for src, e := range c.of.All(now) {
+		if src.Kind != kind || src.Namespace != namespace {
+			continue
+		}
+		if !(e.labels != nil && sel.Matches(e.labels)) && !(e.was != nil && sel.Matches(e.was)) {
+			continue
+		}
+		out = append(out, nonZero(e.last, e.prev, e.relabeled)...)
+		if !e.exists() {
+			out = append(out, e.moved)
+		}
+	}
+	return out
+}
+
 // Recorder returns a predicate that records every content change of a
 // ConfigMap or Secret it is offered (creations after the initial list, and
-// updates of data or binaryData), notes the resourceVersion of every other
-// update of a source it remembers, and records deletions. It passes
+// updates of data or binaryData) and of its labels, notes the
+// resourceVersion of every other update of a source it remembers, and
+// records deletions. It passes
 // every event: put it before the predicates that filter them, so that it
 // sees every version, and records a change before any reconcile it causes.
 func (c *Changes) Recorder() predicate.Funcs {
@@ -260,9 +299,14 @@ func (c *Changes) note(obj client.Object, apply func(e *change, ok bool, version
 // record notes the version of obj that follows old (nil for a creation):
 // when its content changed, that it changed now, and at which version each
 // key did; a creation, that it was created, and, of a source remembered as
-// deleted, the keys whose content differs from what it had then.
+// deleted, the keys whose content differs from what it had then; when its
+// labels changed, that they did now, and what they were.
 func (c *Changes) record(old, obj client.Object) {
 	c.note(obj, func(e *change, remembered bool, version string, now time.Time) bool {
+		e.labels = Labels(obj)
+		if old != nil && !SameLabels(old, obj) {
+			e.was, e.relabeled, remembered = Labels(old), now, true
+		}
 		var keys []string
 		switch {
 		case old != nil && ContentChanged(old, obj):
@@ -294,6 +338,7 @@ func (c *Changes) deleted(obj client.Object) {
 	c.note(obj, func(e *change, _ bool, version string, now time.Time) bool {
 		// Its times go: a source created again starts with a lone change.
 		e.version, e.last, e.prev = version, time.Time{}, time.Time{}
+		e.labels = Labels(obj)
 		e.deleted, e.moved, e.gone = version, now, Digests(obj)
 		if e.gone == nil {
 			e.gone = fingerprint.Digests{}

@@ -147,9 +147,10 @@ func content(obj client.Object) (packed string, ok bool) {
 }
 
 // Changed passes creates, deletes and those updates of a source that
-// change its content or a mark nudge reads on it (ignore, match, urgent); a change of
-// other labels or annotations is dropped here (rule 2) before any workload is
-// looked up. d names the marks.
+// change its content or a mark nudge reads on it (ignore, match, urgent,
+// paused: set, lifted or made malformed); a change of other labels or
+// annotations is dropped here (rule 2) before any workload is looked up. d
+// names the marks.
 func Changed(d dialect.Parser) predicate.Funcs {
 	return predicate.Funcs{
 		// A source listed at start brings no news: every workload is reconciled
@@ -160,12 +161,22 @@ func Changed(d dialect.Parser) predicate.Funcs {
 				return true
 			}
 			oa, na := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
-			if d.Ignored(oa) != d.Ignored(na) || d.Matched(oa) != d.Matched(na) || dialect.Urgent(oa) != dialect.Urgent(na) {
+			if d.Ignored(oa) != d.Ignored(na) || d.Matched(oa) != d.Matched(na) || dialect.Urgent(oa) != dialect.Urgent(na) ||
+				pauseOf(oa) != pauseOf(na) {
 				return true
 			}
 			return ContentChanged(e.ObjectOld, e.ObjectNew)
 		},
 	}
+}
+
+// pause is what a source's nudge.dev/paused says: whether it pauses, and
+// whether it is malformed (see dialect.Paused).
+type pause struct{ paused, malformed bool }
+
+func pauseOf(annotations map[string]string) pause {
+	paused, err := dialect.Paused(annotations)
+	return pause{paused, err != nil}
 }
 
 // ContentChanged reports whether two versions of a ConfigMap or Secret hold

@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,9 +26,12 @@ import (
 const anyName = "*"
 
 // Index maps a source to the workloads of one kind that may reference it:
-// every source a workload's pod spec or annotations name, and, for a
-// workload with a name pattern (Reloader's regular expressions), its kind
-// and namespace with the name anyName. It over-approximates (every source of
+// every source a workload's pod spec or annotations name, for a
+// workload with a name pattern (Reloader's regular expressions) its kind
+// and namespace with the name anyName, and for a workload with a label
+// selector (dialect.Selected) the set's own source (refs.ConfigMapSelector
+// or refs.SecretSelector, the selector as its name), which a source's event
+// finds when the selector matches its labels. It over-approximates (every source of
 // the pod spec, whatever the dialect's filters); the reconciler decides
 // exactly. A workload no dialect opts in has no keys.
 //
@@ -41,28 +45,49 @@ type Index struct {
 	keys func(client.Object) []refs.Source
 	mu   sync.RWMutex
 	of   map[refs.Source][]types.NamespacedName
+	// selectors holds, per selector kind and namespace (a Source without a
+	// name), the label selectors indexed there, parsed once.
+	selectors map[refs.Source]map[string]labels.Selector
+	// The workloads that take their pod template from another (see
+	// Referrers).
+	referrers
 }
 
 // NewIndex returns an empty index of workloads of kind k; keys are read with
-// d, and with autoReloadAll every workload is opted in.
-func NewIndex(k workload.Kind, autoReloadAll bool, d dialect.Parser) *Index {
-	return &Index{keys: sourceKeys(k, autoReloadAll, d), of: map[refs.Source][]types.NamespacedName{}}
+// d, and with autoReloadAll every workload is opted in. reader (nudge's
+// cache) reads the pod template of a workload that takes it from another
+// (workload.Referrer); with a nil reader such a workload has the keys of
+// its annotations alone.
+func NewIndex(k workload.Kind, autoReloadAll bool, d dialect.Parser, reader client.Reader) *Index {
+	x := &Index{of: map[refs.Source][]types.NamespacedName{}, referrers: referrers{kind: k, reader: reader},
+		selectors: map[refs.Source]map[string]labels.Selector{}}
+	x.keys = sourceKeys(k, autoReloadAll, d, x.template)
+	return x
 }
 
 // sourceKeys returns the index keys of a workload of kind k, sorted, each
-// namespace a shared copy (unique.Make). It returns nil for an object of
-// another type or one no dialect opts in.
-func sourceKeys(k workload.Kind, autoReloadAll bool, d dialect.Parser) func(client.Object) []refs.Source {
+// namespace a shared copy (unique.Make), its pod template read by template.
+// It returns nil for an object of another type or one no dialect opts in;
+// a workload that takes its pod template from another is keyed under that
+// workload too (see Referrers), opted in or not.
+func sourceKeys(k workload.Kind, autoReloadAll bool, d dialect.Parser, template func(client.Object) *corev1.PodTemplateSpec) func(client.Object) []refs.Source {
 	return func(obj client.Object) []refs.Source {
-		tmpl := k.Template(obj)
+		var keys []refs.Source
+		ref, isRef := workload.RefOf(k, obj)
+		if isRef {
+			keys = append(keys, refKey(ref))
+		}
+		tmpl := template(obj)
+		if tmpl == nil && isRef {
+			tmpl = &corev1.PodTemplateSpec{} // the referenced workload's is unknown: the annotations' sources still count
+		}
 		if tmpl == nil {
 			return nil
 		}
 		spec, _ := d.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
 		if !spec.Enabled(autoReloadAll) {
-			return nil
+			return keys
 		}
-		var keys []refs.Source
 		for _, r := range refs.FromPodSpec(obj.GetNamespace(), &tmpl.Spec) {
 			keys = append(keys, r.Source)
 		}
@@ -72,6 +97,9 @@ func sourceKeys(k workload.Kind, autoReloadAll bool, d dialect.Parser) func(clie
 				name = anyName
 			}
 			keys = append(keys, refs.Source{Kind: n.Kind, Namespace: n.Namespace, Name: name})
+		}
+		for _, sel := range spec.Selectors {
+			keys = append(keys, sel.Source())
 		}
 		for i := range keys {
 			keys[i].Namespace = unique.Make(keys[i].Namespace).Value()
@@ -110,6 +138,9 @@ func (x *Index) Tracker() predicate.Funcs {
 // update moves a workload from old's keys to new's (either may be nil) and
 // reports whether they differ.
 func (x *Index) update(old, new client.Object) bool {
+	if x.refers(old) || x.refers(new) {
+		return x.updateReferrer(old, new)
+	}
 	var was, is []refs.Source
 	var name types.NamespacedName
 	if old != nil {
@@ -118,6 +149,12 @@ func (x *Index) update(old, new client.Object) bool {
 	if new != nil {
 		is, name = x.keys(new), client.ObjectKeyFromObject(new)
 	}
+	return x.move(name, was, is)
+}
+
+// move moves the workload name from the keys was to the keys is, and
+// reports whether they differ.
+func (x *Index) move(name types.NamespacedName, was, is []refs.Source) bool {
 	if slices.Equal(was, is) {
 		return false
 	}
@@ -131,6 +168,7 @@ func (x *Index) update(old, new client.Object) bool {
 	for _, k := range is {
 		if !slices.Contains(was, k) && !slices.Contains(x.of[k], name) {
 			x.of[k] = append(x.of[k], name)
+			x.addSelector(k)
 		}
 	}
 	return true
@@ -140,9 +178,96 @@ func (x *Index) remove(k refs.Source, name types.NamespacedName) {
 	names := slices.DeleteFunc(x.of[k], func(n types.NamespacedName) bool { return n == name })
 	if len(names) == 0 {
 		delete(x.of, k)
+		x.removeSelector(k)
 		return
 	}
 	x.of[k] = slices.Clip(names)
+}
+
+// addSelector records k when it is a label selector's key (see
+// dialect.Selected.Source), under its kind and namespace.
+func (x *Index) addSelector(k refs.Source) {
+	if _, ok := k.Kind.Selects(); !ok {
+		return
+	}
+	space := refs.Source{Kind: k.Kind, Namespace: k.Namespace}
+	if _, ok := x.selectors[space][k.Name]; ok {
+		return
+	}
+	sel, err := labels.Parse(k.Name) // canonical, as dialect.ParseSelector made it
+	if err != nil {
+		return
+	}
+	if x.selectors[space] == nil {
+		x.selectors[space] = map[string]labels.Selector{}
+	}
+	x.selectors[space][k.Name] = sel
+}
+
+// removeSelector forgets k, a key no workload has any more.
+func (x *Index) removeSelector(k refs.Source) {
+	space := refs.Source{Kind: k.Kind, Namespace: k.Namespace}
+	if sels, ok := x.selectors[space]; ok {
+		delete(sels, k.Name)
+		if len(sels) == 0 {
+			delete(x.selectors, space)
+		}
+	}
+}
+
+// selected returns the keys of the label selectors of obj's kind and
+// namespace that match obj's labels (see Labels); none for a source of
+// another kind, a Helm release's Secret (see HelmReleaseType), or any other
+// object.
+func (x *Index) selected(obj client.Object) []refs.Source {
+	src, ok := SourceOf(obj)
+	if !ok || HelmRelease(obj) {
+		return nil
+	}
+	kind, ok := refs.SelectorOf(src.Kind)
+	if !ok {
+		return nil
+	}
+	space := refs.Source{Kind: kind, Namespace: src.Namespace}
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	if len(x.selectors[space]) == 0 {
+		return nil
+	}
+	l := Labels(obj)
+	var keys []refs.Source
+	for text, sel := range x.selectors[space] {
+		if sel.Matches(l) {
+			keys = append(keys, refs.Source{Kind: kind, Namespace: src.Namespace, Name: text})
+		}
+	}
+	return keys
+}
+
+// Changed is the filter of the source events that may change what the
+// index's workloads read: the package's Changed (content, marks, creations,
+// deletions) or Relabeled (a source labelled into or out of a set).
+func (x *Index) Changed(d dialect.Parser) predicate.Predicate {
+	return predicate.Or[client.Object](Changed(d), x.Relabeled())
+}
+
+// Relabeled passes the updates of a source whose labels changed while a
+// label selector of its namespace matches its old or its new labels: it
+// left or joined that selector's set, a change for the workloads of the
+// selector (see Workloads), though no content changed. Other events it
+// does not pass: Index.Changed adds it to Changed.
+func (x *Index) Relabeled() predicate.Funcs {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld == nil || e.ObjectNew == nil || SameLabels(e.ObjectOld, e.ObjectNew) {
+				return false
+			}
+			return len(x.selected(e.ObjectOld)) > 0 || len(x.selected(e.ObjectNew)) > 0
+		},
+	}
 }
 
 // lookup returns the workloads indexed under k, a copy.
@@ -174,8 +299,11 @@ func SourceOf(obj client.Object) (src refs.Source, ok bool) {
 
 // Workloads returns a request for every workload of the index's kind that
 // may reference the source obj stands for (see SourceOf): those indexed
-// under its name and under a pattern of its kind and namespace. It returns
-// none for an object that stands for no source.
+// under its name, under a pattern of its kind and namespace, and under a
+// label selector of its kind and namespace that matches obj's labels. An
+// update's handler asks for its old and its new object both, so a source
+// labelled out of a selector finds that selector's workloads too. It
+// returns none for an object that stands for no source.
 func (x *Index) Workloads(_ context.Context, obj client.Object) []reconcile.Request {
 	src, ok := SourceOf(obj)
 	if !ok {
@@ -188,6 +316,11 @@ func (x *Index) Workloads(_ context.Context, obj client.Object) []reconcile.Requ
 	src.Name = anyName
 	for _, n := range x.lookup(src) {
 		reqs = append(reqs, reconcile.Request{NamespacedName: n})
+	}
+	for _, k := range x.selected(obj) {
+		for _, n := range x.lookup(k) {
+			reqs = append(reqs, reconcile.Request{NamespacedName: n})
+		}
 	}
 	return reqs
 }

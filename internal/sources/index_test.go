@@ -35,6 +35,11 @@ func TestIndex(t *testing.T) {
 	cm := func(ns, name string) client.Object {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
 	}
+	dash := map[string]string{"nudge.dev/configmap-selector": "app=dash"}
+	labelled := func(obj client.Object, l map[string]string) client.Object {
+		obj.SetLabels(l)
+		return obj
+	}
 	type step struct {
 		old, new client.Object // create: no old; delete: no new
 		passes   bool
@@ -105,6 +110,43 @@ func TestIndex(t *testing.T) {
 			source: cm("ns", "ext-1"),
 			want:   []string{"api", "web"},
 		},
+		"a label selector finds a source of its namespace it matches": {
+			steps:  []step{{new: deploy("web", dash), passes: true}, {new: deploy("api", auto, "a"), passes: true}},
+			source: labelled(cm("ns", "a"), map[string]string{"app": "dash"}),
+			want:   []string{"api", "web"},
+		},
+		"a label selector finds a source as the cache keeps its labels, packed": {
+			steps:  []step{{new: deploy("web", dash), passes: true}},
+			source: cached(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", GenerateName: "app=dash\nx=y"}}),
+			want:   []string{"web"},
+		},
+		"a label selector does not find a source it does not match": {
+			steps:  []step{{new: deploy("web", dash), passes: true}},
+			source: labelled(cm("ns", "a"), map[string]string{"app": "shop"}),
+		},
+		"a label selector does not find a source of another namespace": {
+			steps:  []step{{new: deploy("web", dash), passes: true}},
+			source: labelled(cm("other", "a"), map[string]string{"app": "dash"}),
+		},
+		"a ConfigMap selector does not find a Secret": {
+			steps:  []step{{new: deploy("web", dash), passes: true}},
+			source: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "a", Labels: map[string]string{"app": "dash"}}},
+		},
+		"a Secret selector does not find a Helm release": {
+			steps: []step{{new: deploy("web", map[string]string{"nudge.dev/secret-selector": "owner=helm"}), passes: true}},
+			source: &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "sh.helm.release.v1.web.v1",
+				Labels: map[string]string{"owner": "helm"}}, Type: HelmReleaseType},
+		},
+		"a label selector dropped finds nothing": {
+			steps:  []step{{new: deploy("web", dash), passes: true}, {old: deploy("web", dash), new: deploy("web", auto), passes: true}},
+			source: labelled(cm("ns", "a"), map[string]string{"app": "dash"}),
+		},
+		"a label selector two workloads share finds both, and one once the other is gone": {
+			steps: []step{{new: deploy("web", dash), passes: true}, {new: deploy("api", dash), passes: true},
+				{old: deploy("web", dash), passes: true}},
+			source: labelled(cm("ns", "a"), map[string]string{"app": "dash"}),
+			want:   []string{"api"},
+		},
 		"an object that stands for no source finds nothing": {
 			steps:  []step{{new: deploy("web", auto, "a"), passes: true}},
 			source: deploy("a", nil),
@@ -113,7 +155,7 @@ func TestIndex(t *testing.T) {
 	for name, tt := range tests {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
-			x := NewIndex(workload.Deployment, false, dialect.Parser{})
+			x := NewIndex(workload.Deployment, false, dialect.Parser{}, nil)
 			p := x.Tracker()
 			for i, s := range tt.steps {
 				var passed bool
@@ -132,6 +174,39 @@ func TestIndex(t *testing.T) {
 				want = append(want, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: n}})
 			}
 			g.Expect(x.Workloads(context.Background(), tt.source)).To(Equal(want))
+		})
+	}
+}
+
+// TestRelabeled: which updates of a source Index.Relabeled passes: a change
+// of labels that moves the source into or out of a label selector's set.
+func TestRelabeled(t *testing.T) {
+	cm := func(ns string, l map[string]string) client.Object {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a", Labels: l}}
+	}
+	dash, shop, dashToo := map[string]string{"app": "dash"}, map[string]string{"app": "shop"}, map[string]string{"app": "dash", "x": "y"}
+	tests := map[string]struct {
+		old, new client.Object
+		want     bool
+	}{
+		"labelled into the set":                    {old: cm("ns", shop), new: cm("ns", dash), want: true},
+		"labelled out of the set":                  {old: cm("ns", dash), new: cm("ns", nil), want: true},
+		"relabelled within the set":                {old: cm("ns", dash), new: cm("ns", dashToo), want: true},
+		"labels unchanged":                         {old: cm("ns", dash), new: cm("ns", dash)},
+		"relabelled outside every set":             {old: cm("ns", shop), new: cm("ns", map[string]string{"app": "cart"})},
+		"labelled into a set of another namespace": {old: cm("other", shop), new: cm("other", dash)},
+	}
+	x := NewIndex(workload.Deployment, false, dialect.Parser{}, nil)
+	x.Tracker().Create(event.CreateEvent{Object: &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web",
+		Annotations: map[string]string{"nudge.dev/configmap-selector": "app=dash"}}}})
+	for name, tt := range tests {
+		t.Run(name, func(t *testing.T) {
+			g := NewWithT(t)
+			g.Expect(x.Relabeled().Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new})).To(Equal(tt.want))
+			g.Expect(x.Relabeled().Create(event.CreateEvent{Object: tt.new})).To(BeFalse(), "a creation is Changed's")
+			g.Expect(x.Changed(dialect.Parser{}).Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new})).To(Equal(tt.want),
+				"Index.Changed passes it too")
+			g.Expect(x.Changed(dialect.Parser{}).Create(event.CreateEvent{Object: tt.new})).To(BeTrue(), "and every creation")
 		})
 	}
 }

@@ -1,6 +1,9 @@
 package sources
 
-import "time"
+import (
+	"iter"
+	"time"
+)
 
 // Young is how long nudge remembers what it saw happen: a source's content
 // change (Changes) and a workload's creation (memo.Births), the
@@ -51,6 +54,17 @@ func (r *Recent[K, V]) Put(k K, v V, now time.Time) {
 		r.swept = now
 	}
 	r.m[k] = v
+}
+
+// All returns every entry not Old at now.
+func (r *Recent[K, V]) All(now time.Time) iter.Seq2[K, V] {
+	return func(yield func(K, V) bool) {
+		for k, v := range r.m {
+			if !v.Old(now) && !yield(k, v) {
+				return
+			}
+		}
+	}
 }
 
 // Delete drops the entry of k.

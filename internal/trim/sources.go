@@ -14,9 +14,12 @@ import (
 // fingerprint.Sum), so the cache never holds a source's content, and keeps of
 // the metadata only what nudge reads: name, namespace, resourceVersion, the
 // annotations named in keep (the ignore and match marks,
-// dialect.Parser.SourceAnnotations), and the labels only when keepLabels
-// (for --resource-label-selector), and of a Secret the owner references
-// owners returns (the producer's, see producer.Owners; none when nil).
+// dialect.Parser.SourceAnnotations), the labels (as a map when keepLabels,
+// for --resource-label-selector; otherwise packed into the generateName,
+// sources.PackedLabels, for the label selectors of workloads), and of a
+// Secret its type and the owner references owners returns (the producer's,
+// see producer.Owners; none when nil). Read the labels with
+// sources.Labels.
 // The digests are packed into the selfLink (sources.DigestedSelfLink), and
 // data and binaryData are left empty: read them with sources.Digests,
 // compare them with sources.ContentChanged. Other objects pass through
@@ -42,7 +45,7 @@ func Sources(keepLabels bool, keep []string, owners func([]metav1.OwnerReference
 			}
 			//lint:ignore SA1019 see sources.DigestedSelfLink
 			meta.SelfLink, _ = sources.DigestedSelfLink(o)
-			*o = corev1.Secret{ObjectMeta: meta}
+			*o = corev1.Secret{ObjectMeta: meta, Type: corev1.SecretType(unique.Make(string(o.Type)).Value())}
 		}
 		return obj, nil
 	}
@@ -55,6 +58,8 @@ func sourceMeta(m metav1.ObjectMeta, keepLabels bool, keep []string) metav1.Obje
 		DeletionTimestamp: m.DeletionTimestamp}
 	if keepLabels {
 		out.Labels = m.Labels
+	} else {
+		out.GenerateName = string(sources.PackLabels(m.Labels))
 	}
 	for _, k := range keep {
 		if v, ok := m.Annotations[k]; ok {

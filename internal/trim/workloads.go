@@ -22,9 +22,10 @@ import (
 
 // Workloads returns the cache transform for the built-in kinds
 // (Workload) and the unstructured kinds ks (Argo Rollouts, custom
-// kinds): of an object of one of ks it keeps the metadata Workload keeps
-// and, at the kind's template path, the pod template as trimTemplate trims
-// it; nothing else of its spec, nor its status. Like Workload, it is
+// kinds): of an object of one of ks it keeps the metadata Workload keeps,
+// at the kind's template path the pod template as trimTemplate trims it,
+// and a Rollout's spec.workloadRef (workload.Referrer); nothing else of its
+// spec, nor its status. Like Workload, it is
 // idempotent.
 func Workloads(ks ...workload.Kind) toolscache.TransformFunc {
 	byGVK := map[schema.GroupVersionKind]workload.Kind{}
@@ -45,8 +46,15 @@ func Workloads(ks ...workload.Kind) toolscache.TransformFunc {
 // trimUnstructured trims u, an object of kind k, in place.
 func trimUnstructured(u *unstructured.Unstructured, k workload.Kind) {
 	tmpl := k.Template(u)
+	var ref map[string]any
+	if workload.IsReferrer(k) {
+		ref, _, _ = unstructured.NestedMap(u.Object, k.(workload.Referrer).RefPath()...)
+	}
 	moveSeal(u)
 	u.Object = map[string]any{"apiVersion": u.GetAPIVersion(), "kind": u.GetKind(), "metadata": u.Object["metadata"]}
+	if ref != nil {
+		_ = unstructured.SetNestedMap(u.Object, ref, k.(workload.Referrer).RefPath()...)
+	}
 	if tmpl == nil || len(k.TemplatePath()) == 0 {
 		return
 	}

@@ -83,6 +83,27 @@ func TestTrimWorkloadsTrimsCustomKinds(t *testing.T) {
 	g.Expect(other.Object).NotTo(HaveKey("status"))
 }
 
+// TestTrimWorkloadsKeepsWorkloadRef: a Rollout that takes its pod template
+// from a Deployment keeps its spec.workloadRef in the cache, and nothing else
+// of its spec.
+func TestTrimWorkloadsKeepsWorkloadRef(t *testing.T) {
+	g := NewWithT(t)
+	ro := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "argoproj.io/v1alpha1", "kind": "Rollout",
+		"metadata": map[string]any{"name": "web", "namespace": "shop"},
+		"spec": map[string]any{"replicas": int64(3), "restartAt": "2026-11-29T08:00:00Z",
+			"workloadRef": map[string]any{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web-pods", "scaleDown": "never"}},
+		"status": map[string]any{"phase": "Healthy"},
+	}}
+	_, err := Workloads(workload.Rollout)(ro)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(ro.Object["spec"]).To(Equal(map[string]any{"workloadRef": map[string]any{
+		"apiVersion": "apps/v1", "kind": "Deployment", "name": "web-pods", "scaleDown": "never"}}), "of the spec only the workloadRef")
+	ref, ok := workload.RefOf(workload.Rollout, ro)
+	g.Expect(ok).To(BeTrue())
+	g.Expect(ref).To(Equal(workload.Ref{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web-pods"}))
+}
+
 // TestTrimWorkloadKeepsEveryReference: the cache's trimmed pod template
 // yields the same references as the whole one.
 func TestTrimWorkloadKeepsEveryReference(t *testing.T) {

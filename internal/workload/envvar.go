@@ -12,7 +12,10 @@ import (
 // source: "STAKATER_", the source's name upper-cased with every run of
 // characters other than A-Z and 0-9 turned into one "_" (a leading run
 // dropped), then "_CONFIGMAP", "_SECRET" or "_SECRETPROVIDERCLASS". See
-// https://github.com/stakater/Reloader#reload-strategies.
+// https://github.com/stakater/Reloader#reload-strategies. A label
+// selector's set (a name such as "app=dash", which Reloader has not) ends
+// in "_CONFIGMAP_SELECTOR" or "_SECRET_SELECTOR", so that it never takes
+// the variable of a source named like it ("app-dash").
 func EnvVarName(src refs.Source) string {
 	var b strings.Builder
 	b.WriteString("STAKATER_")
@@ -31,6 +34,10 @@ func EnvVarName(src refs.Source) string {
 	switch src.Kind {
 	case refs.Secret:
 		b.WriteString("_SECRET")
+	case refs.ConfigMapSelector:
+		b.WriteString("_CONFIGMAP_SELECTOR")
+	case refs.SecretSelector:
+		b.WriteString("_SECRET_SELECTOR")
 	case refs.SecretProviderClass:
 		b.WriteString("_SECRETPROVIDERCLASS")
 	default:

@@ -16,9 +16,12 @@ var RolloutGVK = schema.GroupVersionKind{Group: "argoproj.io", Version: "v1alpha
 
 // Rollout is the adapter for Argo Rollouts, read as unstructured objects so
 // that nudge does not depend on Argo's Go module. A Rollout that uses
-// spec.workloadRef instead of a template has no pod template (Template
-// returns nil) and is left alone.
-var Rollout Kind = &unstructuredKind{gvk: RolloutGVK, plural: "rollouts", path: specTemplate, trigger: triggerOf(specTemplate)}
+// spec.workloadRef instead of a template has no pod template of its own
+// (Template returns nil): it is a Referrer, whose template TemplateOf reads
+// from the Deployment it names
+// (https://argo-rollouts.readthedocs.io/en/stable/features/workload-referencing/).
+var Rollout Kind = &unstructuredKind{gvk: RolloutGVK, plural: "rollouts", path: specTemplate, trigger: triggerOf(specTemplate),
+	ref: []string{"spec", "workloadRef"}}
 
 // unstructuredKind is the adapter for a kind nudge has no Go type for: Argo
 // Rollouts and the configured custom kinds. Without a template path the kind
@@ -31,6 +34,8 @@ type unstructuredKind struct {
 	trigger []string
 	// annotation is the TriggerAnnotation.
 	annotation string
+	// ref is the path of a workload reference (see Referrer); nil for none.
+	ref []string
 }
 
 func (k unstructuredKind) Name() string              { return k.gvk.Kind }

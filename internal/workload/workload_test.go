@@ -28,6 +28,10 @@ func TestEnvVarName(t *testing.T) {
 		"digits are kept": {refs.Source{Kind: refs.ConfigMap, Name: "v2"}, "STAKATER_V2_CONFIGMAP"},
 		"a SecretProviderClass as Reloader names it": {
 			refs.Source{Kind: refs.SecretProviderClass, Name: "vault-db"}, "STAKATER_VAULT_DB_SECRETPROVIDERCLASS"},
+		"a label selector's set of ConfigMaps, apart from a ConfigMap named like it": {
+			refs.Source{Kind: refs.ConfigMapSelector, Name: "app=dash"}, "STAKATER_APP_DASH_CONFIGMAP_SELECTOR"},
+		"a label selector's set of Secrets": {
+			refs.Source{Kind: refs.SecretSelector, Name: "tier in (a,b)"}, "STAKATER_TIER_IN_A_B__SECRET_SELECTOR"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)

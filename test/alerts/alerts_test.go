@@ -72,7 +72,7 @@ func TestAlerts(t *testing.T) {
 			alerts = append(alerts, r.Alert)
 		}
 	}
-	g.Expect(alerts).To(ConsistOf("NudgeRolloutHalted", "NudgeRolloutFailed", "NudgeRolloutStorm", "NudgeEventsDropped",
+	g.Expect(alerts).To(ConsistOf("NudgeRolloutHalted", "NudgeRestartUnfinished", "NudgeRolloutFailed", "NudgeRolloutStorm", "NudgeEventsDropped",
 		"NudgeValueBindingNotReady", "NudgeReconcileErrors", "NudgeSourceMissing", "NudgeShardWithoutLeader"))
 
 	// The rendered rules and the unit tests side by side: the tests name

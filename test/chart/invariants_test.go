@@ -29,6 +29,7 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 	targets := valueBindingTargets(values)
 
 	webhook := nested(values, "admissionWebhook", "enabled") == true
+	home := ownNamespace(values)
 	for _, o := range r.m {
 		if o.GetKind() == "MutatingWebhookConfiguration" {
 			g.Expect(webhook).To(BeTrue(), "%s: the admission webhook when enabled only", o.GetName())
@@ -51,17 +52,17 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 			}
 		}
 		if !slices.Contains([]string{"ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"}, o.GetKind()) {
-			g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s in the release namespace", o.GetKind(), o.GetName())
+			g.Expect(o.GetNamespace()).To(Equal(home), "%s %s in nudge's namespace", o.GetKind(), o.GetName())
 		}
 		if o.GetKind() == "Role" && global {
-			g.Expect(o.GetNamespace()).To(Equal(namespace), "Role %s in the release namespace", o.GetName())
+			g.Expect(o.GetNamespace()).To(Equal(home), "Role %s in nudge's namespace", o.GetName())
 		}
 		if !global {
 			g.Expect(o.GetKind()).NotTo(BeElementOf("ClusterRole", "ClusterRoleBinding"))
 			if slices.Contains([]string{"Role", "RoleBinding"}, o.GetKind()) {
-				g.Expect(o.GetNamespace()).To(BeElementOf(append(r.opts.Namespaces, namespace)), "%s %s in a watched namespace", o.GetKind(), o.GetName())
+				g.Expect(o.GetNamespace()).To(BeElementOf(append(r.opts.Namespaces, home)), "%s %s in a watched namespace", o.GetKind(), o.GetName())
 			} else {
-				g.Expect(o.GetNamespace()).To(Equal(namespace), "%s %s", o.GetKind(), o.GetName())
+				g.Expect(o.GetNamespace()).To(Equal(home), "%s %s", o.GetKind(), o.GetName())
 			}
 		}
 	}
@@ -86,7 +87,7 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 		}
 		if slices.Contains(rule.Resources, "leases") && !slices.Equal(rule.Verbs, []string{"create"}) {
 			g.Expect(r.opts.LeaderElect).To(BeTrue(), "%s: Leases with leader election only", gr.holder)
-			g.Expect(gr.scope).To(Equal(namespace), gr.holder)
+			g.Expect(gr.scope).To(Equal(home), gr.holder)
 			g.Expect(rule.ResourceNames).To(ConsistOf(r.opts.LeaderElectionID), "%s: its own Lease alone", gr.holder)
 		}
 		for _, group := range rule.APIGroups {
@@ -112,8 +113,17 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 		}
 		g.Expect(rule.Verbs).NotTo(ContainElement(BeElementOf("escalate", "bind", "impersonate", "deletecollection")), gr.holder)
 		for _, res := range rule.Resources {
-			g.Expect(res).NotTo(Or(Equal("pods"), HavePrefix("pods/")), "%s: no Pods", gr.holder)
-			if res == "configmaps" && gr.scope == namespace && (slices.Equal(rule.Verbs, []string{"create"}) || slices.Contains(rule.Verbs, "update")) {
+			switch {
+			case res == "pods":
+				g.Expect(r.opts.EnableEviction).To(BeTrue(), "%s: no Pods but with eviction.enabled", gr.holder)
+				g.Expect(rule.Verbs).To(ConsistOf("list"), "%s: the pods of a workload restarted, listed, never watched nor deleted", gr.holder)
+			case res == "pods/eviction":
+				g.Expect(r.opts.EnableEviction).To(BeTrue(), "%s: no evictions but with eviction.enabled", gr.holder)
+				g.Expect(rule.Verbs).To(ConsistOf("create"), gr.holder)
+			default:
+				g.Expect(res).NotTo(HavePrefix("pods/"), "%s: no other subresource of Pods", gr.holder)
+			}
+			if res == "configmaps" && gr.scope == home && (slices.Equal(rule.Verbs, []string{"create"}) || slices.Contains(rule.Verbs, "update")) {
 				// nudge's own settings ConfigMap, in its namespace alone.
 				if slices.Contains(rule.Verbs, "update") {
 					g.Expect(rule.Verbs).To(Equal([]string{"get", "update"}), gr.holder)
@@ -134,7 +144,7 @@ func checkInvariants(t *testing.T, r rendered, values charttest.Values) {
 					if r.opts.RecreateJobs {
 						own = append(own, r.opts.JobJournalSecret())
 					}
-					g.Expect(gr.scope).To(Equal(namespace), gr.holder)
+					g.Expect(gr.scope).To(Equal(home), gr.holder)
 					g.Expect(rule.Verbs).To(Equal([]string{"get", "update"}), gr.holder)
 					g.Expect(rule.ResourceNames).To(ConsistOf(BeElementOf(own)), "%s: update the key and the Job journal alone", gr.holder)
 					g.Expect(rule.ResourceNames).To(HaveLen(1), gr.holder)
@@ -248,8 +258,9 @@ var admissionKinds = []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionP
 var builtInGroups = []string{"", "apps", "batch", "argoproj.io", "events.k8s.io", "coordination.k8s.io", "nudge.dev", "secrets-store.csi.x-k8s.io",
 	"apiextensions.k8s.io", "apiregistration.k8s.io", "external-secrets.io", "cert-manager.io"}
 
-// coreResources are the core-group resources nudge's own rules name.
-var coreResources = []string{"configmaps", "secrets", "events", "namespaces"}
+// coreResources are the core-group resources nudge's own rules name (pods
+// and their eviction with eviction.enabled).
+var coreResources = []string{"configmaps", "secrets", "events", "namespaces", "pods", "pods/eviction"}
 
 // valueBindingTargets returns valueBindings.targets as group/resource.
 func valueBindingTargets(values charttest.Values) []string {
@@ -262,6 +273,16 @@ func valueBindingTargets(values charttest.Values) []string {
 	return out
 }
 
+// ownNamespace returns the namespace values place the chart's namespaced
+// objects in: the top-level namespace (Reloader's chart's), else the
+// release's.
+func ownNamespace(values charttest.Values) string {
+	if ns, _ := values["namespace"].(string); ns != "" {
+		return ns
+	}
+	return namespace
+}
+
 // grant is one rule as it applies: in one namespace, or cluster-wide
 // (scope ""), through a binding to the chart's ServiceAccount.
 type grant struct {
@@ -271,8 +292,9 @@ type grant struct {
 }
 
 // grants returns every rule of the roles in m as bound by the bindings in
-// m, failing t on a binding to another subject or to a role not in m.
-func grants(t *testing.T, m charttest.Manifest) []grant {
+// m, failing t on a binding to another subject than the chart's
+// ServiceAccount, in namespace, or to a role not in m.
+func grants(t *testing.T, m charttest.Manifest, namespace string) []grant {
 	t.Helper()
 	var out []grant
 	for _, kind := range []string{"RoleBinding", "ClusterRoleBinding"} {

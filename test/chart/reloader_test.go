@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/yaml"
 
@@ -357,6 +358,56 @@ func TestReloaderValuesEach(t *testing.T) {
 				g.Expect(r.opts.LeaderElect).To(BeFalse())
 			},
 		},
+		"the top-level namespace places every namespaced object there, as Reloader's chart does": {
+			values: charttest.Values{"namespace": "platform", "replicas": 2, "admissionWebhook": map[string]any{"enabled": true},
+				"reloader": map[string]any{"netpol": map[string]any{"enabled": true}}},
+			check: func(g Gomega, r rendered) {
+				namespaced := 0
+				for _, o := range r.m {
+					if o.GetNamespace() != "" {
+						namespaced++
+						g.Expect(o.GetNamespace()).To(Equal("platform"), "%s %s", o.GetKind(), o.GetName())
+					}
+				}
+				g.Expect(namespaced).To(BeNumerically(">=", 8), "the Deployment, ServiceAccount, Secrets, Services, Roles, PodDisruptionBudget, NetworkPolicy")
+				g.Expect(r.opts.LeaseNamespace()).To(Equal("platform"), "the Lease in nudge's own namespace")
+				g.Expect(r.canNamed("update", "coordination.k8s.io", "leases", "platform", r.opts.LeaderElectionID)).To(BeTrue())
+				hooks := r.m.OfKind("MutatingWebhookConfiguration")
+				g.Expect(hooks).To(HaveLen(1))
+				g.Expect(hooks[0].GetName()).To(HaveSuffix("-platform"))
+				g.Expect(hooks[0].Object["webhooks"]).To(HaveEach(HaveKeyWithValue("clientConfig",
+					HaveKeyWithValue("service", HaveKeyWithValue("namespace", "platform")))), "the API server calls the Service in platform")
+			},
+		},
+		"the top-level namespace with watchGlobally=false: nudge watches that namespace": {
+			values: charttest.Values{"namespace": "platform", "reloader": map[string]any{"watchGlobally": false}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.Namespaces).To(Equal([]string{"platform"}))
+				g.Expect(r.can("patch", "apps", "deployments", "platform")).To(BeTrue())
+				g.Expect(r.can("patch", "apps", "deployments", namespace)).To(BeFalse(), "not the release's")
+			},
+		},
+		"reloader.serviceAccount.automountServiceAccountToken=false: the ServiceAccount mounts no token, nudge's pod its own": {
+			values: charttest.Values{"reloader": map[string]any{"serviceAccount": map[string]any{"automountServiceAccountToken": false}}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(serviceAccount(g, r).AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+				g.Expect(r.deploy.Spec.Template.Spec.AutomountServiceAccountToken).To(HaveValue(BeTrue()), "nudge needs its token to reach the API server")
+			},
+		},
+		"reloader.serviceAccount.automountServiceAccountToken=true: on the ServiceAccount, the pod's left alone": {
+			values: charttest.Values{"reloader": map[string]any{"serviceAccount": map[string]any{"automountServiceAccountToken": true}}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(serviceAccount(g, r).AutomountServiceAccountToken).To(HaveValue(BeTrue()))
+				g.Expect(r.deploy.Spec.Template.Spec.AutomountServiceAccountToken).To(BeNil())
+			},
+		},
+		"both automountServiceAccountToken=false: the pod mounts none, as in Reloader (a token among reloader.deployment.volumes, say)": {
+			values: charttest.Values{"reloader": map[string]any{"serviceAccount": map[string]any{"automountServiceAccountToken": false},
+				"deployment": map[string]any{"automountServiceAccountToken": false}}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.deploy.Spec.Template.Spec.AutomountServiceAccountToken).To(HaveValue(BeFalse()))
+			},
+		},
 		"a PodDisruptionBudget with one replica when Reloader's value asks": {
 			values: charttest.Values{"reloader": map[string]any{"podDisruptionBudget": map[string]any{"enabled": true, "minAvailable": 1}}},
 			check: func(g Gomega, r rendered) {
@@ -369,6 +420,15 @@ func TestReloaderValuesEach(t *testing.T) {
 			tc.check(NewWithT(t), renderReloader(t, "", tc.values))
 		})
 	}
+}
+
+// serviceAccount returns the one ServiceAccount r renders.
+func serviceAccount(g Gomega, r rendered) *corev1.ServiceAccount {
+	accounts := r.m.OfKind("ServiceAccount")
+	g.Expect(accounts).To(HaveLen(1))
+	sa := &corev1.ServiceAccount{}
+	g.Expect(runtime.DefaultUnstructuredConverter.FromUnstructured(accounts[0].Object, sa)).To(Succeed())
+	return sa
 }
 
 // TestReloaderValuesLint runs helm lint --strict with each of Reloader's
@@ -410,8 +470,8 @@ func renderReloader(t *testing.T, file string, values charttest.Values, args ...
 	}
 	r.deploy = &appsv1.Deployment{}
 	charttest.Into(t, deploys[0], r.deploy)
-	r.opts = parseArgs(t, r.deploy.Spec.Template.Spec.Containers[0].Args, namespace)
-	r.grants = grants(t, m)
+	r.opts = parseArgs(t, r.deploy.Spec.Template.Spec.Containers[0].Args, r.deploy.Namespace)
+	r.grants = grants(t, m, r.deploy.Namespace)
 	checkInvariants(t, r, given)
 	return r
 }

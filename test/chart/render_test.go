@@ -77,6 +77,9 @@ func TestRender(t *testing.T) {
 				g.Expect(key.Object).NotTo(HaveKey("data"), "without data: nudge writes the key")
 				g.Expect(key.GetAnnotations()).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"), "kept on uninstall")
 				g.Expect(r.m.Get("Secret", keySecret+"-jobs")).To(BeNil(), "no Job journal without recreateJobs")
+				g.Expect(r.can("list", "", "pods", "shop")).To(BeFalse(), "no pods read without eviction.enabled")
+				g.Expect(r.can("create", "", "pods/eviction", "shop")).To(BeFalse(), "no eviction without eviction.enabled")
+				g.Expect(r.opts.EnableEviction).To(BeFalse())
 			},
 		},
 		"watchGlobally=false: Roles in the release namespace only, no ClusterRole of any kind": {
@@ -254,6 +257,20 @@ func TestRender(t *testing.T) {
 				g.Expect(journal.Object).NotTo(HaveKey("data"), "without data: nudge writes the entries")
 			},
 		},
+		"eviction.enabled: pods listed and evicted, never deleted nor watched; owners read": {
+			values: charttest.Values{"eviction": map[string]any{"enabled": true, "kinds": []any{"Cluster.postgresql.cnpg.io"}}},
+			check: func(g Gomega, r rendered) {
+				g.Expect(r.opts.EnableEviction).To(BeTrue())
+				g.Expect(r.opts.EvictPodsOf).To(Equal([]string{"Cluster.postgresql.cnpg.io"}))
+				g.Expect(r.can("list", "", "pods", "shop")).To(BeTrue())
+				g.Expect(r.can("create", "", "pods/eviction", "shop")).To(BeTrue())
+				for _, verb := range []string{"watch", "get", "delete", "patch"} {
+					g.Expect(r.can(verb, "", "pods", "shop")).To(BeFalse(), verb)
+				}
+				g.Expect(r.can("get", "apps", "statefulsets", "shop")).To(BeTrue())
+				g.Expect(r.can("get", "apps", "daemonsets", "shop")).To(BeTrue())
+			},
+		},
 		"cronJobStartJob alone: Jobs created, never deleted or read": {
 			values: charttest.Values{"cronJobStartJob": true},
 			check: func(g Gomega, r rendered) {
@@ -388,7 +405,7 @@ func TestRender(t *testing.T) {
 				g.Expect(rule.GetLabels()).To(HaveKeyWithValue("app.kubernetes.io/instance", release))
 				groups, _ := rule.Object["spec"].(map[string]any)["groups"].([]any)
 				g.Expect(groups).To(HaveLen(1), "files/alerts.yaml's group")
-				g.Expect(groups[0]).To(HaveKeyWithValue("rules", HaveLen(8)))
+				g.Expect(groups[0]).To(HaveKeyWithValue("rules", HaveLen(9)))
 
 				cm := r.m.Get("ConfigMap", release+"-dashboard")
 				g.Expect(cm).NotTo(BeNil())
@@ -646,8 +663,8 @@ func renderedOf(t *testing.T, m charttest.Manifest) rendered {
 	}
 	r.deploy = &appsv1.Deployment{}
 	charttest.Into(t, deploys[0], r.deploy)
-	r.opts = parseArgs(t, r.deploy.Spec.Template.Spec.Containers[0].Args, namespace)
-	r.grants = grants(t, r.m)
+	r.opts = parseArgs(t, r.deploy.Spec.Template.Spec.Containers[0].Args, r.deploy.Namespace)
+	r.grants = grants(t, r.m, r.deploy.Namespace)
 	return r
 }
 

@@ -132,7 +132,7 @@ func TestShardsRenderAStatefulSet(t *testing.T) {
 	g.Expect(leases).To(HaveLen(3))
 	g.Expect(leases[0]).NotTo(Equal(leases[1]), "a Lease per shard")
 
-	r := rendered{m: m, grants: grants(t, m)}
+	r := rendered{m: m, grants: grants(t, m, namespace)}
 	for _, lease := range leases {
 		g.Expect(r.canNamed("update", "coordination.k8s.io", "leases", namespace, lease)).To(BeTrue(), "shard Lease %s granted", lease)
 	}

@@ -47,6 +47,7 @@ var annotationFiles = []string{
 	"internal/workload/keys.go",
 	"internal/workload/reloaded.go",
 	"internal/fleet/annotations.go",
+	"internal/eviction/progress.go",
 	"internal/controller/roll.go",
 }
 

@@ -31,7 +31,7 @@ import (
 
 var (
 	plane *testbed.Plane
-	k8s   client.Client
+	k8s   client.WithWatch
 )
 
 func TestMain(m *testing.M) {
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 		plane = p
 		scheme := runtime.NewScheme()
 		_ = clientgoscheme.AddToScheme(scheme)
-		c, err := client.New(p.Config(), client.Options{Scheme: scheme})
+		c, err := client.NewWithWatch(p.Config(), client.Options{Scheme: scheme})
 		if err != nil {
 			panic(err)
 		}

@@ -83,6 +83,13 @@ comma-separated string without blanks or empty entries. */}}
 {{- join "," $out }}
 {{- end }}
 
+{{/* The namespace of every namespaced object of the chart: the top-level
+namespace, as Reloader's chart reads it (.Values.namespace | default
+.Release.Namespace), else the release's. */}}
+{{- define "nudge.namespace" -}}
+{{- .Values.namespace | default .Release.Namespace }}
+{{- end }}
+
 {{/* The namespaces of reloader.namespaces, as a list (empty: all). */}}
 {{- define "nudge.namespaces" -}}
 {{- $csv := include "nudge.csv" .Values.reloader.namespaces }}
@@ -102,7 +109,7 @@ inequality a NotIn. */}}
 {{- $r := .Values.reloader }}
 {{- $exprs := list }}
 {{- $names := include "nudge.namespaces" . | fromJsonArray }}
-{{- if not $r.watchGlobally }}{{ $names = list .Release.Namespace }}{{ end }}
+{{- if not $r.watchGlobally }}{{ $names = list (include "nudge.namespace" .) }}{{ end }}
 {{- with $names }}
 {{- $exprs = append $exprs (dict "key" "kubernetes.io/metadata.name" "operator" "In" "values" .) }}
 {{- end }}
@@ -177,7 +184,7 @@ need no escaping in a CEL string. */}}
 {{/* The name of the value bindings' admission policy and its binding:
 cluster-scoped, so named after the release's namespace too. */}}
 {{- define "nudge.valueBindingPolicy" -}}
-{{- printf "%s-%s-value-bindings" (include "nudge.fullname" .) .Release.Namespace }}
+{{- printf "%s-%s-value-bindings" (include "nudge.fullname" .) (include "nudge.namespace" .) }}
 {{- end }}
 
 {{/* How many distinct Secrets and ConfigMaps one ValueBinding may read: the
@@ -325,6 +332,12 @@ MutatingWebhookConfiguration (admissionWebhook.enabled). */}}
 {{- end }}
 {{- if gt (int .Values.valueBindings.workers) 0 }}
 {{- $args = append $args (printf "--value-binding-workers=%v" .Values.valueBindings.workers) }}
+{{- end }}
+{{- end }}
+{{- if .Values.eviction.enabled }}
+{{- $args = append $args "--enable-eviction" }}
+{{- with .Values.eviction.kinds }}
+{{- $args = append $args (printf "--evict-pods-of=%s" (join "," .)) }}
 {{- end }}
 {{- end }}
 {{- if .Values.enableHTTP2 }}

@@ -1,6 +1,7 @@
 {{/*
 The workload rules: read sources and workloads, roll workloads, record
-Events. Nothing writes a ConfigMap or a Secret, nothing touches Pods. Every
+Events. Nothing writes a ConfigMap or a Secret, nothing touches Pods but
+with eviction.enabled (a list, an eviction). Every
 read is a list and watch of an informer: nudge never gets one object, but a
 bound Secret or ConfigMap when it applies a value binding.
 */}}
@@ -84,6 +85,21 @@ bound Secret or ConfigMap when it applies a value binding.
   resources: [{{ .resource | quote }}]
   verbs: ["get", "list", "watch", "patch"]
 {{- end }}
+{{- end }}
+{{- if .Values.eviction.enabled }}
+# eviction.enabled: a restart reads the pods of the workload it restarts (a
+# LIST of its selector, never a watch) and its owner (get), and evicts them
+# through the Eviction API, which keeps their PodDisruptionBudget; nudge
+# never deletes a pod.
+- apiGroups: [""]
+  resources: ["pods"]
+  verbs: ["list"]
+- apiGroups: [""]
+  resources: ["pods/eviction"]
+  verbs: ["create"]
+- apiGroups: ["apps"]
+  resources: ["statefulsets", "daemonsets"]
+  verbs: ["get"]
 {{- end }}
 {{- include "nudge.reloaderRules" . }}
 {{- range .Values.customKinds }}

@@ -272,6 +272,7 @@ reloader:
     name: {}
     labels: {}
     annotations: {}
+    automountServiceAccountToken: {}
   serviceMonitor:
     enabled: {}
     namespace: {}
