@@ -2,9 +2,6 @@ package controller
 
 import (
 	"fmt"
-	"slices"
-	"strings"
-	"time"
 
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/ownership"
@@ -20,7 +17,7 @@ import (
 type verdict struct {
 	rollout.Decision
 	// causes are the Warnings the workload deserves now: those observed,
-	// and the decision's own (see decisionCause, producerCause).
+	// and the decision's own (see decisionCause, resolve.ProducerWarning).
 	causes []record.Cause
 	// held, when not nil, is the nudge.dev/held act writes for a paced
 	// change (see paced); heldBegins says that its wait begins.
@@ -36,7 +33,7 @@ func (r *Reconciler) decide(o *observed) verdict {
 	if c, ok := decisionCause(v.Decision, ownership.WrittenBackBy(o.obj.GetManagedFields())); ok {
 		v.causes = append(v.causes, c)
 	}
-	if c, ok := producerCause(v.Decision, o.lateProducers, r.ProducerTimeout, o.key.Namespace); ok {
+	if c, ok := resolve.ProducerWarning(v.Decision, o.lateProducers, r.ProducerTimeout, o.key.Namespace); ok {
 		v.causes = append(v.causes, c)
 	}
 	if v.Action == rollout.Contested {
@@ -67,31 +64,4 @@ func decisionCause(d rollout.Decision, by string) (record.Cause, bool) {
 				"Remove nudge.dev/ keys from the manifest", workload.AppliedAnnotation, workload.SealLabel, by)}, true
 	}
 	return record.Cause{}, false
-}
-
-// producerCause returns the Warning ProducerNotReady of a rollout d, of a
-// workload in namespace, for a Secret whose producer was still not ready
-// after timeout (late). It names the producer and quotes its reason only for
-// a Secret of the workload's own namespace: of another namespace's (a
-// cross-namespace reference), whose producer's condition the workload's
-// owner may not read, it says only that the producer was not ready.
-func producerCause(d rollout.Decision, late []resolve.Resolved, timeout time.Duration, namespace string) (record.Cause, bool) {
-	if d.Action != rollout.Roll {
-		return record.Cause{}, false
-	}
-	var named []string
-	for _, c := range late {
-		switch {
-		case !slices.Contains(d.Changed, c.Source):
-		case c.Namespace != namespace:
-			named = append(named, fmt.Sprintf("%s (its producer: not ready)", refs.Names([]refs.Source{c.Source})))
-		default:
-			named = append(named, fmt.Sprintf("%s (%s: %s)", refs.Names([]refs.Source{c.Source}), c.Producer.Producer, c.Producer.Reason))
-		}
-	}
-	if len(named) == 0 {
-		return record.Cause{}, false
-	}
-	return record.Cause{Reason: record.ReasonProducerNotReady, Note: fmt.Sprintf(
-		"Rolled for %s though its producer was not ready after %s (--producer-ready-timeout)", strings.Join(named, ", "), timeout)}, true
 }

@@ -9,14 +9,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/jobs"
-	"nudge.dev/nudge/internal/memo"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/resolve"
@@ -38,7 +36,7 @@ type observed struct {
 	causes []record.Cause
 	// lateProducers are the counted Secrets whose producer was still not
 	// ready at the gate's timeout: a rollout for one says so (see
-	// producerCause).
+	// resolve.ProducerWarning).
 	lateProducers []resolve.Resolved
 	// contest is the Warning of a contested takeover, for a Contested
 	// decision (see rollout.Input.Contested).
@@ -53,6 +51,9 @@ type observed struct {
 	// opt-in, so the state is kept, and once it is mended a change made
 	// meanwhile still rolls.
 	optedOut, malformed bool
+	// unfinished says that a restart of its pods through the Eviction API
+	// is unfinished (see eviction.Observed).
+	unfinished bool
 }
 
 // decides reports whether o leaves a decision to take.
@@ -91,6 +92,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		return &observed{key: key, job: step}, ctrl.Result{}, nil
 	case apierrors.IsNotFound(err):
 		r.memory.Forget(key)
+		r.lag.Forget(key)
 		r.waveSaw(ctx, key, nil)
 		return nil, ctrl.Result{}, nil
 	case err != nil:
@@ -132,11 +134,9 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	if err := r.waveInputs(ctx, o); err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	more, err = r.restart(ctx, o)
-	if err != nil {
+	if err := r.restart(ctx, o); err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	o.causes = append(o.causes, more...)
 	return o, ctrl.Result{}, nil
 }
 
@@ -148,10 +148,8 @@ func (r *Reconciler) malformed(obj client.Object, errs []error) []record.Cause {
 	for _, err := range errs {
 		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	}
-	pause := r.Dialect.Reloader().PausePeriod
-	if v, ok := obj.GetAnnotations()[pause]; ok && r.Kind == workload.Deployment && r.pausePeriod(obj) == 0 {
-		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: fmt.Sprintf(
-			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", pause, v)})
+	if _, err := r.pausePeriod().Of(obj); err != nil && r.Kind == workload.Deployment {
+		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	}
 	return causes
 }
@@ -171,29 +169,8 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	if err != nil {
 		return in, nil, nil, fmt.Errorf("reading from the cache: %w", err)
 	}
-	var causes []record.Cause
 	_, _, refused := res.Limits(spec)
-	for _, o := range refused {
-		causes = append(causes, record.Cause{Reason: record.ReasonOverrideRefused, Note: fmt.Sprintf(
-			"Annotation %s %q would loosen %s (%s); used %s (only --allow-workload-overrides lets annotations loosen the flags' limits)",
-			o.Annotation, o.Value, o.Flag, o.Limit, o.Limit)})
-	}
-	for _, c := range resolved {
-		switch c.Outcome {
-		case resolve.Refused:
-			causes = append(causes, record.Cause{Reason: record.ReasonCrossNamespaceRefused, Note: fmt.Sprintf(
-				"Did not read %s %s/%s: nudge refuses references to another namespace (--cross-namespace-references=deny); it counts for nothing",
-				c.Kind, c.Namespace, c.Name)})
-		case resolve.Unwatched:
-			causes = append(causes, record.Cause{Reason: record.ReasonNamespaceNotWatched, Note: fmt.Sprintf(
-				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
-		case resolve.Kept, resolve.Missing:
-			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: sourceMissingNote(c)})
-		}
-		if c.PauseError != nil {
-			causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: c.PauseError.Error()})
-		}
-	}
+	causes := resolve.Warnings(resolved, refused)
 	behind, err := r.cacheBehind(ctx, client.ObjectKeyFromObject(obj), resolved, causes)
 	if err != nil {
 		return in, nil, nil, err
@@ -201,18 +178,7 @@ func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect
 	if behind {
 		return in, nil, nil, errCacheBehind
 	}
-	var reads []memo.Read
-	versions := map[refs.Source]string{}
-	for _, c := range resolved {
-		switch c.Outcome {
-		case resolve.Counted:
-			versions[c.Source] = c.Version
-		case resolve.AbsentOptional, resolve.Missing, resolve.Kept:
-		default:
-			continue
-		}
-		reads = append(reads, memo.Read{Reference: c.Reference, AbsenceCounts: c.AbsenceCounts})
-	}
+	reads, versions := resolve.Reads(resolved)
 	in.Maintenance, err = res.Maintenance(ctx, obj.GetNamespace(), spec)
 	switch {
 	case errors.Is(err, resolve.ErrMalformedWindow):
@@ -262,58 +228,21 @@ func (r *Reconciler) resolver() resolve.Resolver {
 	}
 }
 
-// cacheBehind reports whether a source the cache misses, for a SourceMissing
-// cause not warned about yet, exists in the API server: the cache has not
-// seen it yet, and the reconcile should wait (behindWait) rather than warn
-// and record a state without it. It asks with one metadata-only LIST by name
-// per such source (nudge may list, not get, Secrets), at most
-// memo.Lag's limit of reconciles in a row per workload. It returns the API server's error.
+// cacheBehind reports whether a ConfigMap or Secret the cache misses, for a
+// SourceMissing cause not warned about yet, exists in the API server (see
+// lag.Checker.Missing). It returns the API server's error.
 func (r *Reconciler) cacheBehind(ctx context.Context, key types.NamespacedName, resolved []resolve.Resolved, causes []record.Cause) (bool, error) {
-	var missing []resolve.Resolved
+	var fresh map[string]bool
+	var asked []refs.Source
 	for _, c := range resolved {
 		if (c.Outcome == resolve.Missing || c.Outcome == resolve.Kept) && (c.Kind == refs.ConfigMap || c.Kind == refs.Secret) {
-			missing = append(missing, c)
+			if fresh == nil {
+				fresh = r.memory.Warnings.Unseen(key, causes)
+			}
+			if fresh[c.MissingNote()] {
+				asked = append(asked, c.Source)
+			}
 		}
 	}
-	if len(missing) == 0 || r.APIReader == nil {
-		r.memory.Lag.Forget(key)
-		return false, nil
-	}
-	fresh := r.memory.Warnings.Unseen(key, causes)
-	for _, c := range missing {
-		if !fresh[sourceMissingNote(c)] {
-			continue
-		}
-		if version, err := r.serverVersion(ctx, c.Source); err != nil {
-			return false, err
-		} else if version != "" {
-			return r.memory.Lag.Wait(key), nil
-		}
-	}
-	return false, nil
-}
-
-// sourceMissingNote is the note of the SourceMissing Warning about c, a
-// reference whose source does not exist (outcome Missing or Kept).
-func sourceMissingNote(c resolve.Resolved) string {
-	if c.Outcome == resolve.Kept {
-		return fmt.Sprintf("Named %s %s/%s does not exist; its absence rolls nothing", c.Kind, c.Namespace, c.Name)
-	}
-	return fmt.Sprintf("Required %s %s/%s does not exist; no rollout until it does", c.Kind, c.Namespace, c.Name)
-}
-
-// serverVersion returns the resourceVersion of the ConfigMap or Secret src
-// as the API server holds it now, "" when it does not exist: one
-// metadata-only LIST by name (nudge may list, not get, Secrets).
-func (r *Reconciler) serverVersion(ctx context.Context, src refs.Source) (string, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(src.Kind) + "List"))
-	if err := r.APIReader.List(ctx, list, client.InNamespace(src.Namespace),
-		client.MatchingFields{"metadata.name": src.Name}, client.Limit(1)); err != nil {
-		return "", fmt.Errorf("looking for %s: %w", src, err)
-	}
-	if len(list.Items) == 0 {
-		return "", nil
-	}
-	return list.Items[0].ResourceVersion, nil
+	return r.lag.Missing(ctx, key, asked)
 }

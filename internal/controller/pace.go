@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
@@ -17,26 +16,16 @@ import (
 
 // paced returns, for decision d of o's workload, Deferred (its window is
 // closed) or Braked (the storm brake), the nudge.dev/held act writes: why,
-// since and until when the change waits (workload.HeldAnnotation); ok is
-// false when the workload carries that wait already. begins says that the
-// wait begins with this write: its Event is recorded then (see
-// recordPace), so once per wait across restarts. The rollout that ends it
-// removes the annotation (see endPace).
+// since and until when the change waits (see workload.Held.Over); ok is
+// false when the workload carries that wait already, and begins says that
+// the wait begins, its Event recorded then (see recordPace). The rollout
+// that ends it removes the annotation (see workload.Change.EndHold).
 func paced(o *observed, d rollout.Decision) (value string, ok, begins bool) {
 	if d.Action != rollout.Deferred && d.Action != rollout.Braked {
 		return "", false, false
 	}
-	reason, until := paceReason(d), o.in.Now.Add(d.RequeueAfter)
-	held := workload.Held{Reason: reason, Since: o.in.Now, Until: until, Sources: refs.Names(d.Changed)}
-	before, parsed := workload.ParseHeld(o.obj.GetAnnotations()[workload.HeldAnnotation])
-	same := parsed && before.Reason == reason
-	if same {
-		if before.Until.Equal(until.Truncate(time.Second)) {
-			return "", false, false
-		}
-		held.Since = before.Since // the same wait, its end moved
-	}
-	return held.String(), true, !same
+	h := workload.Held{Reason: paceReason(d), Since: o.in.Now, Until: o.in.Now.Add(d.RequeueAfter), Sources: refs.Names(d.Changed)}
+	return h.Over(o.obj.GetAnnotations()[workload.HeldAnnotation])
 }
 
 // paceReason returns the Event reason of a paced decision d.
@@ -62,20 +51,4 @@ func (r *Reconciler) recordPace(ctx context.Context, o *observed, d rollout.Deci
 		"Deferred the rollout for %s to the maintenance window, which opens at %s", refs.Names(d.Changed), until.UTC().Format(time.RFC3339))))
 	ctrl.LoggerFrom(ctx).Info("Deferred rollout of "+r.Kind.Name()+" to its maintenance window", "kind", r.Kind.Name(),
 		"sources", refs.Names(d.Changed), "opens", until)
-}
-
-// endPace sets in c the end of the wait o's workload carries (see pace), for
-// the write of a rollout or a baseline, and the rollout times the storm
-// brake counts (rollout.Decision.Rolled; removed when there are none to
-// keep).
-func endPace(obj client.Object, c *workload.Change, rolled []time.Time) {
-	if _, ok := obj.GetAnnotations()[workload.HeldAnnotation]; ok {
-		c.Annotations[workload.HeldAnnotation] = nil
-	}
-	if len(rolled) > 0 {
-		v := workload.FormatRollouts(rolled)
-		c.Annotations[workload.RolloutsAnnotation] = &v
-	} else if _, ok := obj.GetAnnotations()[workload.RolloutsAnnotation]; ok {
-		c.Annotations[workload.RolloutsAnnotation] = nil
-	}
 }

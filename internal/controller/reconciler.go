@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"maps"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -17,10 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/eviction"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/jobs"
+	"nudge.dev/nudge/internal/lag"
 	"nudge.dev/nudge/internal/memo"
 	"nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/record"
@@ -87,7 +89,7 @@ type Reconciler struct {
 	Jobs *jobs.Recreator
 	// Evicting, when not nil, lets a rollout restart by eviction the pods
 	// its template change cannot reach (--enable-eviction).
-	Evicting *Evicting
+	Evicting *eviction.Restarter
 	// Producers, when not nil, is the producer-ready gate: a rollout waits
 	// for a changed Secret's producer at most ProducerTimeout.
 	Producers       resolve.Producers
@@ -96,11 +98,11 @@ type Reconciler struct {
 	// Behaviour pinned by Reloader's flags; see options.Options.
 	Behaviour
 
-	memory   memo.Workloads        // what is remembered of each workload between reconciles
-	caughtUp memo.CaughtUp         // when the cache last held the API server's version of a source (see behind)
-	index    *sources.Index        // set by SetupWithManager
-	ctrl     controller.Controller // set by SetupWithManager
-	queue    *watch.Queue          // ctrl's, set by SetupWithManager
+	memory memo.Workloads        // what is remembered of each workload between reconciles
+	lag    lag.Checker           // whether the cache is behind the API server (see behind, cacheBehind); set by SetupWithManager
+	index  *sources.Index        // set by SetupWithManager
+	ctrl   controller.Controller // set by SetupWithManager
+	queue  *watch.Queue          // ctrl's, set by SetupWithManager
 	// Whether ctrl watches SecretProviderClassPodStatuses (see
 	// WatchPodStatuses); read and set under the CSI watch's lock.
 	podStatuses bool
@@ -124,24 +126,13 @@ type Behaviour struct {
 	NotifyOnly bool
 	// Notify, when not nil, is told of every rollout (alerts) or, with
 	// NotifyOnly, of every change instead. It must not block.
-	Notify func(Rolled)
+	Notify func(alert.Alert)
 	// CronJobStartJob also starts a Job from a CronJob at once.
 	CronJobStartJob bool
 	// ReloaderEvents records a rollout's Events with Reloader's reasons and
 	// messages (--event-reasons=reloader): Normal Reloaded instead of
 	// Rolled, and a Warning ReloadFail for each rollout write that failed.
 	ReloaderEvents bool
-}
-
-// Rolled describes one rollout (or, with NotifyOnly, one change) for
-// notifications. It holds no source content.
-type Rolled struct {
-	Kind, Namespace, Name string
-	Sources               []refs.Source
-	Time                  time.Time
-	// Halted, when not empty, says why the workload was not rolled: its
-	// rollout is halted (see fleet.Waves).
-	Halted string
 }
 
 // Reconcile compares the workload's applied state with the state of the
@@ -192,9 +183,6 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (c
 // decision's metric and log line, what is remembered of the workload (see
 // remember) and the waves' part. It returns the reconcile's result.
 func (r *Reconciler) recordOutcome(ctx context.Context, o *observed, v verdict, over string, result ctrl.Result, err error) (ctrl.Result, error) {
-	if o.obj == nil {
-		return result, err
-	}
 	if o.optedOut {
 		r.memory.Births.Forget(o.key)
 		r.warn(ctx, o.obj, o.causes)
@@ -204,6 +192,9 @@ func (r *Reconciler) recordOutcome(ctx context.Context, o *observed, v verdict, 
 		return result, err
 	}
 	r.warn(ctx, o.obj, v.causes)
+	if r.Evicting != nil {
+		r.Metrics.Restart(r.restartKey(o), o.unfinished)
+	}
 	r.Metrics.Decided(r.Kind.Name(), v.Action)
 	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "kind", r.Kind.Name(), "action", v.Action, "changed", refs.Names(v.Changed), "resourceVersion", over)
 	written := err == nil && o.obj.GetResourceVersion() != over
@@ -300,7 +291,7 @@ func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Resu
 			return ctrl.Result{RequeueAfter: wait}, err
 		}
 		applied := d.Write.Format(o.key.Namespace)
-		if err := r.written(o.key, obj, false, func() error { return r.roll(ctx, obj, d, applied, o.in.Now, r.stakater(o.spec)) }); err != nil {
+		if err := r.written(o.key, obj, false, func() error { return r.roll(ctx, obj, d, applied, o.in.Now, o.spec.ReloaderSelected(r.AutoReloadAll)) }); err != nil {
 			return r.retry(ctx, err)
 		}
 		made := obj.GetResourceVersion() // of the rollout's write: the pods start after it
@@ -369,13 +360,6 @@ func (r *Reconciler) written(key types.NamespacedName, obj client.Object, firstS
 		r.queue.Add(reconcile.Request{NamespacedName: key})
 	}
 	return err
-}
-
-// stakater reports whether Reloader's annotations (or its
-// --auto-reload-all, alone) select a workload of spec: its rollout also
-// writes Reloader's last-reloaded-from (see roll).
-func (r *Reconciler) stakater(spec dialect.Spec) bool {
-	return slices.Contains(spec.Dialects, dialect.Reloader) || (len(spec.Dialects) == 0 && r.AutoReloadAll)
 }
 
 // retry turns a conflict (the cache was behind the API) into a prompt

@@ -2,9 +2,7 @@ package controller
 
 import (
 	"context"
-	"fmt"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -12,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
-	"nudge.dev/nudge/internal/sources"
 )
 
 // The reconciler's one seam with the fleet's waves (--max-concurrent-
@@ -43,7 +41,7 @@ func (r *Reconciler) waveInputs(ctx context.Context, o *observed) error {
 	if r.Waves == nil {
 		return nil
 	}
-	causes, err := r.Waves.Inputs(ctx, r.waveKey(o.key), o.obj, &o.in, r.contentDigest)
+	causes, err := r.Waves.Inputs(ctx, r.waveKey(o.key), o.obj, &o.in, r.resolver().ContentDigest)
 	o.causes = append(o.causes, causes...)
 	return err
 }
@@ -69,7 +67,7 @@ func (r *Reconciler) waveAnnotate(ctx context.Context, obj client.Object, annota
 	if r.Waves == nil {
 		return nil
 	}
-	return r.Waves.Annotate(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), annotations, d, r.contentDigest)
+	return r.Waves.Annotate(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), annotations, d, r.resolver().ContentDigest)
 }
 
 // waveRecorded records in the waves what became of decision d on o's
@@ -83,7 +81,7 @@ func (r *Reconciler) waveRecorded(ctx context.Context, o *observed, d rollout.De
 	if d.Action == rollout.Halted && written {
 		ctrl.LoggerFrom(ctx).Info("Halted rollout of "+r.Kind.Name(), "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.Halt.After)
 		if r.Notify != nil {
-			r.Notify(Rolled{Kind: r.Kind.Name(), Namespace: o.key.Namespace, Name: o.key.Name, Sources: d.Changed, Time: r.now(),
+			r.Notify(alert.Alert{Kind: r.Kind.Name(), Namespace: o.key.Namespace, Name: o.key.Name, Sources: alert.Sources(d.Changed), Time: r.now(),
 				Halted: "the rollout of " + d.Halt.After + " for the same change failed"})
 		}
 	}
@@ -102,19 +100,9 @@ func (r *Reconciler) waveLeave(key types.NamespacedName, pending bool) {
 }
 
 // expectWave ranks the workloads a source change is about to reconcile (see
-// fleet.Waves.Expect).
+// fleet.Waves.ExpectEach).
 func (r *Reconciler) expectWave(ctx context.Context, reqs []reconcile.Request) {
-	if r.Waves == nil {
-		return
-	}
-	for _, req := range reqs {
-		obj := r.Kind.New()
-		if err := r.Client.Get(ctx, req.NamespacedName, obj); err != nil {
-			continue
-		}
-		priority, _ := fleet.PriorityOf(obj)
-		r.Waves.Expect(r.waveKey(req.NamespacedName), priority)
-	}
+	r.Waves.ExpectEach(ctx, r.Client, r.Kind, reqs)
 }
 
 // waveWatches returns, with waves on, changed and the predicate that lets
@@ -125,20 +113,4 @@ func (r *Reconciler) waveWatches(changed []predicate.Predicate) ([]predicate.Pre
 		return changed, nil
 	}
 	return append(changed, fleet.ProgressChanged()), []source.Source{source.Func(r.Waves.Register(r.Kind, r.Client))}
-}
-
-// contentDigest returns sources.ContentDigest of src as the cache holds it
-// now, "" for kinds of source other than ConfigMaps and Secrets.
-func (r *Reconciler) contentDigest(ctx context.Context, src refs.Source) (string, error) {
-	if src.Kind != refs.ConfigMap && src.Kind != refs.Secret {
-		return "", nil
-	}
-	obj, err := r.resolver().Get(ctx, src)
-	switch {
-	case apierrors.IsNotFound(err):
-		return sources.ContentDigest(r.Key, src, nil), nil
-	case err != nil:
-		return "", fmt.Errorf("reading %s: %w", src, err)
-	}
-	return sources.ContentDigest(r.Key, src, obj), nil
 }

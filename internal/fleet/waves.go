@@ -345,6 +345,22 @@ func (w *Waves) Expect(key Key, priority int) {
 	}
 }
 
+// ExpectEach ranks, as Expect, the workloads reqs of kind, read from c
+// (those it cannot read are left out); it does nothing on a nil Waves.
+func (w *Waves) ExpectEach(ctx context.Context, c client.Reader, kind workload.Kind, reqs []reconcile.Request) {
+	if w == nil {
+		return
+	}
+	for _, req := range reqs {
+		obj := kind.New()
+		if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
+			continue
+		}
+		priority, _ := PriorityOf(obj)
+		w.Expect(Key{Kind: kind.Name(), NamespacedName: req.NamespacedName}, priority)
+	}
+}
+
 // Leave drops key from the waiting workloads (reconciled, and not pending);
 // Gone also forgets whatever else is known of it (deleted).
 func (w *Waves) Leave(key Key) {

@@ -110,6 +110,9 @@ type Reporter interface {
 type Recreator struct {
 	// Client reads from the cache and writes to the API.
 	Client client.Client
+	// Reader reads from the API directly: the cache holds a Job's pod
+	// template trimmed, and a Job is re-created from the API's.
+	Reader client.Reader
 	// Journal, when not nil, keeps the Jobs deleted and not created yet
 	// across a stop of nudge.
 	Journal *Journal
@@ -135,7 +138,17 @@ type Recreator struct {
 // Between the delete and the create the new Job lives in r.Journal, so that
 // a stop of nudge in between loses nothing (see Journal); a Job the
 // journal cannot take is kept, as a refused one is.
-func (r *Recreator) Recreate(ctx context.Context, rep Reporter, old *batchv1.Job, c workload.Change, stamp string, changed []refs.Source) error {
+//
+// The Job is read from the API server (r.Reader): a conflict is returned
+// when it is no longer the version cached was.
+func (r *Recreator) Recreate(ctx context.Context, rep Reporter, cached client.Object, c workload.Change, stamp string, changed []refs.Source) error {
+	old := &batchv1.Job{}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(cached), old); err != nil {
+		return err
+	}
+	if old.ResourceVersion != cached.GetResourceVersion() {
+		return apierrors.NewConflict(batchv1.Resource("jobs"), old.Name, errors.New("the Job changed since it was read"))
+	}
 	job := newJob(old, c, stamp, changed)
 	key := client.ObjectKeyFromObject(job)
 	if err := r.admitted(ctx, job); err != nil {
