@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	nt "nudge.dev/nudge/internal/nudgetest"
@@ -21,12 +22,17 @@ import (
 // live one, as kubectl replace and an owner's update do: the whole object,
 // at the live resourceVersion. obj is updated from the response.
 func (e *env) replace(obj client.Object, opts ...client.UpdateOption) error {
-	live := obj.DeepCopyObject().(client.Object)
-	if err := suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), live); err != nil {
-		return err
-	}
-	obj.SetResourceVersion(live.GetResourceVersion())
-	return suite.K8s.Update(e.Ctx, obj, opts...)
+	// As an owner's replace does (kubectl replace, a GitOps sync), a
+	// conflict with a write made between the read and the update (obj is
+	// then left as it was) is retried at the version read again.
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		live := obj.DeepCopyObject().(client.Object)
+		if err := suite.K8s.Get(e.Ctx, client.ObjectKeyFromObject(obj), live); err != nil {
+			return err
+		}
+		obj.SetResourceVersion(live.GetResourceVersion())
+		return suite.K8s.Update(e.Ctx, obj, opts...)
+	})
 }
 
 // webhookServes waits until the API server calls the webhook: a dry-run

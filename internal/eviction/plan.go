@@ -145,9 +145,7 @@ func PlanOf(in Input) Plan {
 	byAge := func(a, b Pod) int { return a.Created.Compare(b.Created) }
 	slices.SortStableFunc(oldDown, byAge)
 	slices.SortStableFunc(old, byAge)
-	for _, p := range oldDown {
-		plan.Evict = append(plan.Evict, p)
-	}
+	plan.Evict = append(plan.Evict, oldDown...)
 	room := max(in.MaxUnavailable, 1) - down
 	for i := 0; i < room && i < len(old); i++ {
 		plan.Evict = append(plan.Evict, old[i])

@@ -86,7 +86,7 @@ func ChangedAt(meta metav1.Object) (time.Time, string) {
 	var at time.Time
 	evidence := "creation"
 	for _, m := range meta.GetManagedFields() {
-		if m.Time == nil || m.FieldsV1 == nil || !ownsContent(m.FieldsV1.Raw) {
+		if m.Time == nil || m.FieldsV1 == nil || !ownsContent(m.FieldsV1.GetRawBytes()) {
 			continue
 		}
 		if t := m.Time.Time; t.After(at) {

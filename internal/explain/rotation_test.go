@@ -84,7 +84,7 @@ func TestBefore(t *testing.T) {
 
 func TestChangedAt(t *testing.T) {
 	entry := func(manager string, at time.Time, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Time: &metav1.Time{Time: at}, FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, Time: &metav1.Time{Time: at}, FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	created := t0.Add(-24 * time.Hour)
 	tests := map[string]struct {
