@@ -88,11 +88,6 @@ type queued struct {
 	pending  bool
 }
 
-// halt is a failed rollout of one content of a source: Digest (see
-// sources.ContentDigest) and the workload whose rollout failed (After,
-// e.g. "Deployment shop/web").
-type halt struct{ Digest, After string }
-
 // NewWaves returns a Waves allowing max rollouts in flight, each failing
 // after timeout (0: only a Deployment's progress deadline fails it), that
 // marks and checks RolledForAnnotation with key, with its gauges
