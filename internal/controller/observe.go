@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -51,6 +52,7 @@ type observed struct {
 	// opt-in, so the state is kept, and once it is mended a change made
 	// meanwhile still rolls.
 	optedOut, malformed bool
+	versions            map[refs.Source]string // of the sources read (see memo.Births.Baselined)
 	// unfinished says that a restart of its pods through the Eviction API
 	// is unfinished (see eviction.Observed).
 	unfinished bool
@@ -121,7 +123,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		}
 		return nil, ctrl.Result{RequeueAfter: staleWait}, nil
 	}
-	in, more, late, err := r.inputs(ctx, obj, o.spec, tmpl)
+	err = r.inputs(ctx, o, tmpl)
 	if errors.Is(err, errCacheBehind) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see a source the API server has", "kind", r.Kind.Name())
 		return nil, ctrl.Result{RequeueAfter: behindWait}, nil
@@ -129,7 +131,6 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	o.in, o.causes, o.lateProducers = in, append(o.causes, more...), late
 	o.in.Contested, o.contest = r.memory.Taken.Contested(key, o.in, r.Key.ID())
 	if err := r.waveInputs(ctx, o); err != nil {
 		return nil, ctrl.Result{}, err
@@ -154,52 +155,48 @@ func (r *Reconciler) malformed(obj client.Object, errs []error) []record.Cause {
 	return causes
 }
 
-// inputs gathers what rollout.Decide needs from the cache (see
+// inputs gathers into o what rollout.Decide needs from the cache (see
 // resolve.Resolver.Inputs), the young sources of a workload nudge saw
 // created (see memo.Births), its maintenance window and the producers it
 // waits for (see producers) and what pauses it (see
 // resolve.Resolver.Pause), with the Warning causes found on the way
 // (missing sources, unwatched namespaces, refused references and
-// overrides, a malformed window or pause) and the Secrets whose producer the gate
-// waited for in vain. It returns errCacheBehind when a source the cache
-// misses exists (see cacheBehind).
-func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, []resolve.Resolved, error) {
-	res := r.resolver()
-	in, resolved, err := res.Inputs(ctx, obj, spec, tmpl, r.now())
+// overrides, a malformed window or pause), the Secrets whose producer the
+// gate waited for in vain and the versions of the sources read. It returns
+// errCacheBehind when a source the cache misses exists (see cacheBehind).
+func (r *Reconciler) inputs(ctx context.Context, o *observed, tmpl *corev1.PodTemplateSpec) error {
+	res, obj, key := r.resolver(), o.obj, o.key
+	in, resolved, err := res.Inputs(ctx, obj, o.spec, tmpl, r.now())
 	if err != nil {
-		return in, nil, nil, fmt.Errorf("reading from the cache: %w", err)
+		return fmt.Errorf("reading from the cache: %w", err)
 	}
-	_, _, refused := res.Limits(spec)
+	_, _, refused := res.Limits(o.spec)
 	causes := resolve.Warnings(resolved, refused)
-	behind, err := r.cacheBehind(ctx, client.ObjectKeyFromObject(obj), resolved, causes)
-	if err != nil {
-		return in, nil, nil, err
-	}
-	if behind {
-		return in, nil, nil, errCacheBehind
+	if behind, err := r.cacheBehind(ctx, key, resolved, causes); err != nil || behind {
+		return cmp.Or(err, errCacheBehind)
 	}
 	reads, versions := resolve.Reads(resolved)
-	in.Maintenance, err = res.Maintenance(ctx, obj.GetNamespace(), spec)
+	in.Maintenance, err = res.Maintenance(ctx, obj.GetNamespace(), o.spec)
 	switch {
 	case errors.Is(err, resolve.ErrMalformedWindow):
 		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	case err != nil:
-		return in, nil, nil, err
+		return err
 	}
-	in.PausedBy, err = res.Pause(ctx, obj.GetNamespace(), spec)
+	in.PausedBy, err = res.Pause(ctx, obj.GetNamespace(), o.spec)
 	switch {
 	case errors.Is(err, resolve.ErrMalformedPause):
 		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	case err != nil:
-		return in, nil, nil, err
+		return err
 	}
-	key := client.ObjectKeyFromObject(obj)
 	in.Young = r.memory.Births.Young(key, reads, r.Changes, r.now())
 	in.Gone = r.memory.Births.Gone(key, res.Key, slices.Concat(in.Missing, in.Kept), r.Changes, r.now())
 	in.Settled = r.memory.Births.Settled(key, in.Applied, versions, r.now())
 	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...) // written before the pods of nudge's last rollout started
-	late := r.producers(key, resolved, &in)
-	return in, causes, late, nil
+	o.lateProducers = r.producers(key, resolved, &in)
+	o.in, o.causes, o.versions = in, append(o.causes, causes...), versions
+	return nil
 }
 
 // producers sets in in the Secrets whose producer is not ready, while the
