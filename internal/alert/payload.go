@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"nudge.dev/nudge/internal/refs"
 )
 
 // Alert describes one rollout nudge triggered. It never holds a source's
@@ -27,6 +29,15 @@ type Alert struct {
 	// which whoever may annotate a workload writes): each sink escapes it
 	// for its format (escaperOf).
 	Halted string
+}
+
+// Sources returns the names of sources as Alert.Sources holds them.
+func Sources(sources []refs.Source) []string {
+	names := make([]string, len(sources))
+	for i, src := range sources {
+		names[i] = string(src.Kind) + " " + src.Namespace + "/" + src.Name
+	}
+	return names
 }
 
 // reloaderWebhookBody is the one field of Reloader's --webhook-url body

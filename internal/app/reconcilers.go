@@ -24,6 +24,7 @@ import (
 	"nudge.dev/nudge/internal/binding"
 	"nudge.dev/nudge/internal/controller"
 	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/eviction"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/jobs"
@@ -131,7 +132,7 @@ func (rs *reconcilers) newReconciler(k workload.Kind) *controller.Reconciler {
 	}
 	if rs.opts.EnableEviction {
 		kinds, _ := rs.opts.EvictKinds() // validated with the options
-		r.Evicting = &controller.Evicting{Kinds: kinds, Timeout: rs.opts.RolloutTimeout}
+		r.Evicting = &eviction.Restarter{Kinds: kinds, Timeout: rs.opts.RolloutTimeout}
 	}
 	return r
 }
@@ -157,7 +158,7 @@ func (rs *reconcilers) setupBuiltin(ctx context.Context) error {
 		}
 		r := rs.newReconciler(k)
 		if k == workload.Job {
-			r.Jobs = &jobs.Recreator{Client: rs.mgr.GetClient(), Journal: &jobs.Journal{Client: rs.mgr.GetClient(), Reader: rs.mgr.GetAPIReader(),
+			r.Jobs = &jobs.Recreator{Client: rs.mgr.GetClient(), Reader: rs.mgr.GetAPIReader(), Journal: &jobs.Journal{Client: rs.mgr.GetClient(), Reader: rs.mgr.GetAPIReader(),
 				Namespace: opts.SystemNamespace, Name: opts.JobJournalSecret()}}
 		}
 		if err := rs.csi.setup(ctx, r, rs.copts); err != nil {
@@ -317,12 +318,6 @@ func addNotifiers(ctx context.Context, mgr ctrl.Manager, opts options.Options, b
 	if err := mgr.Add(s); err != nil {
 		return fmt.Errorf("adding the alert sender: %w", err)
 	}
-	b.Notify = func(r controller.Rolled) {
-		sources := make([]string, len(r.Sources))
-		for i, src := range r.Sources {
-			sources[i] = string(src.Kind) + " " + src.Namespace + "/" + src.Name
-		}
-		s.Send(alert.Alert{Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, Sources: sources, Time: r.Time, Halted: r.Halted})
-	}
+	b.Notify = s.Send
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 )
@@ -68,6 +69,6 @@ func detectedIn(changed []refs.Source) string {
 // notify tells Notify, when set, of the rollout of obj for changed.
 func (r *Reconciler) notify(obj client.Object, changed []refs.Source) {
 	if r.Notify != nil {
-		r.Notify(Rolled{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Sources: changed, Time: r.now()})
+		r.Notify(alert.Alert{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Sources: alert.Sources(changed), Time: r.now()})
 	}
 }

@@ -16,3 +16,10 @@ func (r *Reconciler) Apply(ctx context.Context, obj client.Object, c workload.Ch
 
 // ClockSkew is memo.ClockSkew, for the tests of package controller_test.
 const ClockSkew = memo.ClockSkew
+
+// PhaseOf returns the reconcile phase ctx is of (see inPhase): "observe",
+// "act" or "record", "" outside a reconcile.
+func PhaseOf(ctx context.Context) string {
+	p, _ := ctx.Value(phaseKey{}).(phase)
+	return string(p)
+}

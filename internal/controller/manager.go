@@ -11,14 +11,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"nudge.dev/nudge/internal/csi"
 	"nudge.dev/nudge/internal/dialect"
-	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/sources"
 	"nudge.dev/nudge/internal/watch"
@@ -41,6 +39,7 @@ type Options struct {
 // index its own watch keeps (sources.Index).
 func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opts Options) error {
 	r.index = sources.NewIndex(r.Kind, r.AutoReloadAll, r.Dialect, r.Client)
+	r.lag.Cache, r.lag.Server = r.Client, r.APIReader
 	toWorkloads := handler.EnqueueRequestsFromMapFunc(r.workloadsOf)
 	// The index first: it sees every event of the kind, in order, and
 	// passes those that change a workload's sources (see Index.Tracker).
@@ -48,11 +47,9 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		r.index.Tracker(),
 		predicate.GenerationChangedPredicate{},
 		predicate.AnnotationChangedPredicate{},
-		sealChanged(),
+		workload.SealChanged(),
 	}
-	if r.Waves != nil {
-		changed = append(changed, fleet.ProgressChanged())
-	}
+	changed, waveSources := r.waveWatches(changed)
 	// Each kind is watched with a watch.KindSource, not For and Watches: the
 	// handlers are added now, before the manager's cache starts, so the
 	// informers' first lists feed them, and the workers start as soon as
@@ -74,8 +71,8 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 		Named(name).
 		WithOptions(controller.Options{MaxConcurrentReconciles: max(opts.Workers, 1), LogConstructor: logs, NewQueue: watch.QueueOf(queue)}).
 		WatchesRawSource(own)
-	if r.Waves != nil {
-		b = b.WatchesRawSource(source.Func(r.Waves.Register(r.Kind, r.Client)))
+	for _, s := range waveSources {
+		b = b.WatchesRawSource(s)
 	}
 	if r.Jobs != nil && r.Jobs.Journal != nil {
 		b = b.WatchesRawSource(source.Func(r.Jobs.Resume(r.watched)))
@@ -101,12 +98,14 @@ func (r *Reconciler) SetupWithManager(ctx context.Context, mgr ctrl.Manager, opt
 	// Left to the controller's start: its handler lists workloads from the
 	// cache, which cannot be read before it has synced.
 	if opts.NamespaceLabels {
-		b = b.WatchesRawSource(watch.NewKindSource(cached, watch.Namespace(), handler.EnqueueRequestsFromMapFunc(r.workloadsIn), predicate.LabelChangedPredicate{}))
+		b = b.WatchesRawSource(watch.NewKindSource(cached, watch.Namespace(), handler.EnqueueRequestsFromMapFunc(watch.InNamespace(r.Client, r.Kind.NewList, nil)), predicate.LabelChangedPredicate{}))
 	}
-	// A Namespace's pause set or lifted reaches its workloads. The
-	// informer is the one Resolver.Pause and Resolver.Maintenance read.
+	// A Namespace's pause set or lifted reaches its workloads that carry
+	// nudge's applied state (one without is reconciled on its own events).
+	// The informer is the one Resolver.Pause and Resolver.Maintenance read.
 	if r.NamespaceMarks {
-		b = b.WatchesRawSource(watch.NewKindSource(cached, watch.Namespace(), handler.EnqueueRequestsFromMapFunc(r.managedIn), watch.AnnotationChanged(dialect.NudgePaused)))
+		managed := func(o client.Object) bool { return o.GetAnnotations()[workload.AppliedAnnotation] != "" }
+		b = b.WatchesRawSource(watch.NewKindSource(cached, watch.Namespace(), handler.EnqueueRequestsFromMapFunc(watch.InNamespace(r.Client, r.Kind.NewList, managed)), watch.AnnotationChanged(dialect.NudgePaused)))
 	}
 	// With the CSI flag on already (a kind set up while nudge runs), the pod
 	// statuses are watched from the start (see WatchPodStatuses).
@@ -148,20 +147,6 @@ func (r *Reconciler) watchNow(ctx context.Context, queue *watch.Queue, src *watc
 		ctrl.LoggerFrom(ctx).V(1).Info("Could not watch a kind before the controller starts; it will when it starts", "controller", r.Kind.Name(), "source", src.String(), "reason", err.Error())
 	}
 	return src, nil
-}
-
-// sealChanged passes an update of a workload whose seal changed: of a
-// workload's labels the cache keeps only the seal, and not as a label (see
-// workload.Seal).
-func sealChanged() predicate.Funcs {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		if e.ObjectOld == nil || e.ObjectNew == nil {
-			return true
-		}
-		was, had := workload.Seal(e.ObjectOld)
-		is, has := workload.Seal(e.ObjectNew)
-		return was != is || had != has
-	}}
 }
 
 // WatchPodStatuses makes r's controller (see SetupWithManager) also

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,13 +10,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"nudge.dev/nudge/internal/dialect"
-	"nudge.dev/nudge/internal/memo"
+	"nudge.dev/nudge/internal/jobs"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/resolve"
@@ -37,8 +37,30 @@ type observed struct {
 	causes []record.Cause
 	// lateProducers are the counted Secrets whose producer was still not
 	// ready at the gate's timeout: a rollout for one says so (see
-	// producerCause).
+	// resolve.ProducerWarning).
 	lateProducers []resolve.Resolved
+	// contest is the Warning of a contested takeover, for a Contested
+	// decision (see rollout.Input.Contested).
+	contest record.Cause
+	// job is what a Job nudge deleted and has not created again asks (see
+	// jobs.Recreator.Pending): Create and Linger leave nothing to decide,
+	// and obj is then nil.
+	job jobs.Step
+	// optedOut says that the workload does not opt in, leaving nothing to
+	// decide: act drops nudge's state from it (see release), unless an
+	// annotation is malformed: a malformed annotation may be a mistyped
+	// opt-in, so the state is kept, and once it is mended a change made
+	// meanwhile still rolls.
+	optedOut, malformed bool
+	versions            map[refs.Source]string // of the sources read (see memo.Births.Baselined)
+	// unfinished says that a restart of its pods through the Eviction API
+	// is unfinished (see eviction.Observed).
+	unfinished bool
+}
+
+// decides reports whether o leaves a decision to take.
+func (o *observed) decides() bool {
+	return !o.optedOut && o.job != jobs.Create && o.job != jobs.Linger
 }
 
 // A source created just before its workload may reach nudge's cache after
@@ -57,38 +79,39 @@ const staleWait = 10 * time.Millisecond
 // API server has.
 var errCacheBehind = errors.New("the cache is behind the API server")
 
-// observe reads the workload key and its sources from the cache. It
-// returns nil, with the reconcile's result, when there is nothing to
-// decide: the workload is gone (what is remembered of it is forgotten), has
-// no pod template, is in a namespace not watched, does not opt in (nudge's
-// state is dropped), was read from a cache behind nudge's own write, or
-// reads a source the cache misses.
+// observe reads the workload key and its sources from the cache, and from
+// the API server what the cache may be behind on; it writes nothing. It
+// returns nil, with the reconcile's result, when there is nothing to act
+// on: the workload is gone (what is remembered of it is forgotten), has no
+// pod template, is in a namespace not watched, was read from a cache behind
+// nudge's own write, or reads a source the cache misses.
 func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*observed, ctrl.Result, error) {
 	obj := r.Kind.New()
 	err := r.Client.Get(ctx, key, obj)
-	if handled, result, err := r.Jobs.Pending(ctx, jobReport{r}, key, obj, err); handled {
-		return nil, result, err
-	}
-	if err != nil {
-		if apierrors.IsNotFound(err) {
-			r.memory.Forget(key)
-			r.Waves.Gone(r.waveKey(key))
-			return nil, ctrl.Result{}, nil
-		}
+	step := r.Jobs.Pending(key, obj, err)
+	switch {
+	case step == jobs.Create || step == jobs.Linger:
+		return &observed{key: key, job: step}, ctrl.Result{}, nil
+	case apierrors.IsNotFound(err):
+		r.memory.Forget(key)
+		r.lag.Forget(key)
+		r.waveSaw(ctx, key, nil)
+		return nil, ctrl.Result{}, nil
+	case err != nil:
 		return nil, ctrl.Result{}, err
 	}
-	r.Waves.Observe(ctx, r.waveKey(key), obj, r.now())
+	r.waveSaw(ctx, key, obj)
 	tmpl, err := workload.TemplateOf(ctx, r.Client, r.Kind, obj)
 	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
 		return nil, ctrl.Result{}, r.unreferenced(ctx, obj, err)
 	}
-	o := &observed{key: key, obj: obj}
+	o := &observed{key: key, obj: obj, job: step}
 	var errs []error
 	o.spec, errs = r.Dialect.Parse(obj.GetNamespace(), obj.GetAnnotations(), tmpl.Annotations)
 	o.causes = r.malformed(obj, errs)
 	if !o.spec.Enabled(r.AutoReloadAll) {
-		result, err := r.optedOut(ctx, obj, o.causes, len(errs) > 0)
-		return nil, result, err
+		o.optedOut, o.malformed = true, len(errs) > 0
+		return o, ctrl.Result{}, nil
 	}
 	if stale, awaited := r.memory.History.Stale(key, obj.GetResourceVersion()); stale {
 		// The cache has not seen nudge's last write yet; that write's event
@@ -100,7 +123,7 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 		}
 		return nil, ctrl.Result{RequeueAfter: staleWait}, nil
 	}
-	in, more, late, err := r.inputs(ctx, obj, o.spec, tmpl)
+	err = r.inputs(ctx, o, tmpl)
 	if errors.Is(err, errCacheBehind) {
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for the cache to see a source the API server has", "kind", r.Kind.Name())
 		return nil, ctrl.Result{RequeueAfter: behindWait}, nil
@@ -108,12 +131,13 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	if err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	o.in, o.causes, o.lateProducers = in, append(o.causes, more...), late
-	more, err = r.restart(ctx, o)
-	if err != nil {
+	o.in.Contested, o.contest = r.memory.Taken.Contested(key, o.in, r.Key.ID())
+	if err := r.waveInputs(ctx, o); err != nil {
 		return nil, ctrl.Result{}, err
 	}
-	o.causes = append(o.causes, more...)
+	if err := r.restart(ctx, o); err != nil {
+		return nil, ctrl.Result{}, err
+	}
 	return o, ctrl.Result{}, nil
 }
 
@@ -125,108 +149,54 @@ func (r *Reconciler) malformed(obj client.Object, errs []error) []record.Cause {
 	for _, err := range errs {
 		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	}
-	pause := r.Dialect.Reloader().PausePeriod
-	if v, ok := obj.GetAnnotations()[pause]; ok && r.Kind == workload.Deployment && r.pausePeriod(obj) == 0 {
-		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: fmt.Sprintf(
-			"annotation %s: want a positive Go duration such as \"5m\", got %q; not pausing", pause, v)})
+	if _, err := r.pausePeriod().Of(obj); err != nil && r.Kind == workload.Deployment {
+		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	}
 	return causes
 }
 
-// optedOut handles a workload that does not opt in: its creation is
-// forgotten, its causes warned about, and nudge's state dropped, unless an
-// annotation is malformed: a malformed annotation may be a mistyped opt-in,
-// so the state is kept, and once it is mended a change made meanwhile still
-// rolls.
-func (r *Reconciler) optedOut(ctx context.Context, obj client.Object, causes []record.Cause, malformed bool) (ctrl.Result, error) {
-	r.memory.Births.Forget(client.ObjectKeyFromObject(obj))
-	r.warn(ctx, obj, causes)
-	if !malformed {
-		if err := r.release(ctx, obj); err != nil {
-			return r.retry(ctx, err)
-		}
-	}
-	return r.resume(ctx, obj, ctrl.Result{})
-}
-
-// inputs gathers what rollout.Decide needs from the cache (see
+// inputs gathers into o what rollout.Decide needs from the cache (see
 // resolve.Resolver.Inputs), the young sources of a workload nudge saw
 // created (see memo.Births), its maintenance window and the producers it
 // waits for (see producers) and what pauses it (see
 // resolve.Resolver.Pause), with the Warning causes found on the way
 // (missing sources, unwatched namespaces, refused references and
-// overrides, a malformed window or pause) and the Secrets whose producer the gate
-// waited for in vain. It returns errCacheBehind when a source the cache
-// misses exists (see cacheBehind).
-func (r *Reconciler) inputs(ctx context.Context, obj client.Object, spec dialect.Spec, tmpl *corev1.PodTemplateSpec) (rollout.Input, []record.Cause, []resolve.Resolved, error) {
-	res := r.resolver()
-	in, resolved, err := res.Inputs(ctx, obj, spec, tmpl, r.now())
+// overrides, a malformed window or pause), the Secrets whose producer the
+// gate waited for in vain and the versions of the sources read. It returns
+// errCacheBehind when a source the cache misses exists (see cacheBehind).
+func (r *Reconciler) inputs(ctx context.Context, o *observed, tmpl *corev1.PodTemplateSpec) error {
+	res, obj, key := r.resolver(), o.obj, o.key
+	in, resolved, err := res.Inputs(ctx, obj, o.spec, tmpl, r.now())
 	if err != nil {
-		return in, nil, nil, fmt.Errorf("reading from the cache: %w", err)
+		return fmt.Errorf("reading from the cache: %w", err)
 	}
-	var causes []record.Cause
-	_, _, refused := res.Limits(spec)
-	for _, o := range refused {
-		causes = append(causes, record.Cause{Reason: record.ReasonOverrideRefused, Note: fmt.Sprintf(
-			"Annotation %s %q would loosen %s (%s); used %s (only --allow-workload-overrides lets annotations loosen the flags' limits)",
-			o.Annotation, o.Value, o.Flag, o.Limit, o.Limit)})
+	_, _, refused := res.Limits(o.spec)
+	causes := resolve.Warnings(resolved, refused)
+	if behind, err := r.cacheBehind(ctx, key, resolved, causes); err != nil || behind {
+		return cmp.Or(err, errCacheBehind)
 	}
-	for _, c := range resolved {
-		switch c.Outcome {
-		case resolve.Refused:
-			causes = append(causes, record.Cause{Reason: record.ReasonCrossNamespaceRefused, Note: fmt.Sprintf(
-				"Did not read %s %s/%s: nudge refuses references to another namespace (--cross-namespace-references=deny); it counts for nothing",
-				c.Kind, c.Namespace, c.Name)})
-		case resolve.Unwatched:
-			causes = append(causes, record.Cause{Reason: record.ReasonNamespaceNotWatched, Note: fmt.Sprintf(
-				"Cannot read %s %s/%s: nudge does not watch namespace %q", c.Kind, c.Namespace, c.Name, c.Namespace)})
-		case resolve.Kept, resolve.Missing:
-			causes = append(causes, record.Cause{Reason: record.ReasonSourceMissing, Note: sourceMissingNote(c)})
-		}
-		if c.PauseError != nil {
-			causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: c.PauseError.Error()})
-		}
-	}
-	behind, err := r.cacheBehind(ctx, client.ObjectKeyFromObject(obj), resolved, causes)
-	if err != nil {
-		return in, nil, nil, err
-	}
-	if behind {
-		return in, nil, nil, errCacheBehind
-	}
-	var reads []memo.Read
-	versions := map[refs.Source]string{}
-	for _, c := range resolved {
-		switch c.Outcome {
-		case resolve.Counted:
-			versions[c.Source] = c.Version
-		case resolve.AbsentOptional, resolve.Missing, resolve.Kept:
-		default:
-			continue
-		}
-		reads = append(reads, memo.Read{Reference: c.Reference, AbsenceCounts: c.AbsenceCounts})
-	}
-	in.Maintenance, err = res.Maintenance(ctx, obj.GetNamespace(), spec)
+	reads, versions := resolve.Reads(resolved)
+	in.Maintenance, err = res.Maintenance(ctx, obj.GetNamespace(), o.spec)
 	switch {
 	case errors.Is(err, resolve.ErrMalformedWindow):
 		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	case err != nil:
-		return in, nil, nil, err
+		return err
 	}
-	in.PausedBy, err = res.Pause(ctx, obj.GetNamespace(), spec)
+	in.PausedBy, err = res.Pause(ctx, obj.GetNamespace(), o.spec)
 	switch {
 	case errors.Is(err, resolve.ErrMalformedPause):
 		causes = append(causes, record.Cause{Reason: record.ReasonMalformedAnnotation, Note: err.Error()})
 	case err != nil:
-		return in, nil, nil, err
+		return err
 	}
-	key := client.ObjectKeyFromObject(obj)
 	in.Young = r.memory.Births.Young(key, reads, r.Changes, r.now())
 	in.Gone = r.memory.Births.Gone(key, res.Key, slices.Concat(in.Missing, in.Kept), r.Changes, r.now())
 	in.Settled = r.memory.Births.Settled(key, in.Applied, versions, r.now())
 	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...) // written before the pods of nudge's last rollout started
-	late := r.producers(key, resolved, &in)
-	return in, causes, late, nil
+	o.lateProducers = r.producers(key, resolved, &in)
+	o.in, o.causes, o.versions = in, append(o.causes, causes...), versions
+	return nil
 }
 
 // producers sets in in the Secrets whose producer is not ready, while the
@@ -255,58 +225,21 @@ func (r *Reconciler) resolver() resolve.Resolver {
 	}
 }
 
-// cacheBehind reports whether a source the cache misses, for a SourceMissing
-// cause not warned about yet, exists in the API server: the cache has not
-// seen it yet, and the reconcile should wait (behindWait) rather than warn
-// and record a state without it. It asks with one metadata-only LIST by name
-// per such source (nudge may list, not get, Secrets), at most
-// memo.Lag's limit of reconciles in a row per workload. It returns the API server's error.
+// cacheBehind reports whether a ConfigMap or Secret the cache misses, for a
+// SourceMissing cause not warned about yet, exists in the API server (see
+// lag.Checker.Missing). It returns the API server's error.
 func (r *Reconciler) cacheBehind(ctx context.Context, key types.NamespacedName, resolved []resolve.Resolved, causes []record.Cause) (bool, error) {
-	var missing []resolve.Resolved
+	var fresh map[string]bool
+	var asked []refs.Source
 	for _, c := range resolved {
 		if (c.Outcome == resolve.Missing || c.Outcome == resolve.Kept) && (c.Kind == refs.ConfigMap || c.Kind == refs.Secret) {
-			missing = append(missing, c)
+			if fresh == nil {
+				fresh = r.memory.Warnings.Unseen(key, causes)
+			}
+			if fresh[c.MissingNote()] {
+				asked = append(asked, c.Source)
+			}
 		}
 	}
-	if len(missing) == 0 || r.APIReader == nil {
-		r.memory.Lag.Forget(key)
-		return false, nil
-	}
-	fresh := r.memory.Warnings.Unseen(key, causes)
-	for _, c := range missing {
-		if !fresh[sourceMissingNote(c)] {
-			continue
-		}
-		if version, err := r.serverVersion(ctx, c.Source); err != nil {
-			return false, err
-		} else if version != "" {
-			return r.memory.Lag.Wait(key), nil
-		}
-	}
-	return false, nil
-}
-
-// sourceMissingNote is the note of the SourceMissing Warning about c, a
-// reference whose source does not exist (outcome Missing or Kept).
-func sourceMissingNote(c resolve.Resolved) string {
-	if c.Outcome == resolve.Kept {
-		return fmt.Sprintf("Named %s %s/%s does not exist; its absence rolls nothing", c.Kind, c.Namespace, c.Name)
-	}
-	return fmt.Sprintf("Required %s %s/%s does not exist; no rollout until it does", c.Kind, c.Namespace, c.Name)
-}
-
-// serverVersion returns the resourceVersion of the ConfigMap or Secret src
-// as the API server holds it now, "" when it does not exist: one
-// metadata-only LIST by name (nudge may list, not get, Secrets).
-func (r *Reconciler) serverVersion(ctx context.Context, src refs.Source) (string, error) {
-	list := &metav1.PartialObjectMetadataList{}
-	list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(string(src.Kind) + "List"))
-	if err := r.APIReader.List(ctx, list, client.InNamespace(src.Namespace),
-		client.MatchingFields{"metadata.name": src.Name}, client.Limit(1)); err != nil {
-		return "", fmt.Errorf("looking for %s: %w", src, err)
-	}
-	if len(list.Items) == 0 {
-		return "", nil
-	}
-	return list.Items[0].ResourceVersion, nil
+	return r.lag.Missing(ctx, key, asked)
 }

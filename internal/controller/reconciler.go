@@ -2,7 +2,7 @@ package controller
 
 import (
 	"context"
-	"slices"
+	"maps"
 	"sync/atomic"
 	"time"
 
@@ -16,10 +16,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"nudge.dev/nudge/internal/alert"
 	"nudge.dev/nudge/internal/dialect"
+	"nudge.dev/nudge/internal/eviction"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/fleet"
 	"nudge.dev/nudge/internal/jobs"
+	"nudge.dev/nudge/internal/lag"
 	"nudge.dev/nudge/internal/memo"
 	"nudge.dev/nudge/internal/metrics"
 	"nudge.dev/nudge/internal/record"
@@ -86,7 +89,7 @@ type Reconciler struct {
 	Jobs *jobs.Recreator
 	// Evicting, when not nil, lets a rollout restart by eviction the pods
 	// its template change cannot reach (--enable-eviction).
-	Evicting *Evicting
+	Evicting *eviction.Restarter
 	// Producers, when not nil, is the producer-ready gate: a rollout waits
 	// for a changed Secret's producer at most ProducerTimeout.
 	Producers       resolve.Producers
@@ -95,11 +98,11 @@ type Reconciler struct {
 	// Behaviour pinned by Reloader's flags; see options.Options.
 	Behaviour
 
-	memory   memo.Workloads        // what is remembered of each workload between reconciles
-	caughtUp memo.CaughtUp         // when the cache last held the API server's version of a source (see behind)
-	index    *sources.Index        // set by SetupWithManager
-	ctrl     controller.Controller // set by SetupWithManager
-	queue    *watch.Queue          // ctrl's, set by SetupWithManager
+	memory memo.Workloads        // what is remembered of each workload between reconciles
+	lag    lag.Checker           // whether the cache is behind the API server (see behind, cacheBehind); set by SetupWithManager
+	index  *sources.Index        // set by SetupWithManager
+	ctrl   controller.Controller // set by SetupWithManager
+	queue  *watch.Queue          // ctrl's, set by SetupWithManager
 	// Whether ctrl watches SecretProviderClassPodStatuses (see
 	// WatchPodStatuses); read and set under the CSI watch's lock.
 	podStatuses bool
@@ -123,24 +126,13 @@ type Behaviour struct {
 	NotifyOnly bool
 	// Notify, when not nil, is told of every rollout (alerts) or, with
 	// NotifyOnly, of every change instead. It must not block.
-	Notify func(Rolled)
+	Notify func(alert.Alert)
 	// CronJobStartJob also starts a Job from a CronJob at once.
 	CronJobStartJob bool
 	// ReloaderEvents records a rollout's Events with Reloader's reasons and
 	// messages (--event-reasons=reloader): Normal Reloaded instead of
 	// Rolled, and a Warning ReloadFail for each rollout write that failed.
 	ReloaderEvents bool
-}
-
-// Rolled describes one rollout (or, with NotifyOnly, one change) for
-// notifications. It holds no source content.
-type Rolled struct {
-	Kind, Namespace, Name string
-	Sources               []refs.Source
-	Time                  time.Time
-	// Halted, when not empty, says why the workload was not rolled: its
-	// rollout is halted (see fleet.Waves).
-	Halted string
 }
 
 // Reconcile compares the workload's applied state with the state of the
@@ -161,51 +153,58 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return result, err
 }
 
-// reconcile observes the workload key and its sources in the cache, decides
-// once what to do (see decide), acts on the decision, and records what it
-// did: Events, metrics and what is remembered of the workload.
+// reconcile observes the workload key and its sources (observe, which only
+// reads), decides once what to do (decide, pure), acts on the decision
+// (act, which makes every API write of the reconcile), and records what it
+// did (record: Events, metrics, what is remembered of the workload and the
+// waves' part).
 func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (ctrl.Result, error) {
 	pending := false // waiting for a rollout slot (see fleet.Waves)
-	if r.Waves != nil {
-		defer func() {
-			if !pending {
-				r.Waves.Leave(r.waveKey(key))
-			}
-		}()
-	}
-	// Observe: the workload, its annotations and its sources, from the cache.
-	o, result, err := r.observe(ctx, key)
+	defer func() { r.waveLeave(key, pending) }()
+	o, result, err := r.observe(inPhase(ctx, phaseObserve), key)
 	if o == nil {
 		return result, err
 	}
-	// Decide, once, and say what was decided.
-	v, err := r.decide(ctx, o)
+	var v verdict
+	if o.decides() {
+		v = r.decide(o)
+	}
 	pending = v.Action == rollout.Pending
-	switch {
-	case err != nil:
-		return ctrl.Result{}, err
-	case v.behind:
-		return ctrl.Result{RequeueAfter: behindWait}, nil
-	case v.contested > 0:
-		r.warn(ctx, o.obj, v.causes)
-		return r.resume(ctx, o.obj, ctrl.Result{RequeueAfter: v.contested})
+	var over string
+	if o.obj != nil {
+		over = o.obj.GetResourceVersion()
+	}
+	result, err = r.act(inPhase(ctx, phaseAct), o, v)
+	return r.recordOutcome(inPhase(ctx, phaseRecord), o, v, over, result, err)
+}
+
+// recordOutcome records what became of verdict v on o's workload, whose version
+// was over before act, which returned result and err: the Warnings, the
+// decision's metric and log line, what is remembered of the workload (see
+// remember) and the waves' part. It returns the reconcile's result.
+func (r *Reconciler) recordOutcome(ctx context.Context, o *observed, v verdict, over string, result ctrl.Result, err error) (ctrl.Result, error) {
+	if o.optedOut {
+		r.memory.Births.Forget(o.key)
+		r.warn(ctx, o.obj, o.causes)
+		return result, err
+	}
+	if !o.decides() {
+		return result, err
 	}
 	r.warn(ctx, o.obj, v.causes)
+	if r.Evicting != nil {
+		r.Metrics.Restart(r.restartKey(o), o.unfinished)
+	}
 	r.Metrics.Decided(r.Kind.Name(), v.Action)
-	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "kind", r.Kind.Name(), "action", v.Action, "changed", refs.Names(v.Changed), "resourceVersion", o.obj.GetResourceVersion())
-	// Act: write what the decision calls for.
-	over := o.obj.GetResourceVersion()
-	result, err = r.act(ctx, o, v.Decision)
-	// Record: what is remembered of the workload, and the waves' part.
-	r.remember(o, v.Decision, err == nil && o.obj.GetResourceVersion() != over)
-	if r.Waves == nil {
-		return result, err
+	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "kind", r.Kind.Name(), "action", v.Action, "changed", refs.Names(v.Changed), "resourceVersion", over)
+	written := err == nil && o.obj.GetResourceVersion() != over
+	if v.heldBegins && written {
+		r.recordPace(ctx, o, v.Decision)
 	}
-	if err != nil {
-		r.Waves.NotWritten(r.waveKey(key), o.obj, v.Decision, over)
-		return result, err
+	if v.Action != rollout.Contested {
+		r.remember(o, v.Decision, written)
 	}
-	return r.afterWave(ctx, o.obj, v.Decision, v.halt, over, result)
+	return r.waveRecorded(ctx, o, v.Decision, over, written, result), err
 }
 
 // remember records in r's memory of workload o what became of decision d:
@@ -214,6 +213,9 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (c
 func (r *Reconciler) remember(o *observed, d rollout.Decision, written bool) {
 	r.memory.Unrolled.Settle(o.key, d.Action)
 	r.memory.Births.Decided(o.key, o.in.Young, d, written, o.in.Now)
+	if d.Action == rollout.Baseline && written {
+		r.memory.Births.Baselined(o.key, o.versions, o.in.Now)
+	}
 	if d.Action == rollout.Baseline && d.FirstSight && len(o.in.Missing) > 0 && written {
 		// A required source is missing: the pods cannot start before it
 		// exists, and then start with what the sources hold. No young
@@ -222,12 +224,31 @@ func (r *Reconciler) remember(o *observed, d rollout.Decision, written bool) {
 	}
 }
 
-// act carries out decision d, taken on o's inputs, on o's workload: a
-// baseline or a rollout is written and remembered (see written); a paced
-// change is recorded on the workload (see pace); a wait asks to be called
-// back. A pause nudge started ends when due, whatever the decision.
-func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (ctrl.Result, error) {
+// act carries out, with every API write of the reconcile, what o and its
+// verdict v call for: a pending Job's step (see jobs.Recreator.Carry); an
+// opted-out workload's release; a baseline or a rollout, written and
+// remembered (see written) after the rollout's guards (behind, waveSlot);
+// a paced change recorded on the workload (see pace); the waves' marks (a
+// hold, its end); a wait asks to be called back. A pause nudge started ends
+// when due, whatever the decision.
+func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Result, error) {
+	if o.job != jobs.Proceed {
+		result, err := r.Jobs.Carry(ctx, jobReport{r}, o.key, o.job)
+		if err != nil || !o.decides() {
+			return result, err
+		}
+	}
+	if o.optedOut {
+		if !o.malformed {
+			if err := r.release(ctx, o.obj); err != nil {
+				return r.retry(ctx, err)
+			}
+		}
+		return r.resume(ctx, o.obj, ctrl.Result{})
+	}
+	d := v.Decision
 	obj, over := o.obj, o.obj.GetResourceVersion()
+	marks := r.waveMarks(obj, d)
 	var result ctrl.Result
 	switch d.Action {
 	case rollout.Wait:
@@ -238,28 +259,29 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 		if _, paced := obj.GetAnnotations()[workload.HeldAnnotation]; paced {
 			c.Annotations[workload.HeldAnnotation] = nil // the change paced is no change any more
 		}
+		maps.Copy(c.Annotations, marks)
 		if err := r.written(o.key, obj, d.FirstSight, func() error { return r.apply(ctx, obj, c) }); err != nil {
 			return r.retry(ctx, err)
 		}
 		r.memory.Taken.Took(o.key, o.in, r.Key.ID())
 		ctrl.LoggerFrom(ctx).V(1).Info("Recorded baseline", "kind", r.Kind.Name(), "firstSight", d.FirstSight)
+		marks = nil
 	case rollout.None:
 		if _, paced := obj.GetAnnotations()[workload.HeldAnnotation]; paced {
 			// The sources went back to what the pods run with: nothing waits.
-			c := workload.Change{ResourceVersion: over, Annotations: map[string]*string{workload.HeldAnnotation: nil}}
-			if err := r.apply(ctx, obj, c); err != nil {
-				return r.retry(ctx, err)
-			}
+			marks = withMark(marks, workload.HeldAnnotation, nil)
 		}
 	case rollout.Deferred, rollout.Braked:
-		if err := r.pace(ctx, o, d); err != nil {
-			return r.retry(ctx, err)
-		}
 		result.RequeueAfter = d.RequeueAfter
+		if v.held != nil {
+			marks = withMark(marks, workload.HeldAnnotation, v.held)
+		}
 	case rollout.Paused:
 		ctrl.LoggerFrom(ctx).V(1).Info("Holding the rollout: paused", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "by", o.in.PausedBy)
 	case rollout.Gated:
 		ctrl.LoggerFrom(ctx).V(1).Info("Waiting for a producer to be ready", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.RequeueAfter)
+		result.RequeueAfter = d.RequeueAfter
+	case rollout.Contested:
 		result.RequeueAfter = d.RequeueAfter
 	case rollout.Evict:
 		res, err := r.evict(ctx, o, d)
@@ -268,8 +290,11 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 		}
 		result = res
 	case rollout.Roll:
+		if wait, err := r.guard(ctx, o, d); err != nil || wait > 0 {
+			return ctrl.Result{RequeueAfter: wait}, err
+		}
 		applied := d.Write.Format(o.key.Namespace)
-		if err := r.written(o.key, obj, false, func() error { return r.roll(ctx, obj, d, applied, o.in.Now, r.stakater(o.spec)) }); err != nil {
+		if err := r.written(o.key, obj, false, func() error { return r.roll(ctx, obj, d, applied, o.in.Now, o.spec.ReloaderSelected(r.AutoReloadAll)) }); err != nil {
 			return r.retry(ctx, err)
 		}
 		made := obj.GetResourceVersion() // of the rollout's write: the pods start after it
@@ -277,13 +302,52 @@ func (r *Reconciler) act(ctx context.Context, o *observed, d rollout.Decision) (
 			made = "" // no pods started
 		}
 		r.memory.Rollouts.Made(o.key, o.in.Now, made)
+		marks = nil // the rollout's write ends a hold (see fleet.Marks)
 		if d.Restarts {
 			// Its own write's event brings nothing: come back to evict.
 			result.RequeueAfter = time.Second
 		}
 	}
+	if len(marks) > 0 {
+		if err := r.apply(ctx, obj, workload.Change{ResourceVersion: over, Annotations: marks}); err != nil {
+			return r.retry(ctx, err)
+		}
+	}
 	return r.resume(ctx, obj, result)
 }
+
+// withMark returns marks with annotation a set to v (nil: removed).
+func withMark(marks map[string]*string, a string, v *string) map[string]*string {
+	if marks == nil {
+		marks = map[string]*string{}
+	}
+	marks[a] = v
+	return marks
+}
+
+// guard runs act's guards of rollout d of o's workload just before its
+// write: the cache may be behind the API server where the rollout may not
+// trust it (see behind), and with waves on the slot the decision counted
+// on must still be free (see waveSlot). It returns how long to wait
+// instead of writing, 0 to write, and the API server's error.
+func (r *Reconciler) guard(ctx context.Context, o *observed, d rollout.Decision) (time.Duration, error) {
+	behind, err := r.behind(ctx, o.key, o.in, d)
+	switch {
+	case err != nil:
+		return 0, err
+	case behind:
+		return behindWait, nil
+	case r.Waves != nil && !r.waveSlot(ctx, o):
+		ctrl.LoggerFrom(ctx).V(1).Info("Waiting: the rollout slot went to another workload", "kind", r.Kind.Name())
+		return slotTakenWait, nil
+	}
+	return 0, nil
+}
+
+// slotTakenWait is how long a rollout whose slot another workload took
+// between its decision and its write waits to be decided again (Pending,
+// woken when a slot frees).
+const slotTakenWait = 10 * time.Millisecond
 
 // written makes write of obj through memo.History.Write, and requeues key if
 // an event held back meanwhile was another's (made is "" with waves).
@@ -299,33 +363,6 @@ func (r *Reconciler) written(key types.NamespacedName, obj client.Object, firstS
 		r.queue.Add(reconcile.Request{NamespacedName: key})
 	}
 	return err
-}
-
-// stakater reports whether Reloader's annotations (or its
-// --auto-reload-all, alone) select a workload of spec: its rollout also
-// writes Reloader's last-reloaded-from (see roll).
-func (r *Reconciler) stakater(spec dialect.Spec) bool {
-	return slices.Contains(spec.Dialects, dialect.Reloader) || (len(spec.Dialects) == 0 && r.AutoReloadAll)
-}
-
-// afterWave does, after act, what decision d taken with waves on still asks
-// (see fleet.Waves.After), and says so when it halted obj.
-func (r *Reconciler) afterWave(ctx context.Context, obj client.Object, d rollout.Decision, halt fleet.Hold, over string, result ctrl.Result) (ctrl.Result, error) {
-	after, halted, err := r.Waves.After(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), obj, d, halt, over, r.now(), r.apply)
-	if err != nil {
-		return r.retry(ctx, err)
-	}
-	if halted {
-		ctrl.LoggerFrom(ctx).Info("Halted rollout of "+r.Kind.Name(), "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "halt", halt.Value)
-		if r.Notify != nil {
-			r.Notify(Rolled{Kind: r.Kind.Name(), Namespace: obj.GetNamespace(), Name: obj.GetName(), Sources: d.Changed, Time: r.now(),
-				Halted: "the rollout of " + halt.After + " for the same change failed"})
-		}
-	}
-	if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
-		result.RequeueAfter = after
-	}
-	return result, nil
 }
 
 // retry turns a conflict (the cache was behind the API) into a prompt
@@ -351,4 +388,22 @@ func (r *Reconciler) now() time.Time {
 
 func (r *Reconciler) watched(ctx context.Context, namespace string) bool {
 	return r.Watched == nil || r.Watched(ctx, namespace)
+}
+
+// phase names the phase of a reconcile a context is of: observe, act or
+// record (decide is pure, and takes none). Every API write of a reconcile
+// is made in act (TestWritesOnlyInAct reads it from the requests).
+type phase string
+
+const (
+	phaseObserve phase = "observe"
+	phaseAct     phase = "act"
+	phaseRecord  phase = "record"
+)
+
+type phaseKey struct{}
+
+// inPhase returns ctx marked with phase p.
+func inPhase(ctx context.Context, p phase) context.Context {
+	return context.WithValue(ctx, phaseKey{}, p)
 }

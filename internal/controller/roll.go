@@ -6,12 +6,9 @@ import (
 	"fmt"
 	"time"
 
-	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -35,20 +32,12 @@ func (r *Reconciler) stateChange(obj client.Object, value string) workload.Chang
 	}
 }
 
-// release drops nudge's state from a workload that no longer opts in, so
-// that opting in again is first sight (rule 3): a change made in between is
-// baselined, not rolled. A workload without state costs no write.
+// release drops nudge's state from a workload that no longer opts in (see
+// workload.Release): opting in again is then first sight (rule 3).
 func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
-	_, applied := obj.GetAnnotations()[workload.AppliedAnnotation]
-	_, sealed := workload.Seal(obj)
-	if !applied && !sealed {
+	c, ok := workload.Release(obj)
+	if !ok {
 		return nil
-	}
-	c := workload.Change{
-		ResourceVersion: obj.GetResourceVersion(),
-		Labels:          map[string]*string{workload.SealLabel: nil},
-		Annotations: map[string]*string{workload.AppliedAnnotation: nil, workload.LastRolloutAnnotation: nil,
-			workload.HeldAnnotation: nil, workload.RolloutsAnnotation: nil, eviction.ProgressAnnotation: nil},
 	}
 	if err := r.apply(ctx, obj, c); err != nil {
 		return err
@@ -58,62 +47,18 @@ func (r *Reconciler) release(ctx context.Context, obj client.Object) error {
 	return nil
 }
 
-// apply writes c to obj. obj's metadata is updated from the response; its
-// spec only where obj is read whole afterwards (see wholeAnswer): otherwise
-// the API server answers with the metadata alone (PartialObjectMetadata, in
-// protobuf), which is all the rest of a reconcile reads of obj after a
-// write (its resourceVersion, annotations and seal), and obj keeps the spec
-// it was read with: the API server encodes less.
+// apply writes c to obj (see workload.Writer.Apply), answered whole only
+// for a CronJob a Job is started from after its rollout (CronJobStartJob),
+// whose job template the Job copies from the answer (the cache keeps a
+// trimmed one), and tells Lull.
 func (r *Reconciler) apply(ctx context.Context, obj client.Object, c workload.Change) error {
-	body, err := c.Patch(r.Kind)
-	if err != nil {
-		return err
-	}
-	if r.wholeAnswer() {
-		err = r.Client.Patch(ctx, obj, client.RawPatch(types.MergePatchType, body), client.FieldOwner(workload.FieldManager))
-	} else {
-		err = r.patchMetadata(ctx, obj, body)
-	}
-	if err != nil {
+	whole := r.CronJobStartJob && r.Kind == workload.CronJob
+	if err := (workload.Writer{Client: r.Client, Metadata: r.Metadata}).Apply(ctx, r.Kind, obj, c, whole); err != nil {
 		return err
 	}
 	if r.Lull != nil {
 		r.Lull.Wrote(time.Now())
 	}
-	return nil
-}
-
-// wholeAnswer reports whether a write must be answered with the whole
-// workload: a CronJob a Job is started from after its rollout
-// (CronJobStartJob), whose job template the Job copies from the patch's
-// answer (the cache keeps a trimmed one).
-func (r *Reconciler) wholeAnswer() bool {
-	return r.CronJobStartJob && r.Kind == workload.CronJob
-}
-
-// patchMetadata sends the merge patch body for obj through r.Metadata to
-// the kind's resource (controller-runtime's metadata client made a REST
-// mapping per write, which allocated more than the whole answer's decoding:
-// BenchmarkApplyAnswer), and sets on obj the metadata a write may change,
-// as answered: resourceVersion, generation, labels (with nudge's seal),
-// annotations, managedFields and selfLink (which drops the cache's seal
-// mark, see workload.Seal).
-func (r *Reconciler) patchMetadata(ctx context.Context, obj client.Object, body []byte) error {
-	gvk, err := r.Client.GroupVersionKindFor(obj)
-	if err != nil {
-		return err
-	}
-	meta, err := r.Metadata.Resource(gvk.GroupVersion().WithResource(r.Kind.Plural())).Namespace(obj.GetNamespace()).
-		Patch(ctx, obj.GetName(), types.MergePatchType, body, metav1.PatchOptions{FieldManager: workload.FieldManager})
-	if err != nil {
-		return err
-	}
-	obj.SetResourceVersion(meta.GetResourceVersion())
-	obj.SetGeneration(meta.GetGeneration())
-	obj.SetLabels(meta.GetLabels())
-	obj.SetAnnotations(meta.GetAnnotations())
-	obj.SetManagedFields(meta.GetManagedFields())
-	obj.SetSelfLink(meta.GetSelfLink())
 	return nil
 }
 
@@ -139,34 +84,18 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		// The pods that started before now are evicted next (Evict).
 		c.Annotations[eviction.ProgressAnnotation] = ptr.To(eviction.Progress{Since: now}.String())
 	}
-	endPace(obj, &c, d.Rolled)
-	if r.Waves != nil {
-		if err := r.Waves.Annotate(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), c.Annotations, d, r.contentDigest); err != nil {
-			return err
-		}
+	c.EndHold(obj.GetAnnotations(), d.Rolled)
+	if err := r.waveAnnotate(ctx, obj, c.Annotations, d); err != nil {
+		return err
 	}
-	if _, ok := obj.(*batchv1.Job); ok {
-		// The cache holds a trimmed pod template: re-create from the API's.
-		job := &batchv1.Job{}
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), job); err != nil {
-			return err
-		}
-		if job.ResourceVersion != obj.GetResourceVersion() {
-			return apierrors.NewConflict(batchv1.Resource("jobs"), job.Name, errors.New("the Job changed since it was read"))
-		}
-		return r.Jobs.Recreate(ctx, jobReport{r}, job, c, stamp, d.Changed)
+	if r.Kind == workload.Job {
+		return r.Jobs.Recreate(ctx, jobReport{r}, obj, c, stamp, d.Changed)
 	}
 	if err := r.trigger(ctx, obj, &c, d, now, stakater); err != nil {
 		return err
 	}
-	// Pause with the trigger, unless already paused: by nudge (the period
-	// runs) or by someone else (whose pause nudge must not end).
-	if dep, ok := obj.(*appsv1.Deployment); ok && r.pausePeriod(obj) > 0 && !dep.Spec.Paused {
-		if c.Spec == nil {
-			c.Spec = map[string]any{}
-		}
-		c.Spec["paused"] = true
-		c.Annotations[r.Dialect.Reloader().PausedAt] = ptr.To(now.UTC().Format(time.RFC3339))
+	if r.Kind == workload.Deployment {
+		r.pausePeriod().Pause(&c, obj, now)
 	}
 	if err := r.apply(ctx, obj, c); err != nil {
 		if !apierrors.IsConflict(err) {
@@ -190,95 +119,52 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 }
 
 // trigger sets in c the write that makes obj's controller roll for d at
-// now, as the kind and the options call for: Argo Rollouts' spec.restartAt
-// (with Reloader's rollout-strategy restart, or a spec.workloadRef: the
-// referenced Deployment is never written), Reloader's env var
-// (EnvVars, written over the containers as the API holds them), or the
-// pod-template annotations, with Reloader's last-reloaded-from when
-// stakater. It returns the API server's error, and a conflict when obj
-// changed since it was read.
+// now (see workload.Trigger), reading the workload from the API server when
+// the trigger needs it whole. It returns the API server's error, and a
+// conflict when obj changed since it was read.
 func (r *Reconciler) trigger(ctx context.Context, obj client.Object, c *workload.Change, d rollout.Decision, now time.Time, stakater bool) error {
-	stamp := now.UTC().Format(time.RFC3339Nano)
-	switch {
-	case r.Kind == workload.Rollout && (obj.GetAnnotations()[dialect.ReloaderRolloutStrategy] == "restart" || workload.Refers(r.Kind, obj)):
-		c.Spec = map[string]any{"restartAt": now.UTC().Format(time.RFC3339)}
-	case r.EnvVars && len(r.Kind.TemplatePath()) > 0:
-		// The cache holds trimmed containers: the whole list comes from the
-		// API, and the write is guarded by the version read there.
-		live := r.Kind.New()
+	t := workload.Trigger{Changed: d.Changed, Digest: func(src refs.Source) string { return d.Write.Entries[src].Digest }, Now: now,
+		RestartAt: r.Kind == workload.Rollout && (obj.GetAnnotations()[dialect.ReloaderRolloutStrategy] == "restart" || workload.Refers(r.Kind, obj)),
+		EnvVars:   r.EnvVars, Stakater: stakater}
+	live := obj
+	if t.Live(r.Kind) {
+		live = r.Kind.New()
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), live); err != nil {
 			return err
 		}
 		if live.GetResourceVersion() != obj.GetResourceVersion() {
 			return apierrors.NewConflict(schema.GroupResource{Resource: r.Kind.Plural()}, obj.GetName(), errors.New("the workload changed since it was read"))
 		}
-		spec := &r.Kind.Template(live).Spec
-		containers := spec.Containers
-		for _, src := range d.Changed {
-			containers = workload.SetEnv(containers, workload.ContainerFor(spec, src), workload.EnvVarName(src), d.Write.Entries[src].Digest)
-		}
-		c.Containers = containers
-	default:
-		c.TemplateAnnotations = map[string]string{workload.RestartedAtAnnotation: stamp, workload.RestartedForAnnotation: refs.Names(d.Changed)}
-		if a := r.Kind.TriggerAnnotation(); a != "" {
-			c.TemplateAnnotations[a] = stamp
-		}
-		if stakater && len(r.Kind.TemplatePath()) > 0 && len(d.Changed) > 0 {
-			c.TemplateAnnotations[workload.LastReloadedFromAnnotation] = r.lastReloadedFrom(obj, d, now)
-		}
 	}
+	t.Set(c, r.Kind, obj, live)
 	return nil
 }
 
-// lastReloadedFrom returns Reloader's last-reloaded-from for the rollout of
-// d at now (see workload.ReloadSource): of the sources changed, the last,
-// as Reloader keeps only the last; its keyed digest, never an unkeyed one;
-// the container that uses it, found in obj's pod template as the cache
-// keeps it (see retained.Workload), so at no cost of a request.
-func (r *Reconciler) lastReloadedFrom(obj client.Object, d rollout.Decision, now time.Time) string {
-	src := d.Changed[len(d.Changed)-1]
-	var container string
-	if t := r.Kind.Template(obj); t != nil && len(t.Spec.Containers) > 0 {
-		container = t.Spec.Containers[workload.ContainerFor(&t.Spec, src)].Name
-	}
-	return workload.NewReloadSource(src, d.Write.Entries[src].Digest, container, now).String()
+// pausePeriod is Reloader's pause of a Deployment, by the names of its
+// annotations as the flags set them.
+func (r *Reconciler) pausePeriod() workload.PausePeriod {
+	names := r.Dialect.Reloader()
+	return workload.PausePeriod{Period: names.PausePeriod, PausedAt: names.PausedAt}
 }
 
-// pausePeriod returns a Deployment's pause period, 0 when unset or invalid
-// (Parse reports the annotation).
-func (r *Reconciler) pausePeriod(obj client.Object) time.Duration {
-	d, err := time.ParseDuration(obj.GetAnnotations()[r.Dialect.Reloader().PausePeriod])
-	if err != nil || d < 0 {
-		return 0
-	}
-	return d
-}
-
-// resume ends a pause nudge started once its period has passed, or asks to
-// be called back when it will have; result is returned otherwise unchanged.
-// The pause lives in annotations, so a restarted nudge resumes on time.
+// resume ends a Deployment's pause a rollout started once its period has
+// passed, or asks to be called back when it will have; result is returned
+// otherwise unchanged.
 func (r *Reconciler) resume(ctx context.Context, obj client.Object, result ctrl.Result) (ctrl.Result, error) {
-	pausedAt := r.Dialect.Reloader().PausedAt
-	at, err := time.Parse(time.RFC3339, obj.GetAnnotations()[pausedAt])
-	if r.Kind != workload.Deployment || err != nil {
+	if r.Kind != workload.Deployment {
 		return result, nil
 	}
-	left := at.Add(r.pausePeriod(obj)).Sub(r.now())
-	if left > 0 {
-		if result.RequeueAfter == 0 || left < result.RequeueAfter {
+	c, left, due := r.pausePeriod().Resume(obj, r.now())
+	if !due {
+		if left > 0 && (result.RequeueAfter == 0 || left < result.RequeueAfter) {
 			result.RequeueAfter = left
 		}
 		return result, nil
 	}
-	c := workload.Change{
-		ResourceVersion: obj.GetResourceVersion(),
-		Annotations:     map[string]*string{pausedAt: nil},
-		Spec:            map[string]any{"paused": false},
-	}
 	if err := r.apply(ctx, obj, c); err != nil {
 		return r.retry(ctx, err)
 	}
-	ctrl.LoggerFrom(ctx).Info("Resumed Deployment after its pause period", "pausedAt", at)
+	ctrl.LoggerFrom(ctx).Info("Resumed Deployment after its pause period")
 	return result, nil
 }
 

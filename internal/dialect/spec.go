@@ -2,6 +2,7 @@ package dialect
 
 import (
 	"regexp"
+	"slices"
 	"time"
 
 	"nudge.dev/nudge/internal/maintenance"
@@ -151,6 +152,13 @@ func (s Spec) For(kind refs.Kind) Selection {
 	default:
 		return Selection{}
 	}
+}
+
+// ReloaderSelected reports whether Reloader's annotations select the
+// workload, or, with none of any dialect, Reloader's --auto-reload-all
+// (autoReloadAll): its rollout also writes Reloader's last-reloaded-from.
+func (s Spec) ReloaderSelected(autoReloadAll bool) bool {
+	return slices.Contains(s.Dialects, Reloader) || (len(s.Dialects) == 0 && autoReloadAll)
 }
 
 // Enabled reports whether the workload depends on anything at all, given

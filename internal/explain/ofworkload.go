@@ -95,11 +95,10 @@ func (e Explainer) Workload(ctx context.Context, kind workload.Kind, namespace, 
 	if err := pause(ctx, res, w, spec, resolved, &in); err != nil {
 		return nil, err
 	}
-	halt, err := e.halt(ctx, obj, key, cmp, &in)
-	if err != nil {
+	if err := e.halt(ctx, obj, key, cmp, &in); err != nil {
 		return nil, err
 	}
-	w.Status = e.status(spec, in, cmp, halt, ownership.WrittenBackBy(obj.GetManagedFields()))
+	w.Status = e.status(spec, in, cmp, ownership.WrittenBackBy(obj.GetManagedFields()))
 	if spec.Enabled(e.AutoReloadAll) {
 		w.Status.Paused = pausedBy(kind.Name()+" "+namespace+"/"+name, in)
 	}
@@ -181,11 +180,10 @@ func readAs(src refs.Source, search bool, uses []refs.Use, spec dialect.Spec) []
 	return slices.Compact(out)
 }
 
-// status turns rollout.Decide's decision on in into a Status; halt is the
-// workload's nudge.dev/halted, read, and by the manager that wrote its
-// applied state back (ownership.WrittenBackBy), as the reconciler reads
-// both.
-func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, halt fleet.Halt, by string) Status {
+// status turns rollout.Decide's decision on in into a Status; by is the
+// manager that wrote its applied state back (ownership.WrittenBackBy), as
+// the reconciler reads it.
+func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, by string) Status {
 	if !spec.Enabled(e.AutoReloadAll) {
 		return Status{State: StateNotManaged, Message: "no dialect annotation selects a source: nudge leaves it alone"}
 	}
@@ -240,7 +238,7 @@ func (e Explainer) status(spec dialect.Spec, in rollout.Input, cmp Comparison, h
 	case rollout.Halted:
 		s.State = StateHalted
 		s.Message = fmt.Sprintf("halted (for %s content %s, after %s failed): nudge rolls it when %s changes again, or when the annotation %s is removed",
-			sourceName(halt.Source), halt.Digest, halt.After, sourceName(halt.Source), fleet.HaltedAnnotation)
+			sourceName(d.Halt.Source), d.Halt.Digest, d.Halt.After, sourceName(d.Halt.Source), fleet.HaltedAnnotation)
 	case rollout.Deferred, rollout.Braked, rollout.Gated:
 		until := in.Now.Add(d.RequeueAfter).UTC()
 		s.Until = &until
@@ -290,28 +288,27 @@ func sortEvents(evs []Event) {
 	sort.SliceStable(evs, func(i, j int) bool { return evs[i].Time.Before(evs[j].Time) })
 }
 
-// halt reads the workload's nudge.dev/halted into in (see rollout.Input's
-// Halted), with its source's content now; with --max-concurrent-rollouts,
-// it also turns waves on, no slot free, so that a change shows as pending.
-// Without the key nothing is compared, and nothing is read.
-func (e Explainer) halt(ctx context.Context, obj client.Object, key fingerprint.Key, cmp Comparison, in *rollout.Input) (fleet.Halt, error) {
+// halt reads the workload's nudge.dev/halted into in (rollout.Input.Halts,
+// as the reconciler reads it: fleet.Marked), with its source's content
+// now; with --max-concurrent-rollouts, it also turns waves on, no slot
+// free, so that a change shows as pending. Without the key nothing is
+// compared, and nothing is read.
+func (e Explainer) halt(ctx context.Context, obj client.Object, key fingerprint.Key, cmp Comparison, in *rollout.Input) error {
 	in.Waves = e.MaxConcurrentRollouts > 0
-	v, ok := obj.GetAnnotations()[fleet.HaltedAnnotation]
-	if !ok || !cmp.Compared {
-		return fleet.Halt{}, nil
+	if !cmp.Compared {
+		return nil
 	}
-	h, ok := fleet.ParseHalt(v)
-	in.Halted = v
-	if !ok {
-		return h, nil
+	h, ok, err := fleet.Marked(ctx, obj, func(ctx context.Context, src refs.Source) (string, error) {
+		obj, err := e.source(ctx, src)
+		if err != nil {
+			return "", fmt.Errorf("reading %s: %w", sourceName(src), err)
+		}
+		return sources.ContentDigest(key, src, obj), nil
+	})
+	if ok {
+		in.Halts = []rollout.Halt{h}
 	}
-	in.Halted, in.HaltedSource = h.Digest, h.Source
-	src, err := e.source(ctx, h.Source)
-	if err != nil {
-		return h, fmt.Errorf("reading %s: %w", sourceName(h.Source), err)
-	}
-	in.HaltedNow = sources.ContentDigest(key, h.Source, src)
-	return h, nil
+	return err
 }
 
 // rollout returns Status.Rollout for obj: "" unless nudge rolled it with

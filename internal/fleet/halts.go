@@ -7,6 +7,7 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/refs"
 )
 
@@ -68,6 +69,7 @@ func (w *Waves) failed(ctx context.Context, key Key, sds []sourceDigest) (fresh 
 			w.halts[hk] = map[Key]struct{}{}
 		}
 		w.halts[hk][key] = struct{}{}
+		w.sourcesHalted[haltKey{key.Namespace, sourceDigest{source: sd.source}}]++
 	}
 	return true
 }
@@ -87,32 +89,52 @@ func (w *Waves) forget(key Key) {
 		if len(w.halts[hk]) == 0 {
 			delete(w.halts, hk)
 		}
+		if sk := (haltKey{key.Namespace, sourceDigest{source: sd.source}}); w.sourcesHalted[sk] > 1 {
+			w.sourcesHalted[sk]--
+		} else {
+			delete(w.sourcesHalted, sk)
+		}
 	}
 }
 
-// haltFor returns the failed rollout that holds a change of key to the
-// given sources, each with its content digest now: a failure in key's
-// namespace of a rollout to that content (the first by Key.Compare, when
-// several); none when a user removed the hold nudge wrote on key (unheld:
-// its version is not the one nudge wrote the hold over).
-func (w *Waves) haltFor(key Key, version string, changed map[refs.Source]string) (refs.Source, halt, bool) {
+// halting returns, sorted, the sources of entries of which a failed
+// rollout in key's namespace is remembered, whatever its content; none
+// when a user removed the hold nudge wrote on key (unheld: its version is
+// not the one nudge wrote the hold over).
+func (w *Waves) halting(key Key, version string, entries map[refs.Source]fingerprint.Entry) []refs.Source {
 	if w == nil {
-		return refs.Source{}, halt{}, false
+		return nil
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if over, ok := w.marked[key]; ok && over != version {
-		return refs.Source{}, halt{}, false
+		return nil
 	}
-	for _, src := range slices.SortedFunc(maps.Keys(changed), refs.Source.Compare) {
-		by := w.halts[haltKey{key.Namespace, sourceDigest{src, changed[src]}}]
-		if len(by) == 0 {
-			continue
+	if len(w.sourcesHalted) == 0 {
+		return nil
+	}
+	var out []refs.Source
+	for src := range entries {
+		if w.sourcesHalted[haltKey{key.Namespace, sourceDigest{source: src}}] > 0 {
+			out = append(out, src)
 		}
-		first := slices.MinFunc(slices.Collect(maps.Keys(by)), Key.Compare)
-		return src, halt{Digest: changed[src], After: first.Kind + " " + first.Namespace + "/" + first.Name}, true
 	}
-	return refs.Source{}, halt{}, false
+	slices.SortFunc(out, refs.Source.Compare)
+	return out
+}
+
+// failedAfter returns the workload whose rollout of src's content digest
+// failed in key's namespace ("Deployment shop/web", the first by
+// Key.Compare when several), and whether one did.
+func (w *Waves) failedAfter(key Key, src refs.Source, digest string) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	by := w.halts[haltKey{key.Namespace, sourceDigest{src, digest}}]
+	if len(by) == 0 {
+		return "", false
+	}
+	first := slices.MinFunc(slices.Collect(maps.Keys(by)), Key.Compare)
+	return first.Kind + " " + first.Namespace + "/" + first.Name, true
 }
 
 // hold records whether key is held now; wroteHold, that nudge wrote the hold

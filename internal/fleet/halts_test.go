@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -134,11 +135,15 @@ func newWaves(t *testing.T, k fingerprint.Key) *Waves {
 	return w
 }
 
-// halted returns the failed workload haltFor names for a change of
-// workload key to src at digest, "" for none.
+// haltedBy returns the failed workload haltsOf names for workload key
+// reading src, whose content is digest now, "" for none.
 func (w *Waves) haltedBy(key Key, src refs.Source, digest string) string {
-	_, h, _ := w.haltFor(key, "", map[refs.Source]string{src: digest})
-	return h.After
+	content := func(context.Context, refs.Source) (string, error) { return digest, nil }
+	hs, err := w.haltsOf(context.Background(), key, "", map[refs.Source]fingerprint.Entry{src: {}}, content)
+	if err != nil || len(hs) == 0 {
+		return ""
+	}
+	return hs[0].After
 }
 
 // A failure halts the workloads of its own namespace only, also for a
@@ -243,6 +248,7 @@ func TestHaltsStayBounded(t *testing.T) {
 		w.Gone(b)
 		g.Expect(w.failures).To(BeEmpty())
 		g.Expect(w.halts).To(BeEmpty())
+		g.Expect(w.sourcesHalted).To(BeEmpty(), "the sources whose content is read")
 	})
 
 	t.Run("past maxFailures a failure is not remembered, until one is forgotten", func(t *testing.T) {

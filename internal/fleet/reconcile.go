@@ -9,11 +9,16 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/record"
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/workload"
 )
+
+// What the reconciler asks of the waves, one call per phase: Inputs while
+// it observes a workload, Take, Marks and Annotate while it acts on its
+// decision, Recorded when it records what became of it.
 
 // PendingRecheck is how often a workload waiting for a slot is looked at
 // again even if no slot frees; slots freeing wake it sooner.
@@ -24,21 +29,14 @@ const PendingRecheck = time.Minute
 // ConfigMaps and Secrets; an error when it cannot be read.
 type Content func(ctx context.Context, src refs.Source) (string, error)
 
-// Writer writes a change to a workload; obj's metadata is updated from the
-// response.
-type Writer func(ctx context.Context, obj client.Object, c workload.Change) error
-
-// Hold is a hold to write: HaltedAnnotation's value, and the workload whose
-// rollout failed ("Deployment shop/web").
-type Hold struct{ Value, After string }
-
-// Decide decides again, with waves on, a decision d that rollout.Decide took
-// on in, for workload obj named key: it adds the hold (nudge.dev/halted, or
-// a failed rollout of the same change) and, when the change would roll, asks
-// for a slot. It returns the decision, the Warning causes found (a
-// malformed priority, a failed rollout, a hold) and, for Halted, the hold.
-// It returns an error when a source's content cannot be read.
-func (w *Waves) Decide(ctx context.Context, key Key, obj client.Object, in *rollout.Input, d rollout.Decision, content Content) (rollout.Decision, []record.Cause, Hold, error) {
+// Inputs sets in in what the waves tell rollout.Decide of workload obj
+// named key, whose sources in.Desired holds: that waves are on, whether a
+// slot is free for it now (Input.Slot, see Free), and the halts that may
+// hold its rollout (Input.Halts): the one it carries (see Marked), or else
+// the failed rollouts in its namespace of its sources' content now. It
+// returns the Warning causes found (a malformed priority, a failed rollout
+// of obj), and an error when a source's content cannot be read.
+func (w *Waves) Inputs(ctx context.Context, key Key, obj client.Object, in *rollout.Input, content Content) ([]record.Cause, error) {
 	var causes []record.Cause
 	priority, err := PriorityOf(obj)
 	if err != nil {
@@ -48,95 +46,88 @@ func (w *Waves) Decide(ctx context.Context, key Key, obj client.Object, in *roll
 		causes = append(causes, record.Cause{Reason: record.ReasonRolloutFailed, Note: fmt.Sprintf(
 			"The rollout nudge started failed (%s); it halts the workloads waiting on the same change", reason)})
 	}
-	var after string
-	if v, ok := obj.GetAnnotations()[HaltedAnnotation]; ok {
-		in.Halted = v
-		if h, ok := ParseHalt(v); ok {
-			in.Halted, in.HaltedSource, after = h.Digest, h.Source, h.After
-			if in.HaltedNow, err = content(ctx, h.Source); err != nil {
-				return d, causes, Hold{}, err
-			}
-		}
-	} else if len(d.Changed) > 0 {
-		changed := map[refs.Source]string{}
-		for _, src := range d.Changed {
-			if changed[src], err = content(ctx, src); err != nil {
-				return d, causes, Hold{}, err
-			}
-		}
-		if src, h, ok := w.haltFor(key, obj.GetResourceVersion(), changed); ok {
-			in.Halted, in.HaltedSource, in.HaltedNow, after = h.Digest, src, h.Digest, h.After
-		}
-	}
-	in.Waves, in.Slot = true, true
-	d = rollout.Decide(*in)
-	var hold Hold
-	switch d.Action {
-	case rollout.Halted:
-		causes = append(causes, record.Cause{Reason: record.ReasonRolloutHalted, Note: fmt.Sprintf(
-			"Halted the rollout for %s %s/%s: the rollout of %s for the same content failed. It resumes when %s changes again, or when the annotation %s is removed",
-			in.HaltedSource.Kind, in.HaltedSource.Namespace, in.HaltedSource.Name, after, in.HaltedSource.Name, HaltedAnnotation)})
-		hold = Hold{Value: formatHalt(in.HaltedSource, in.Halted, after), After: after}
-	case rollout.Roll:
-		if !w.Acquire(ctx, key, priority, in.Now) {
-			in.Slot = false
-			d = rollout.Decide(*in)
-		}
-	}
-	return d, causes, hold, nil
-}
-
-// After does, once the reconciler carried out decision d on obj (at version
-// over before), what waves still ask: it writes (with write) or removes the
-// hold, records the rollout or gives its slot back, and returns how long
-// until obj should be looked at again while its rollout is in flight (for
-// --rollout-timeout) or pending, 0 for no need. halted reports that it wrote
-// the hold. It returns write's error.
-func (w *Waves) After(ctx context.Context, key Key, obj client.Object, d rollout.Decision, hold Hold, over string, now time.Time, write Writer) (requeue time.Duration, halted bool, err error) {
-	w.hold(key, d.Action == rollout.Halted)
+	in.Waves, in.Slot = true, w.Free(key, priority)
+	h, marked, err := Marked(ctx, obj, content)
 	switch {
-	case d.Action == rollout.Roll && obj.GetResourceVersion() != over:
-		w.Rolled(key, over)
-	case d.Action == rollout.Roll:
-		w.Release(key) // not written: retried
-	case d.Action == rollout.Halted && obj.GetAnnotations()[HaltedAnnotation] != hold.Value:
-		c := workload.Change{ResourceVersion: obj.GetResourceVersion(), Annotations: map[string]*string{HaltedAnnotation: &hold.Value}}
-		if err := write(ctx, obj, c); err != nil {
-			return 0, false, err
-		}
-		w.wroteHold(key, over)
-		halted = true
-	case d.Unhalt && d.Action != rollout.Roll:
-		if _, ok := obj.GetAnnotations()[HaltedAnnotation]; ok {
-			c := workload.Change{ResourceVersion: obj.GetResourceVersion(), Annotations: map[string]*string{HaltedAnnotation: nil}}
-			if err := write(ctx, obj, c); err != nil {
-				return 0, false, err
-			}
-			w.unmark(key)
-		}
+	case err != nil:
+		return causes, err
+	case marked:
+		in.Halts = []rollout.Halt{h}
+	default:
+		in.Halts, err = w.haltsOf(ctx, key, obj.GetResourceVersion(), in.Desired.Entries, content)
 	}
-	if p, _, left, _ := w.progressOf(key, obj, now); p == Rolling && left > 0 {
-		requeue = left
-	}
-	if d.Action == rollout.Pending {
-		requeue = PendingRecheck
-	}
-	return requeue, halted, nil
+	return causes, err
 }
 
-// NotWritten gives back the slot taken for a rollout the reconciler could
-// not write (obj still at version over); the retry asks for one again.
-func (w *Waves) NotWritten(key Key, obj client.Object, d rollout.Decision, over string) {
-	if d.Action == rollout.Roll && obj.GetResourceVersion() == over {
-		w.Release(key)
+// Marked returns the halt obj carries (HaltedAnnotation) as
+// rollout.Input.Halts holds it, with its source's content now, read with
+// content; ok is false when it carries none. A malformed one has no
+// Digest: it holds nothing, and its removal is decided. It returns
+// content's error.
+func Marked(ctx context.Context, obj client.Object, content Content) (h rollout.Halt, ok bool, err error) {
+	v, ok := obj.GetAnnotations()[HaltedAnnotation]
+	if !ok {
+		return rollout.Halt{}, false, nil
 	}
+	read, parsed := ParseHalt(v)
+	if !parsed {
+		return rollout.Halt{Marked: true}, true, nil
+	}
+	h = rollout.Halt{Source: read.Source, Digest: read.Digest, After: read.After, Marked: true}
+	h.Now, err = content(ctx, read.Source)
+	return h, true, err
+}
+
+// haltsOf returns the halts of the failed rollouts in key's namespace of
+// the current content of the sources of entries, each read with content
+// only when a failure of that source is remembered; none when a user
+// removed the hold nudge wrote on key (its version is not the one nudge
+// wrote the hold over).
+func (w *Waves) haltsOf(ctx context.Context, key Key, version string, entries map[refs.Source]fingerprint.Entry, content Content) ([]rollout.Halt, error) {
+	candidates := w.halting(key, version, entries)
+	var out []rollout.Halt
+	for _, src := range candidates {
+		digest, err := content(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		if after, ok := w.failedAfter(key, src, digest); ok {
+			out = append(out, rollout.Halt{Source: src, Digest: digest, Now: digest, After: after})
+		}
+	}
+	return out, nil
+}
+
+// Take takes, just before the reconciler writes a rollout of workload obj
+// named key, the slot rollout.Decide counted on (see Acquire). It returns
+// false when the slot went to another workload meanwhile: the rollout must
+// not be written, and is decided again.
+func (w *Waves) Take(ctx context.Context, key Key, obj client.Object, now time.Time) bool {
+	priority, _ := PriorityOf(obj)
+	return w.Acquire(ctx, key, priority, now)
+}
+
+// Marks returns the annotations the write for decision d of obj sets or
+// removes (nil) for the waves: for Halted, the hold (HaltedAnnotation)
+// unless obj carries it already; for a decision that ends the hold obj
+// carries (Decision.Unhalt), its removal. For a Roll, see Annotate.
+func Marks(obj client.Object, d rollout.Decision) map[string]*string {
+	v, carried := obj.GetAnnotations()[HaltedAnnotation]
+	switch {
+	case d.Action == rollout.Halted:
+		if hold := formatHalt(d.Halt.Source, d.Halt.Digest, d.Halt.After); v != hold {
+			return map[string]*string{HaltedAnnotation: &hold}
+		}
+	case d.Unhalt && carried:
+		return map[string]*string{HaltedAnnotation: nil}
+	}
+	return nil
 }
 
 // Annotate adds to the annotations of the rollout decided by d on workload
 // key the changed sources' content (RolledForAnnotation), marked for the
 // rollout's time annotations[workload.LastRolloutAnnotation] (set it
-// first), and, when the hold has ended, the hold's removal. It returns an
-// error when a source's content cannot be read.
+// first). It returns an error when a source's content cannot be read.
 func (w *Waves) Annotate(ctx context.Context, key Key, annotations map[string]*string, d rollout.Decision, content Content) error {
 	var parts []string
 	for _, src := range d.Changed {
@@ -150,8 +141,36 @@ func (w *Waves) Annotate(ctx context.Context, key Key, annotations map[string]*s
 	}
 	v := formatRolledFor(w.key, key, ptr.Deref(annotations[workload.LastRolloutAnnotation], ""), strings.Join(parts, " "))
 	annotations[RolledForAnnotation] = &v
-	if d.Unhalt {
-		annotations[HaltedAnnotation] = nil
-	}
 	return nil
+}
+
+// Recorded records what became of decision d on workload obj named key,
+// whose write went through (written) or not, obj having been at version
+// over before: the rollout in flight, or its slot given back; the hold
+// written or removed; a Pending workload's wait for a slot. It returns how
+// long until obj should be looked at again while its rollout is in flight
+// (for --rollout-timeout) or waits for a slot, 0 for no need.
+func (w *Waves) Recorded(key Key, obj client.Object, d rollout.Decision, over string, written bool, now time.Time) time.Duration {
+	if w == nil {
+		return 0
+	}
+	w.hold(key, d.Action == rollout.Halted)
+	switch {
+	case d.Action == rollout.Roll && written:
+		w.Rolled(key, over)
+	case d.Action == rollout.Roll:
+		w.Release(key) // not written: retried
+	case d.Action == rollout.Halted && written:
+		w.wroteHold(key, over)
+	case d.Unhalt && written:
+		w.unmark(key)
+	case d.Action == rollout.Pending:
+		priority, _ := PriorityOf(obj)
+		w.Wait(key, priority)
+		return PendingRecheck
+	}
+	if p, _, left, _ := w.progressOf(key, obj, now); p == Rolling && left > 0 {
+		return left
+	}
+	return 0
 }

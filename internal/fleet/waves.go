@@ -48,9 +48,12 @@ type Waves struct {
 	seq      uint64
 	failures map[Key]failure              // see halts.go
 	halts    map[haltKey]map[Key]struct{} // the failed workloads of each content
-	full     bool                         // failures reached maxFailures, and it was logged
-	marked   map[Key]string               // held workloads: the version nudge wrote the hold over
-	held     map[Key]bool
+	// sourcesHalted counts, by namespace and source (haltKey with no
+	// digest), the failures of halts: which sources' content to read.
+	sourcesHalted map[haltKey]int
+	full          bool           // failures reached maxFailures, and it was logged
+	marked        map[Key]string // held workloads: the version nudge wrote the hold over
+	held          map[Key]bool
 
 	pending, halted prometheus.Gauge
 }
@@ -85,11 +88,6 @@ type queued struct {
 	pending  bool
 }
 
-// halt is a failed rollout of one content of a source: Digest (see
-// sources.ContentDigest) and the workload whose rollout failed (After,
-// e.g. "Deployment shop/web").
-type halt struct{ Digest, After string }
-
 // NewWaves returns a Waves allowing max rollouts in flight, each failing
 // after timeout (0: only a Deployment's progress deadline fails it), that
 // marks and checks RolledForAnnotation with key, with its gauges
@@ -102,7 +100,7 @@ func NewWaves(reg prometheus.Registerer, max int, timeout time.Duration, key fin
 	w := &Waves{
 		max: max, timeout: timeout, key: key,
 		kinds: map[string]*waveKind{}, inflight: map[Key]flight{}, queue: map[Key]*queued{},
-		failures: map[Key]failure{}, halts: map[haltKey]map[Key]struct{}{}, marked: map[Key]string{}, held: map[Key]bool{},
+		failures: map[Key]failure{}, halts: map[haltKey]map[Key]struct{}{}, sourcesHalted: map[haltKey]int{}, marked: map[Key]string{}, held: map[Key]bool{},
 		pending: prometheus.NewGauge(prometheus.GaugeOpts{Name: "nudge_pending_rollouts",
 			Help: "Workloads waiting for a rollout slot (--max-concurrent-rollouts)."}),
 		halted: prometheus.NewGauge(prometheus.GaugeOpts{Name: "nudge_halted_workloads",
@@ -225,20 +223,8 @@ func (w *Waves) Acquire(ctx context.Context, key Key, priority int, now time.Tim
 	if _, ok := w.inflight[key]; ok {
 		return true
 	}
-	q := w.queue[key]
-	if q == nil {
-		w.seq++
-		q = &queued{seq: w.seq}
-		w.queue[key] = q
-	}
-	q.priority = priority
-	ahead := 0
-	for k, o := range w.queue {
-		if k != key && before(o, q) {
-			ahead++
-		}
-	}
-	if len(w.inflight)+ahead < w.max {
+	q := w.enqueue(key, priority)
+	if w.free(key, q) {
 		delete(w.queue, key)
 		w.inflight[key] = flight{}
 		w.gauge()
@@ -247,6 +233,67 @@ func (w *Waves) Acquire(ctx context.Context, key Key, priority int, now time.Tim
 	q.pending = true
 	w.gauge()
 	return false
+}
+
+// Free reports whether workload key of the given priority may take a slot
+// now (see Acquire), taking none.
+func (w *Waves) Free(key Key, priority int) bool {
+	if w == nil {
+		return true
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.inflight[key]; ok {
+		return true
+	}
+	q := w.queue[key]
+	if q == nil {
+		q = &queued{priority: priority, seq: w.seq + 1}
+	}
+	q.priority = priority
+	return w.free(key, q)
+}
+
+// Wait records that workload key of the given priority waits for a slot
+// (Pending): it is enqueued again when its turn comes.
+func (w *Waves) Wait(key Key, priority int) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.inflight[key]; ok {
+		return
+	}
+	w.enqueue(key, priority).pending = true
+	w.gauge()
+}
+
+// enqueue returns key's place among the workloads that rank for a slot,
+// made the last when it has none, with the given priority. Called with
+// w.mu held.
+func (w *Waves) enqueue(key Key, priority int) *queued {
+	q := w.queue[key]
+	if q == nil {
+		w.seq++
+		q = &queued{seq: w.seq}
+		w.queue[key] = q
+	}
+	q.priority = priority
+	return q
+}
+
+// free reports whether a slot is free for key, ranking as q: the rollouts
+// in flight and the workloads ranking before it leave one. Called with
+// w.mu held.
+func (w *Waves) free(key Key, q *queued) bool {
+	ahead := 0
+	for k, o := range w.queue {
+		if k != key && before(o, q) {
+			ahead++
+		}
+	}
+	return len(w.inflight)+ahead < w.max
 }
 
 // before reports whether a ranks before b: higher priority, then first come.
@@ -290,6 +337,22 @@ func (w *Waves) Expect(key Key, priority int) {
 	if _, ok := w.queue[key]; !ok {
 		w.seq++
 		w.queue[key] = &queued{priority: priority, seq: w.seq}
+	}
+}
+
+// ExpectEach ranks, as Expect, the workloads reqs of kind, read from c
+// (those it cannot read are left out); it does nothing on a nil Waves.
+func (w *Waves) ExpectEach(ctx context.Context, c client.Reader, kind workload.Kind, reqs []reconcile.Request) {
+	if w == nil {
+		return
+	}
+	for _, req := range reqs {
+		obj := kind.New()
+		if err := c.Get(ctx, req.NamespacedName, obj); err != nil {
+			continue
+		}
+		priority, _ := PriorityOf(obj)
+		w.Expect(Key{Kind: kind.Name(), NamespacedName: req.NamespacedName}, priority)
 	}
 }
 

@@ -110,6 +110,9 @@ type Reporter interface {
 type Recreator struct {
 	// Client reads from the cache and writes to the API.
 	Client client.Client
+	// Reader reads from the API directly: the cache holds a Job's pod
+	// template trimmed, and a Job is re-created from the API's.
+	Reader client.Reader
 	// Journal, when not nil, keeps the Jobs deleted and not created yet
 	// across a stop of nudge.
 	Journal *Journal
@@ -135,7 +138,17 @@ type Recreator struct {
 // Between the delete and the create the new Job lives in r.Journal, so that
 // a stop of nudge in between loses nothing (see Journal); a Job the
 // journal cannot take is kept, as a refused one is.
-func (r *Recreator) Recreate(ctx context.Context, rep Reporter, old *batchv1.Job, c workload.Change, stamp string, changed []refs.Source) error {
+//
+// The Job is read from the API server (r.Reader): a conflict is returned
+// when it is no longer the version cached was.
+func (r *Recreator) Recreate(ctx context.Context, rep Reporter, cached client.Object, c workload.Change, stamp string, changed []refs.Source) error {
+	old := &batchv1.Job{}
+	if err := r.Reader.Get(ctx, client.ObjectKeyFromObject(cached), old); err != nil {
+		return err
+	}
+	if old.ResourceVersion != cached.GetResourceVersion() {
+		return apierrors.NewConflict(batchv1.Resource("jobs"), old.Name, errors.New("the Job changed since it was read"))
+	}
 	job := newJob(old, c, stamp, changed)
 	key := client.ObjectKeyFromObject(job)
 	if err := r.admitted(ctx, job); err != nil {
@@ -276,17 +289,34 @@ func (r *Recreator) createPendingJob(ctx context.Context, rep Reporter, key type
 	return r.forgetPendingJob(ctx, key)
 }
 
-// Pending handles a reconcile of a name whose Job nudge deleted and
-// has not created again: when no Job of that name exists, it creates it;
-// while the deleted one lingers, it looks again shortly. It reports whether
-// it handled the request; once another Job of that name exists (nudge's, or
-// one made meanwhile by someone else), it forgets the pending one and the
-// reconcile goes on as usual. So does a Job read from the journal whose old
-// Job stands undeleted: nudge stopped before the delete, and the reconcile
-// decides afresh. A name without a Job forgets its refusal.
-func (r *Recreator) Pending(ctx context.Context, rep Reporter, key types.NamespacedName, obj client.Object, getErr error) (bool, ctrl.Result, error) {
+// Step is what a Job nudge deleted and has not created again asks of a
+// reconcile of its name (see Pending).
+type Step int
+
+const (
+	// Proceed: no Job of that name is pending; the reconcile goes on as
+	// usual.
+	Proceed Step = iota
+	// Create: no Job of that name exists: create the pending one, and do
+	// nothing else.
+	Create
+	// Linger: the deleted Job lingers: look again shortly, and do nothing
+	// else.
+	Linger
+	// Forget: another Job of that name exists (nudge's, or one made
+	// meanwhile by someone else): forget the pending one, then go on as
+	// usual.
+	Forget
+)
+
+// Pending returns what a reconcile of key, whose Get returned obj and
+// getErr, must do for a Job nudge deleted and has not created again (see
+// Carry). A Job read from the journal whose old Job stands undeleted asks
+// Forget: nudge stopped before the delete, and the reconcile decides
+// afresh. A name without a Job forgets its refusal. It makes no request.
+func (r *Recreator) Pending(key types.NamespacedName, obj client.Object, getErr error) Step {
 	if r == nil {
-		return false, ctrl.Result{}, nil
+		return Proceed
 	}
 	p, ok := r.jobs.get(key)
 	switch {
@@ -294,17 +324,31 @@ func (r *Recreator) Pending(ctx context.Context, rep Reporter, key types.Namespa
 		if apierrors.IsNotFound(getErr) {
 			r.jobs.refusal(key, "")
 		}
-		return false, ctrl.Result{}, nil
+		return Proceed
 	case apierrors.IsNotFound(getErr):
-		return true, ctrl.Result{}, r.createPendingJob(ctx, rep, key)
+		return Create
 	case getErr == nil && obj.GetUID() == p.oldUID && !(p.journaled && obj.GetDeletionTimestamp() == nil):
-		return true, ctrl.Result{RequeueAfter: 250 * time.Millisecond}, nil
+		return Linger
 	case getErr == nil:
-		if err := r.forgetPendingJob(ctx, key); err != nil {
-			return true, ctrl.Result{}, err
-		}
+		return Forget
 	}
-	return false, ctrl.Result{}, nil
+	return Proceed
+}
+
+// Carry does what step asks for key (see Pending): creates the pending Job
+// (Create), asks to be called back shortly (Linger), or forgets the pending
+// Job in the journal and in memory (Forget). It returns the API server's
+// error.
+func (r *Recreator) Carry(ctx context.Context, rep Reporter, key types.NamespacedName, step Step) (ctrl.Result, error) {
+	switch step {
+	case Create:
+		return ctrl.Result{}, r.createPendingJob(ctx, rep, key)
+	case Linger:
+		return ctrl.Result{RequeueAfter: 250 * time.Millisecond}, nil
+	case Forget:
+		return ctrl.Result{}, r.forgetPendingJob(ctx, key)
+	}
+	return ctrl.Result{}, nil
 }
 
 // StartFromCronJob starts a Job from the CronJob's (just updated) job

@@ -46,6 +46,10 @@ type birth struct {
 	// "" if none: only an applied state of its own can have been read
 	// from a cache behind the workload's creation (see Settled).
 	baseline string
+	// pristine lists the sources that baseline read at a version no later
+	// than the creation's: it holds what the pods started with, so a
+	// later change of one changes its digest, and it is young no more.
+	pristine []refs.Source
 }
 
 // Old reports whether the creation was seen more than sources.Young before
@@ -105,7 +109,8 @@ func (b *Births) Young(key types.NamespacedName, reads []Read, changes *sources.
 			continue
 		}
 		if slices.Contains(e.held, r.Source) ||
-			!slices.Contains(e.entered, r.Source) && changes.After(r.Reference, e.version, r.AbsenceCounts, now) {
+			!slices.Contains(e.entered, r.Source) && !slices.Contains(e.pristine, r.Source) &&
+				changes.After(r.Reference, e.version, r.AbsenceCounts, now) {
 			out = append(out, r.Source)
 		}
 	}
@@ -201,6 +206,28 @@ func (b *Births) Decided(key types.NamespacedName, young []refs.Source, d rollou
 		}
 		b.of.Put(key, e, now)
 	}
+}
+
+// Baselined records, after a baseline of key written from sources read at
+// versions (each one's resourceVersion), those read at or before key's
+// creation as pristine: the applied state holds the content the pods
+// started with, so a change of one after the creation is a change of its
+// digest, rolled as any, and one undone before it rolled (a deletion, then
+// the same content created again) is none. Young passes them by.
+func (b *Births) Baselined(key types.NamespacedName, versions map[refs.Source]string, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.of.Get(key, now)
+	if !ok {
+		return
+	}
+	e.pristine = nil
+	for src, v := range versions {
+		if n, err := resourceversion.CompareResourceVersion(v, e.version); err == nil && n <= 0 {
+			e.pristine = append(e.pristine, src)
+		}
+	}
+	b.of.Put(key, e, now)
 }
 
 // Forget drops what is known of key (deleted, or not opted in: opting in

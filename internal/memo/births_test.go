@@ -107,6 +107,19 @@ func TestBirths(t *testing.T) {
 			},
 			want: []refs.Source{app},
 		},
+		"a source a baseline read as it was at the creation is young no more: its change is one of its digest": {
+			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				b.Baselined(web, map[refs.Source]string{app: "90"}, t0)
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+			},
+		},
+		"one a baseline read after a change since the creation stays young": {
+			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				b.Baselined(web, map[refs.Source]string{app: "105"}, t0)
+			},
+			want: []refs.Source{app},
+		},
 		"a minute after the creation the workload is old": {
 			steps: func(_ *Births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})

@@ -17,12 +17,6 @@ type Workloads struct {
 	Unrolled Unrolled
 	// Births are the workloads seen created, for first sight (rule 3).
 	Births Births
-	// Lag counts the reconciles in a row that found the cache behind the
-	// API server.
-	Lag Lag
-	// Handover counts the reconciles in a row that found the cache behind
-	// the API server where a rollout may not trust it.
-	Handover Lag
 	// Producers are when each workload began to wait for a Secret's
 	// producer to be ready (the producer-ready gate).
 	Producers Producers
@@ -44,8 +38,6 @@ func (w *Workloads) Forget(key types.NamespacedName) {
 	w.History.Forget(key)
 	w.Taken.Forget(key)
 	w.Unrolled.Forget(key)
-	w.Lag.Forget(key)
-	w.Handover.Forget(key)
 	w.Births.Forget(key)
 	w.Producers.Forget(key)
 }

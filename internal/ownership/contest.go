@@ -74,13 +74,11 @@ func (t *Takeovers) Took(key types.NamespacedName, in rollout.Input, own string)
 	}
 }
 
-// Contested returns, when decision d would take key's state over from
-// another key than own within contestWindow of nudge's own takeover, how
-// long to leave it alone and the Warning to give; else 0.
-func (t *Takeovers) Contested(key types.NamespacedName, in rollout.Input, d rollout.Decision, own string) (time.Duration, record.Cause) {
-	if d.Action != rollout.Baseline {
-		return 0, record.Cause{}
-	}
+// Contested returns, when the state in holds is another key's than own,
+// written over the one nudge took over from it less than contestWindow
+// ago, how long to leave key alone (rollout.Input.Contested) and the
+// Warning to give when rollout.Decide says so; else 0.
+func (t *Takeovers) Contested(key types.NamespacedName, in rollout.Input, own string) (time.Duration, record.Cause) {
 	other := foreignKey(in, own)
 	if other == "" {
 		return 0, record.Cause{}

@@ -27,34 +27,29 @@ func TestTakeovers(t *testing.T) {
 			{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}: {Digest: "d"},
 		}}.Format("shop")
 	}
-	baseline := rollout.Decision{Action: rollout.Baseline, FirstSight: true}
 	tests := map[string]struct {
 		took     string // the applied state nudge's baseline replaced at start, if any
 		applied  string // the applied state found after
 		after    time.Duration
-		decision rollout.Decision
 		wantWait time.Duration
 	}{
 		"another key's state, never taken over before, is written (a handover)": {
-			applied: state(other), after: time.Minute, decision: baseline,
+			applied: state(other), after: time.Minute,
 		},
 		"another key's state back a minute after nudge took it over is left alone for the rest of the window": {
-			took: state(other), applied: state(other), after: time.Minute, decision: baseline, wantWait: contestWindow - time.Minute,
+			took: state(other), applied: state(other), after: time.Minute, wantWait: contestWindow - time.Minute,
 		},
 		"another key's state back after the window is written again": {
-			took: state(other), applied: state(other), after: contestWindow, decision: baseline,
+			took: state(other), applied: state(other), after: contestWindow,
 		},
 		"a takeover of an unkeyed workload (no state) is no contest": {
-			took: "", applied: state(other), after: time.Minute, decision: baseline,
+			took: "", applied: state(other), after: time.Minute,
 		},
 		"a state of nudge's own key is no contest": {
-			took: state(other), applied: state(own), after: time.Minute, decision: baseline,
+			took: state(other), applied: state(own), after: time.Minute,
 		},
 		"an unreadable state is no contest": {
-			took: state(other), applied: "garbage", after: time.Minute, decision: baseline,
-		},
-		"only a baseline is held, never a rollout": {
-			took: state(other), applied: state(other), after: time.Minute, decision: rollout.Decision{Action: rollout.Roll},
+			took: state(other), applied: "garbage", after: time.Minute,
 		},
 	}
 	for name, tc := range tests {
@@ -62,7 +57,7 @@ func TestTakeovers(t *testing.T) {
 			g := NewWithT(t)
 			var tk Takeovers
 			tk.Took(key, rollout.Input{Applied: tc.took, Namespace: "shop", Now: start}, own)
-			wait, c := tk.Contested(key, rollout.Input{Applied: tc.applied, Namespace: "shop", Now: start.Add(tc.after)}, tc.decision, own)
+			wait, c := tk.Contested(key, rollout.Input{Applied: tc.applied, Namespace: "shop", Now: start.Add(tc.after)}, own)
 			g.Expect(wait).To(Equal(tc.wantWait))
 			if tc.wantWait > 0 {
 				g.Expect(c.Reason).To(Equal(record.ReasonStateContested))

@@ -1,5 +1,7 @@
 package record
 
+import "nudge.dev/nudge/internal/eviction"
+
 // Reasons of the Events nudge records. They are API: alerts and dashboards
 // match on them, and nudge_warnings_total counts Warnings by them.
 const (
@@ -30,7 +32,7 @@ const (
 	// Deployment: nudge cannot read its pod template, and rolls nothing.
 	ReasonWorkloadRefMissing = "WorkloadRefMissing"
 	// ReasonMalformedAnnotation: an annotation of a dialect could not be read.
-	ReasonMalformedAnnotation = "MalformedAnnotation"
+	ReasonMalformedAnnotation = eviction.ReasonMalformed
 	// ReasonNamespaceNotWatched: a source is in a namespace nudge does not
 	// watch.
 	ReasonNamespaceNotWatched = "NamespaceNotWatched"
@@ -67,14 +69,14 @@ const (
 	// ReasonEvictionBlocked: a PodDisruptionBudget refused the eviction of
 	// a pod of a restart through the Eviction API; the note names it, and
 	// the eviction is tried again with backoff.
-	ReasonEvictionBlocked = "EvictionBlocked"
+	ReasonEvictionBlocked = eviction.ReasonBlocked
 	// ReasonRestartHalted: a restart through the Eviction API halted, a
 	// replacement pod not Ready within --rollout-timeout.
-	ReasonRestartHalted = "RestartHalted"
+	ReasonRestartHalted = eviction.ReasonHalted
 	// ReasonEvictionOff: a workload asks for restarts through the Eviction
 	// API (nudge.dev/rollout-strategy "evict") while nudge runs without
 	// --enable-eviction; only its template is changed.
-	ReasonEvictionOff = "EvictionOff"
+	ReasonEvictionOff = eviction.ReasonOff
 )
 
 // Cause is one reason a workload deserves a Warning: an Event's reason and

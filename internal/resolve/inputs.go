@@ -17,6 +17,7 @@ import (
 	"nudge.dev/nudge/internal/dialect"
 	"nudge.dev/nudge/internal/fingerprint"
 	"nudge.dev/nudge/internal/maintenance"
+	"nudge.dev/nudge/internal/memo"
 	"nudge.dev/nudge/internal/ownership"
 	"nudge.dev/nudge/internal/producer"
 	"nudge.dev/nudge/internal/refs"
@@ -339,4 +340,41 @@ func (r Selector) Get(ctx context.Context, s refs.Source) (client.Object, error)
 	}
 	err := r.Reader.Get(ctx, types.NamespacedName{Namespace: s.Namespace, Name: s.Name}, obj)
 	return obj, err
+}
+
+// ContentDigest returns sources.ContentDigest of src as the cache holds it
+// now, "" for kinds of source other than ConfigMaps and Secrets. It returns
+// the cache's error.
+func (r Resolver) ContentDigest(ctx context.Context, src refs.Source) (string, error) {
+	if src.Kind != refs.ConfigMap && src.Kind != refs.Secret {
+		return "", nil
+	}
+	obj, err := r.Get(ctx, src)
+	switch {
+	case apierrors.IsNotFound(err):
+		return sources.ContentDigest(r.Key, src, nil), nil
+	case err != nil:
+		return "", fmt.Errorf("reading %s: %w", src, err)
+	}
+	return sources.ContentDigest(r.Key, src, obj), nil
+}
+
+// Reads returns, of the references resolved, those whose content the
+// workload's pods read or whose absence they start with (Counted, or a
+// source that does not exist), for first sight (see memo.Births.Young),
+// and the resourceVersion of each Counted source.
+func Reads(resolved []Resolved) ([]memo.Read, map[refs.Source]string) {
+	var reads []memo.Read
+	versions := map[refs.Source]string{}
+	for _, c := range resolved {
+		switch c.Outcome {
+		case Counted:
+			versions[c.Source] = c.Version
+		case AbsentOptional, Missing, Kept:
+		default:
+			continue
+		}
+		reads = append(reads, memo.Read{Reference: c.Reference, AbsenceCounts: c.AbsenceCounts})
+	}
+	return reads, versions
 }

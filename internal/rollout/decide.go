@@ -75,9 +75,14 @@ const (
 	// reconciler carries out Decision.Restart, its plan (evict pods now,
 	// wait for a replacement, record that it is done or halted).
 	Evict
+	// Contested: a first sight would replace the state of another
+	// fingerprint key that replaced nudge's own within the contest window
+	// (see Input.Contested). Nothing is written; the workload is looked at
+	// again after RequeueAfter.
+	Contested
 )
 
-var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored", "Pending", "Halted", "Deferred", "Braked", "Gated", "Paused", "Evict"}
+var actionNames = [...]string{"None", "Baseline", "Roll", "Wait", "Hold", "Restored", "Pending", "Halted", "Deferred", "Braked", "Gated", "Paused", "Evict", "Contested"}
 
 // String returns the action's name, "Action(N)" for a number that names
 // none.
@@ -91,11 +96,12 @@ func (a Action) String() string {
 // Waits reports whether a leaves a change pending with nothing of it
 // written: the workload rolls later, when what holds it ends (the window,
 // a missing source, a slot, a halt, a maintenance window, the storm brake,
-// a producer, a pause). What is remembered of the change (memo.Births' young
-// sources) must outlive such a decision.
+// a producer, a pause), or leaves the first sight to later (a contest).
+// What is remembered of the change (memo.Births' young sources) must
+// outlive such a decision.
 func (a Action) Waits() bool {
 	switch a {
-	case Wait, Hold, Pending, Halted, Deferred, Braked, Gated, Paused:
+	case Wait, Hold, Pending, Halted, Deferred, Braked, Gated, Paused, Contested:
 		return true
 	}
 	return false
@@ -180,17 +186,18 @@ type Input struct {
 	Changes []time.Time
 
 	// Waves is true when --max-concurrent-rollouts bounds the rollouts in
-	// flight; Slot then says whether this workload may take one now.
+	// flight; Slot then says whether a slot is free for this workload now
+	// (the reconciler takes it just before it writes the rollout).
 	Waves, Slot bool
-	// Halted is the keyed digest of HaltedSource's content the workload is
-	// halted for, "" when it is not: the digest of its nudge.dev/halted
-	// annotation, or of a rollout of that content that failed elsewhere.
-	Halted string
-	// HaltedSource is the source Halted is a digest of.
-	HaltedSource refs.Source
-	// HaltedNow is HaltedSource's digest now, in Halted's form: when it
-	// differs, the source changed again and the halt has ended.
-	HaltedNow string
+	// Halts are the halts that may hold the workload's rollout: the one its
+	// nudge.dev/halted annotation records (Marked), or else the failed
+	// rollouts elsewhere of its sources' current content (see fleet.Waves).
+	Halts []Halt
+	// Contested, when not zero, says that the applied state is another
+	// fingerprint key's, written over the state this nudge took over from
+	// it less than the contest window ago (see ownership.Takeovers): a
+	// first sight that would replace it again is Contested, for this long.
+	Contested time.Duration
 
 	// Gates are what the gates a rollout passes beyond the window need
 	// (see gate).
@@ -206,6 +213,29 @@ type Input struct {
 	// its pods as the reconciler listed them: with no change pending, the
 	// decision is Evict with its plan.
 	Restart *eviction.Input
+}
+
+// Halt is a halt of a workload's rollouts for one content of one source:
+// a rollout of that content failed elsewhere (rule 11).
+type Halt struct {
+	// Source is the source whose content is halted.
+	Source refs.Source
+	// Digest is the keyed digest of the content halted
+	// (sources.ContentDigest's form), and Now that of Source's content
+	// now: when they differ, the source changed again and the halt has
+	// ended.
+	Digest, Now string
+	// After names the workload whose rollout failed: "Deployment shop/web".
+	After string
+	// Marked is true for the halt the workload carries (nudge.dev/halted;
+	// a malformed one has Digest "" ): when it holds nothing, its removal is
+	// decided (Decision.Unhalt).
+	Marked bool
+}
+
+// holds reports whether h holds a change of the sources changed.
+func (h Halt) holds(changed []refs.Source) bool {
+	return h.Digest != "" && h.Digest == h.Now && slices.Contains(changed, h.Source)
 }
 
 // Decision is Decide's answer.
@@ -226,6 +256,8 @@ type Decision struct {
 	// source changed again): the reconciler removes it, with the rollout
 	// when there is one.
 	Unhalt bool
+	// Halt is, for Halted, the halt that holds the change.
+	Halt Halt
 	// Recheck is true for a Roll the source's own event did not bring: it
 	// trails a burst (its wait ended, see Input.Changes) or catches up a
 	// change nudge did not see happen (none is remembered, as after a
@@ -268,11 +300,13 @@ type Decision struct {
 // same digest. A settled source (Input.Settled) is no change: its new
 // digest is baselined.
 //
-// A change that would roll, or wait for its burst to end, is Paused while a
-// pause holds it (Input.Pauses): a pause is its owner's word, so it holds
-// whatever else would have; it does not hold a missing source's Hold, which
-// warns. Then a change that would roll is Halted while the workload is halted for the
-// current content of one of the changed sources (Input.Halted); then
+// A first sight that would replace another key's state contested within
+// the contest window is Contested (Input.Contested). A change that would
+// roll, or wait for its burst to end, is Paused while a pause holds it
+// (Input.Pauses): a pause is its owner's word, so it holds whatever else
+// would have; it does not hold a missing source's Hold, which warns. Then
+// a change that would roll is Halted while a halt holds the current
+// content of one of the changed sources (Input.Halts); then
 // Deferred outside its maintenance window, Braked past its storm budget,
 // Gated while a producer is not ready (see gate); and Pending while waves
 // are on and no slot is free. A halt whose source has changed
@@ -297,13 +331,17 @@ func Decide(in Input) Decision {
 // decideChange is Decide without the restart.
 func decideChange(in Input) Decision {
 	d := decide(in)
-	halted := in.Halted != "" && in.Halted == in.HaltedNow && slices.Contains(d.Changed, in.HaltedSource)
+	if d.Action == Baseline && d.FirstSight && in.Contested > 0 {
+		return Decision{Action: Contested, RequeueAfter: in.Contested}
+	}
+	i := slices.IndexFunc(in.Halts, func(h Halt) bool { return h.holds(d.Changed) })
+	marked := slices.ContainsFunc(in.Halts, func(h Halt) bool { return h.Marked })
 	switch {
 	case (d.Action == Roll || d.Action == Wait) && in.pauses(d.Changed):
-		return Decision{Action: Paused, Changed: d.Changed, Unhalt: in.Halted != "" && !halted}
-	case halted && (d.Action == Roll || d.Action == Wait):
-		return Decision{Action: Halted, Changed: d.Changed}
-	case in.Halted != "" && !halted:
+		return Decision{Action: Paused, Changed: d.Changed, Unhalt: i < 0 && marked}
+	case i >= 0 && (d.Action == Roll || d.Action == Wait):
+		return Decision{Action: Halted, Changed: d.Changed, Halt: in.Halts[i]}
+	case i < 0 && marked:
 		d.Unhalt = true
 	}
 	if d.Action != Roll {

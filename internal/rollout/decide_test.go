@@ -40,6 +40,7 @@ func TestDecide(t *testing.T) {
 		wantAfter   time.Duration
 		wantUnhalt  bool
 		wantEntered []refs.Source
+		wantHalt    rollout.Halt
 	}{
 		"first sight records the baseline and never rolls": {
 			in:        rollout.Input{Desired: state("k", base)},
@@ -486,41 +487,37 @@ func TestDecide(t *testing.T) {
 		},
 		"a change of the halted content is halted": {
 			in: rollout.Input{
-				Applied:      applied("k", base),
-				Desired:      state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
-				Waves:        true,
-				Slot:         true,
-				Halted:       "k.h1",
-				HaltedSource: cm,
-				HaltedNow:    "k.h1",
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Waves:   true,
+				Slot:    true,
+				Halts:   []rollout.Halt{{Source: cm, Digest: "k.h1", Now: "k.h1", Marked: true}},
 			},
 			want:        rollout.Halted,
 			wantChanged: []refs.Source{cm},
+			wantHalt:    rollout.Halt{Source: cm, Digest: "k.h1", Now: "k.h1", Marked: true},
 		},
 		"a halted change inside the window is halted, not waiting": {
 			in: rollout.Input{
-				Applied:      applied("k", base),
-				Desired:      state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
-				LastRollout:  t0,
-				Now:          t0.Add(time.Second),
-				Window:       5 * time.Second,
-				Changes:      []time.Time{t0.Add(900 * time.Millisecond), t0.Add(950 * time.Millisecond)},
-				Halted:       "k.h1",
-				HaltedSource: cm,
-				HaltedNow:    "k.h1",
+				Applied:     applied("k", base),
+				Desired:     state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				LastRollout: t0,
+				Now:         t0.Add(time.Second),
+				Window:      5 * time.Second,
+				Changes:     []time.Time{t0.Add(900 * time.Millisecond), t0.Add(950 * time.Millisecond)},
+				Halts:       []rollout.Halt{{Source: cm, Digest: "k.h1", Now: "k.h1", Marked: true}},
 			},
 			want:        rollout.Halted,
 			wantChanged: []refs.Source{cm},
+			wantHalt:    rollout.Halt{Source: cm, Digest: "k.h1", Now: "k.h1", Marked: true},
 		},
 		"a halt ends when its source changes again: the change rolls and the hold is removed": {
 			in: rollout.Input{
-				Applied:      applied("k", base),
-				Desired:      state("k", entries{cm: {Digest: "dddd"}, secret: {Shape: "k1", Digest: "bbbb"}}),
-				Waves:        true,
-				Slot:         true,
-				Halted:       "k.h1",
-				HaltedSource: cm,
-				HaltedNow:    "k.h2",
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "dddd"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Waves:   true,
+				Slot:    true,
+				Halts:   []rollout.Halt{{Source: cm, Digest: "k.h1", Now: "k.h2", Marked: true}},
 			},
 			want:        rollout.Roll,
 			wantChanged: []refs.Source{cm},
@@ -529,12 +526,10 @@ func TestDecide(t *testing.T) {
 		},
 		"a hold that has ended waits for a slot like any change": {
 			in: rollout.Input{
-				Applied:      applied("k", base),
-				Desired:      state("k", entries{cm: {Digest: "dddd"}, secret: {Shape: "k1", Digest: "bbbb"}}),
-				Waves:        true,
-				Halted:       "k.h1",
-				HaltedSource: cm,
-				HaltedNow:    "k.h2",
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "dddd"}, secret: {Shape: "k1", Digest: "bbbb"}}),
+				Waves:   true,
+				Halts:   []rollout.Halt{{Source: cm, Digest: "k.h1", Now: "k.h2", Marked: true}},
 			},
 			want:        rollout.Pending,
 			wantChanged: []refs.Source{cm},
@@ -542,25 +537,74 @@ func TestDecide(t *testing.T) {
 		},
 		"a halt of a source the change does not touch holds nothing and is removed": {
 			in: rollout.Input{
-				Applied:      applied("k", base),
-				Desired:      state("k", entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "eeee"}}),
-				Halted:       "k.h1",
-				HaltedSource: cm,
-				HaltedNow:    "k.h1",
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "eeee"}}),
+				Halts:   []rollout.Halt{{Source: cm, Digest: "k.h1", Now: "k.h1", Marked: true}},
 			},
 			want:        rollout.Roll,
 			wantChanged: []refs.Source{secret},
 			wantWrite:   entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "eeee"}},
 			wantUnhalt:  true,
 		},
+		"a failed rollout elsewhere of a changed source's content halts the change": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "cccc"}, secret: {Shape: "k1", Digest: "eeee"}}),
+				Waves:   true,
+				Slot:    true,
+				Halts: []rollout.Halt{
+					{Source: other, Digest: "k.h9", Now: "k.h9", After: "Deployment shop/a"},
+					{Source: secret, Digest: "k.h2", Now: "k.h2", After: "Deployment shop/b"},
+				},
+			},
+			want:        rollout.Halted,
+			wantChanged: []refs.Source{cm, secret},
+			wantHalt:    rollout.Halt{Source: secret, Digest: "k.h2", Now: "k.h2", After: "Deployment shop/b"},
+		},
+		"a failed rollout elsewhere of another content halts nothing, and nothing is removed": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", changedCM.Entries),
+				Halts:   []rollout.Halt{{Source: cm, Digest: "k.h1", Now: "k.h2", After: "Deployment shop/a"}},
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   changedCM.Entries,
+		},
+		"a malformed hold the workload carries holds nothing and is removed": {
+			in: rollout.Input{
+				Applied: applied("k", base),
+				Desired: state("k", base),
+				Halts:   []rollout.Halt{{Marked: true}},
+			},
+			want:       rollout.None,
+			wantUnhalt: true,
+		},
+		"a first sight that would replace a contested state of another key writes nothing": {
+			in: rollout.Input{
+				Applied:   applied("other", base),
+				Desired:   state("k", base),
+				Contested: 3 * time.Minute,
+			},
+			want:      rollout.Contested,
+			wantAfter: 3 * time.Minute,
+		},
+		"a contest does not hold a change of nudge's own state": {
+			in: rollout.Input{
+				Applied:   applied("k", base),
+				Desired:   changedCM,
+				Contested: 3 * time.Minute,
+			},
+			want:        rollout.Roll,
+			wantChanged: []refs.Source{cm},
+			wantWrite:   changedCM.Entries,
+		},
 		"a halted change whose required source is missing is held, keeping the halt": {
 			in: rollout.Input{
-				Applied:      applied("k", base),
-				Desired:      state("k", entries{cm: {Digest: "cccc"}}),
-				Missing:      []refs.Reference{{Source: secret, Keys: []string{"p"}}},
-				Halted:       "k.h1",
-				HaltedSource: cm,
-				HaltedNow:    "k.h1",
+				Applied: applied("k", base),
+				Desired: state("k", entries{cm: {Digest: "cccc"}}),
+				Missing: []refs.Reference{{Source: secret, Keys: []string{"p"}}},
+				Halts:   []rollout.Halt{{Source: cm, Digest: "k.h1", Now: "k.h1", Marked: true}},
 			},
 			want:        rollout.Hold,
 			wantChanged: []refs.Source{cm},
@@ -578,6 +622,7 @@ func TestDecide(t *testing.T) {
 			g.Expect(d.RequeueAfter).To(Equal(tc.wantAfter), "requeue after")
 			g.Expect(d.Unhalt).To(Equal(tc.wantUnhalt), "unhalt")
 			g.Expect(d.Entered).To(Equal(tc.wantEntered), "entered")
+			g.Expect(d.Halt).To(Equal(tc.wantHalt), "halt")
 			if tc.wantWrite != nil {
 				g.Expect(d.Write.Entries).To(Equal(tc.wantWrite), "write")
 				g.Expect(d.Write.KeyID).To(Equal("k"), "write key")
@@ -656,7 +701,7 @@ func TestActionWaits(t *testing.T) {
 	waits := map[rollout.Action]bool{
 		rollout.None: false, rollout.Baseline: false, rollout.Roll: false, rollout.Restored: false,
 		rollout.Wait: true, rollout.Hold: true, rollout.Pending: true, rollout.Halted: true,
-		rollout.Deferred: true, rollout.Braked: true, rollout.Gated: true, rollout.Paused: true, rollout.Evict: false,
+		rollout.Deferred: true, rollout.Braked: true, rollout.Gated: true, rollout.Paused: true, rollout.Evict: false, rollout.Contested: true,
 	}
 	for a := rollout.None; !strings.HasPrefix(a.String(), "Action("); a++ {
 		want, ok := waits[a]

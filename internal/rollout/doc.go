@@ -17,6 +17,7 @@
 //   - Paused: nudge.dev/paused holds it (workload, Namespace or source).
 //   - Evict: a restart of the pods through the Eviction API goes on
 //     (evict, wait for a replacement, done, or halted).
+//   - Contested: another key's state, contested, is left alone.
 //
 // The reconciler gathers those inputs and performs the writes; which
 // writes each action makes is the table "What each action writes" in

@@ -123,14 +123,14 @@ func TestPause(t *testing.T) {
 		},
 		"a pause holds a halted change, and the halt stays": {
 			in: changed(func(in *rollout.Input) {
-				in.Halted, in.HaltedSource, in.HaltedNow, in.PausedBy = "k.h1", cm, "k.h1", rollout.PausedWorkload
+				in.Halts, in.PausedBy = []rollout.Halt{{Source: cm, Digest: "k.h1", Now: "k.h1", Marked: true}}, rollout.PausedWorkload
 			}),
 			want:        rollout.Paused,
 			wantChanged: []refs.Source{cm},
 		},
 		"a halt that has ended is removed while paused": {
 			in: changed(func(in *rollout.Input) {
-				in.Halted, in.HaltedSource, in.HaltedNow, in.PausedBy = "k.h1", cm, "k.h2", rollout.PausedWorkload
+				in.Halts, in.PausedBy = []rollout.Halt{{Source: cm, Digest: "k.h1", Now: "k.h2", Marked: true}}, rollout.PausedWorkload
 			}),
 			want:        rollout.Paused,
 			wantChanged: []refs.Source{cm},

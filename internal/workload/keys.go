@@ -7,6 +7,10 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"nudge.dev/nudge/internal/eviction"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
 // Labels and annotations nudge writes on a workload. On its metadata: the
@@ -102,6 +106,39 @@ func ParseHeld(v string) (h Held, ok bool) {
 	return h, true
 }
 
+// Over returns the HeldAnnotation value that records h, a wait holding the
+// workload now, over was, the value the workload carries: ok is false when
+// was records it already (the same reason and end); begins says the wait
+// begins (was records another reason, or none), so that its Event is
+// recorded once per wait. A wait whose end moved keeps was's Since.
+func (h Held) Over(was string) (value string, ok, begins bool) {
+	before, parsed := ParseHeld(was)
+	if parsed && before.Reason == h.Reason {
+		if before.Until.Equal(h.Until.Truncate(time.Second)) {
+			return "", false, false
+		}
+		h.Since = before.Since // the same wait, its end moved
+		return h.String(), true, false
+	}
+	return h.String(), true, true
+}
+
+// EndHold sets in c, a rollout's or a baseline's write of a workload whose
+// annotations are given, the end of the wait it carries (HeldAnnotation
+// removed) and the rollout times the storm brake counts (rolled, as
+// RolloutsAnnotation; removed when there are none to keep).
+func (c *Change) EndHold(annotations map[string]string, rolled []time.Time) {
+	if _, ok := annotations[HeldAnnotation]; ok {
+		c.Annotations[HeldAnnotation] = nil
+	}
+	if len(rolled) > 0 {
+		v := FormatRollouts(rolled)
+		c.Annotations[RolloutsAnnotation] = &v
+	} else if _, ok := annotations[RolloutsAnnotation]; ok {
+		c.Annotations[RolloutsAnnotation] = nil
+	}
+}
+
 // FieldManager is the field manager of every write nudge makes to a
 // workload: the API server records, in the workload's managedFields, that
 // nudge owns the applied state and the seal it wrote (see
@@ -126,4 +163,35 @@ func Seal(obj metav1.Object) (seal string, ok bool) {
 		return seal, true
 	}
 	return strings.CutPrefix(obj.GetSelfLink(), CachedSealMark)
+}
+
+// SealChanged passes an update of a workload whose seal changed: of a
+// workload's labels the cache keeps only the seal, and not as a label (see
+// Seal).
+func SealChanged() predicate.Funcs {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		if e.ObjectOld == nil || e.ObjectNew == nil {
+			return true
+		}
+		was, had := Seal(e.ObjectOld)
+		is, has := Seal(e.ObjectNew)
+		return was != is || had != has
+	}}
+}
+
+// Release returns the write that drops nudge's state from obj, a workload
+// that no longer opts in, so that opting in again is first sight: a change
+// made in between is baselined, not rolled. ok is false for a workload
+// without state, which costs no write.
+func Release(obj client.Object) (c Change, ok bool) {
+	_, applied := obj.GetAnnotations()[AppliedAnnotation]
+	if _, sealed := Seal(obj); !applied && !sealed {
+		return Change{}, false
+	}
+	return Change{
+		ResourceVersion: obj.GetResourceVersion(),
+		Labels:          map[string]*string{SealLabel: nil},
+		Annotations: map[string]*string{AppliedAnnotation: nil, LastRolloutAnnotation: nil,
+			HeldAnnotation: nil, RolloutsAnnotation: nil, eviction.ProgressAnnotation: nil},
+	}, true
 }

@@ -1,0 +1,72 @@
+package controller_test
+
+import (
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/rest"
+
+	"nudge.dev/nudge/internal/controller"
+	nt "nudge.dev/nudge/internal/nudgetest"
+)
+
+// writes records the API writes (every method but GET) of one nudge by the
+// reconcile phase their request's context is of.
+type writes struct {
+	mu      sync.Mutex
+	byPhase map[string][]string
+}
+
+func (w *writes) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTrip(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodGet {
+			w.mu.Lock()
+			p := controller.PhaseOf(req.Context())
+			w.byPhase[p] = append(w.byPhase[p], req.Method+" "+req.URL.Path)
+			w.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+func (w *writes) of(p string) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.byPhase[p]...)
+}
+
+type roundTrip func(*http.Request) (*http.Response, error)
+
+func (f roundTrip) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// TestWritesOnlyInAct: every API write a reconcile makes is made in act
+// (observe reads, decide is pure, record only records), read from the
+// requests nudge sends: a first sight's baseline, a rollout, an opt-out's
+// release and an opt-in again. Writes outside a reconcile (Events, the
+// leader's Lease) carry no phase.
+func TestWritesOnlyInAct(t *testing.T) {
+	e := setup(t, false, nil)
+	w := &writes{byPhase: map[string][]string{}}
+	cfg := rest.CopyConfig(suite.Plane.Config())
+	cfg.Wrap(w.wrap)
+	e.Nudge = nt.Start(t, cfg, e.NS, nil)
+
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}), nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
+	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
+	e.RolledTo("web", 1)
+	e.Annotate("web", `{"nudge.dev/auto":null}`)
+	e.G.Eventually(func() map[string]string { return e.Deployment("web").Annotations }).WithTimeout(20*time.Second).
+		ShouldNot(HaveKey("nudge.dev/applied-fingerprint"), "the opt-out's release of nudge's state")
+	e.Annotate("web", `{"nudge.dev/auto":"true"}`)
+	e.Baselined("web")
+
+	e.G.Expect(w.of("act")).To(ContainElement(HavePrefix("PATCH ")), "the writes of act carry its phase")
+	for _, p := range []string{"observe", "record"} {
+		e.G.Expect(w.of(p)).To(BeEmpty(), "API writes made in %s", p)
+	}
+}
