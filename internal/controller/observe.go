@@ -190,7 +190,7 @@ func (r *Reconciler) inputs(ctx context.Context, o *observed, tmpl *corev1.PodTe
 	case err != nil:
 		return err
 	}
-	in.Young = r.memory.Births.Young(key, reads, r.Changes, r.now())
+	in.Young = r.memory.Births.Young(key, in.Applied, reads, r.Changes, r.now())
 	in.Gone = r.memory.Births.Gone(key, res.Key, slices.Concat(in.Missing, in.Kept), r.Changes, r.now())
 	in.Settled = r.memory.Births.Settled(key, in.Applied, versions, r.now())
 	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...) // written before the pods of nudge's last rollout started

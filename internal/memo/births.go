@@ -95,13 +95,20 @@ type Read struct {
 // content, or a creation of a source whose absence counts (see
 // sources.Changes.After). A creation or deletion just after the workload's
 // rolls it as an update does, whether nudge's first sight of the workload
-// came before it or after.
-func (b *Births) Young(key types.NamespacedName, reads []Read, changes *sources.Changes, now time.Time) []refs.Source {
+// came before it or after. A source the applied state (applied), still the
+// baseline this nudge wrote, read as it was at the creation is no young
+// source (see Baselined): once that state is gone (a GitOps replace wiped
+// it), the next baseline reads the content after the change.
+func (b *Births) Young(key types.NamespacedName, applied string, reads []Read, changes *sources.Changes, now time.Time) []refs.Source {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
 	if !ok {
 		return nil
+	}
+	var pristine []refs.Source
+	if e.baseline != "" && e.baseline == applied {
+		pristine = e.pristine
 	}
 	var out []refs.Source
 	for _, r := range reads {
@@ -109,7 +116,7 @@ func (b *Births) Young(key types.NamespacedName, reads []Read, changes *sources.
 			continue
 		}
 		if slices.Contains(e.held, r.Source) ||
-			!slices.Contains(e.entered, r.Source) && !slices.Contains(e.pristine, r.Source) &&
+			!slices.Contains(e.entered, r.Source) && !slices.Contains(pristine, r.Source) &&
 				changes.After(r.Reference, e.version, r.AbsenceCounts, now) {
 			out = append(out, r.Source)
 		}
@@ -213,7 +220,8 @@ func (b *Births) Decided(key types.NamespacedName, young []refs.Source, d rollou
 // creation as pristine: the applied state holds the content the pods
 // started with, so a change of one after the creation is a change of its
 // digest, rolled as any, and one undone before it rolled (a deletion, then
-// the same content created again) is none. Young passes them by.
+// the same content created again) is none. Young passes them by while the
+// applied state is that baseline.
 func (b *Births) Baselined(key types.NamespacedName, versions map[refs.Source]string, now time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
