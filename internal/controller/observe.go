@@ -161,9 +161,9 @@ func (r *Reconciler) malformed(obj client.Object, errs []error) []record.Cause {
 // waits for (see producers) and what pauses it (see
 // resolve.Resolver.Pause), with the Warning causes found on the way
 // (missing sources, unwatched namespaces, refused references and
-// overrides, a malformed window or pause), the Secrets whose producer the
-// gate waited for in vain and the versions of the sources read. It returns
-// errCacheBehind when a source the cache misses exists (see cacheBehind).
+// overrides, a malformed window or pause), and the Secrets whose producer
+// the gate waited for in vain. It returns errCacheBehind when a source the
+// cache misses exists (see cacheBehind).
 func (r *Reconciler) inputs(ctx context.Context, o *observed, tmpl *corev1.PodTemplateSpec) error {
 	res, obj, key := r.resolver(), o.obj, o.key
 	in, resolved, err := res.Inputs(ctx, obj, o.spec, tmpl, r.now())
@@ -190,12 +190,12 @@ func (r *Reconciler) inputs(ctx context.Context, o *observed, tmpl *corev1.PodTe
 	case err != nil:
 		return err
 	}
-	in.Young = r.memory.Births.Young(key, in.Applied, reads, r.Changes, r.now())
+	in.Young = r.memory.Births.Young(key, reads, r.Changes, r.now())
 	in.Gone = r.memory.Births.Gone(key, res.Key, slices.Concat(in.Missing, in.Kept), r.Changes, r.now())
 	in.Settled = r.memory.Births.Settled(key, in.Applied, versions, r.now())
 	in.Settled = append(in.Settled, r.memory.Rollouts.Before(key, versions, r.now())...) // written before the pods of nudge's last rollout started
 	o.lateProducers = r.producers(key, resolved, &in)
-	o.in, o.causes, o.versions = in, append(o.causes, causes...), versions
+	o.in, o.causes = in, append(o.causes, causes...)
 	return nil
 }
 

@@ -213,9 +213,6 @@ func (r *Reconciler) recordOutcome(ctx context.Context, o *observed, v verdict, 
 func (r *Reconciler) remember(o *observed, d rollout.Decision, written bool) {
 	r.memory.Unrolled.Settle(o.key, d.Action)
 	r.memory.Births.Decided(o.key, o.in.Young, d, written, o.in.Now)
-	if d.Action == rollout.Baseline && written {
-		r.memory.Births.Baselined(o.key, o.versions, o.in.Now)
-	}
 	if d.Action == rollout.Baseline && d.FirstSight && len(o.in.Missing) > 0 && written {
 		// A required source is missing: the pods cannot start before it
 		// exists, and then start with what the sources hold. No young

@@ -46,10 +46,6 @@ type birth struct {
 	// "" if none: only an applied state of its own can have been read
 	// from a cache behind the workload's creation (see Settled).
 	baseline string
-	// pristine lists the sources that baseline read at a version no later
-	// than the creation's: it holds what the pods started with, so a
-	// later change of one changes its digest, and it is young no more.
-	pristine []refs.Source
 }
 
 // Old reports whether the creation was seen more than sources.Young before
@@ -95,20 +91,13 @@ type Read struct {
 // content, or a creation of a source whose absence counts (see
 // sources.Changes.After). A creation or deletion just after the workload's
 // rolls it as an update does, whether nudge's first sight of the workload
-// came before it or after. A source the applied state (applied), still the
-// baseline this nudge wrote, read as it was at the creation is no young
-// source (see Baselined): once that state is gone (a GitOps replace wiped
-// it), the next baseline reads the content after the change.
-func (b *Births) Young(key types.NamespacedName, applied string, reads []Read, changes *sources.Changes, now time.Time) []refs.Source {
+// came before it or after.
+func (b *Births) Young(key types.NamespacedName, reads []Read, changes *sources.Changes, now time.Time) []refs.Source {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
 	if !ok {
 		return nil
-	}
-	var pristine []refs.Source
-	if e.baseline != "" && e.baseline == applied {
-		pristine = e.pristine
 	}
 	var out []refs.Source
 	for _, r := range reads {
@@ -116,8 +105,7 @@ func (b *Births) Young(key types.NamespacedName, applied string, reads []Read, c
 			continue
 		}
 		if slices.Contains(e.held, r.Source) ||
-			!slices.Contains(e.entered, r.Source) && !slices.Contains(pristine, r.Source) &&
-				changes.After(r.Reference, e.version, r.AbsenceCounts, now) {
+			!slices.Contains(e.entered, r.Source) && changes.After(r.Reference, e.version, r.AbsenceCounts, now) {
 			out = append(out, r.Source)
 		}
 	}
@@ -213,29 +201,6 @@ func (b *Births) Decided(key types.NamespacedName, young []refs.Source, d rollou
 		}
 		b.of.Put(key, e, now)
 	}
-}
-
-// Baselined records, after a baseline of key written from sources read at
-// versions (each one's resourceVersion), those read at or before key's
-// creation as pristine: the applied state holds the content the pods
-// started with, so a change of one after the creation is a change of its
-// digest, rolled as any, and one undone before it rolled (a deletion, then
-// the same content created again) is none. Young passes them by while the
-// applied state is that baseline.
-func (b *Births) Baselined(key types.NamespacedName, versions map[refs.Source]string, now time.Time) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	e, ok := b.of.Get(key, now)
-	if !ok {
-		return
-	}
-	e.pristine = nil
-	for src, v := range versions {
-		if n, err := resourceversion.CompareResourceVersion(v, e.version); err == nil && n <= 0 {
-			e.pristine = append(e.pristine, src)
-		}
-	}
-	b.of.Put(key, e, now)
 }
 
 // Forget drops what is known of key (deleted, or not opted in: opting in

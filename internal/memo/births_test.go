@@ -25,7 +25,6 @@ func TestBirths(t *testing.T) {
 	app := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
 	t0 := time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC)
 	deployment := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", ResourceVersion: "100"}}
-	baseline := fingerprint.State{KeyID: "k", Entries: map[refs.Source]fingerprint.Entry{app: {Digest: "d"}}}
 	cm := func(rv, v string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", ResourceVersion: rv}, Data: map[string]string{"k": v}}
 	}
@@ -34,7 +33,6 @@ func TestBirths(t *testing.T) {
 		// absence: the workload's applied state records the source's absence.
 		absence bool
 		steps   func(b *Births, c *sources.Changes, clk *clocktesting.FakePassiveClock)
-		applied string        // the workload's applied state
 		want    []refs.Source // young
 	}{
 		"a deletion after the creation counts": {
@@ -109,31 +107,6 @@ func TestBirths(t *testing.T) {
 			},
 			want: []refs.Source{app},
 		},
-		"a source the baseline read as it was at the creation is young no more: its change is one of its digest": {
-			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
-				b.Decided(web, nil, rollout.Decision{Action: rollout.Baseline, Write: baseline}, true, t0)
-				b.Baselined(web, map[refs.Source]string{app: "90"}, t0)
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-			},
-			applied: baseline.Format("shop"),
-		},
-		"young again once that baseline is gone (a GitOps replace wiped it)": {
-			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
-				b.Decided(web, nil, rollout.Decision{Action: rollout.Baseline, Write: baseline}, true, t0)
-				b.Baselined(web, map[refs.Source]string{app: "90"}, t0)
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-			},
-			want: []refs.Source{app},
-		},
-		"young when the baseline read it after a change since the creation": {
-			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
-				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
-				b.Decided(web, nil, rollout.Decision{Action: rollout.Baseline, Write: baseline}, true, t0)
-				b.Baselined(web, map[refs.Source]string{app: "105"}, t0)
-			},
-			applied: baseline.Format("shop"),
-			want:    []refs.Source{app},
-		},
 		"a minute after the creation the workload is old": {
 			steps: func(_ *Births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
@@ -172,7 +145,7 @@ func TestBirths(t *testing.T) {
 			b, c := &Births{}, &sources.Changes{Clock: clk}
 			b.Recorder(clk.Now).Create(event.CreateEvent{Object: deployment, IsInInitialList: tc.listed})
 			tc.steps(b, c, clk)
-			g.Expect(b.Young(web, tc.applied, []Read{{Reference: refs.Reference{Source: app}, AbsenceCounts: tc.absence}}, c, clk.Now())).To(Equal(tc.want), "young")
+			g.Expect(b.Young(web, []Read{{Reference: refs.Reference{Source: app}, AbsenceCounts: tc.absence}}, c, clk.Now())).To(Equal(tc.want), "young")
 		})
 	}
 }

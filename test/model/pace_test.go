@@ -36,11 +36,10 @@ const paceBudget = 3
 //     model.Model.UnbrakedForgets): nudge records no rollout times without
 //     a brake, and docs/design.md's rule 14 says so.
 //
-// Four differences found here were mended in nudge: a workload that opts
+// Three differences found here were mended in nudge: a workload that opts
 // out kept nudge.dev/held; marking urgent the source of a change held for
 // the window did not roll it (the mark's change alone reconciled no
-// workload); a rollout deferred, braked or gated forgot its young sources;
-// one deferred for a source undone before the window opened stayed held.
+// workload); a rollout deferred, braked or gated forgot its young sources.
 var paceRegressions = []played{
 	// A workload held for the window opted out: nudge.dev/held stays.
 	{8434452077602166700, 23, false},
@@ -63,12 +62,6 @@ var paceRegressions = []played{
 	// A workload that opts out and in again: its storm brake counts from
 	// then on (rule 14), as nudge drops the rollout times with its state.
 	{1588948418895975261, 70, false},
-	// A source deleted just after its workload's creation, the rollout
-	// deferred by the window, then the source created again with the
-	// content the pods started with: nothing is pending (nudge held the
-	// rollout for a young source, though the first sight's baseline had
-	// read it as it was at the creation).
-	{5603197395213228824, 10, false},
 }
 
 // Rules 14 and 15 across sequences: the steps of TestRulesAcrossSequences
