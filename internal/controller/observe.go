@@ -52,7 +52,6 @@ type observed struct {
 	// opt-in, so the state is kept, and once it is mended a change made
 	// meanwhile still rolls.
 	optedOut, malformed bool
-	versions            map[refs.Source]string // of the sources read (see memo.Births.Baselined)
 	// unfinished says that a restart of its pods through the Eviction API
 	// is unfinished (see eviction.Observed).
 	unfinished bool
