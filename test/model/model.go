@@ -183,7 +183,8 @@ type Workload struct {
 	// sources of a change that a pace rule held (rules 14, 15) while the
 	// workload was young (see Model.young): nudge keeps them until it
 	// rolls, so first sight (a GitOps replace, a rollout undo) rolls for
-	// them instead of recording them (rule 3's young sources).
+	// them instead of recording them, and they count as changed even when
+	// their content returns to the applied one (rule 3's young sources).
 	Born  time.Time
 	Young []SourceID
 }
@@ -349,7 +350,11 @@ func (m *Model) reconcile(w *Workload) {
 		}
 	}
 	for s, d := range desired {
-		if a, ok := w.Applied[s]; ok && a.Whole == d.Whole && a.Content != d.Content && !slices.Contains(changed, s) {
+		// A young source held counts even with its applied content back
+		// (rule 3's A, B, A): pods made just after the creation may have
+		// started with what it held in between.
+		a, ok := w.Applied[s]
+		if ok && a.Whole == d.Whole && (a.Content != d.Content || slices.Contains(w.Young, s)) && !slices.Contains(changed, s) {
 			changed = append(changed, s)
 		}
 	}

@@ -217,7 +217,10 @@ func TestPaceModel(t *testing.T) {
 			held: model.HeldStorm, until: start.Add(time.Hour),
 		},
 		"a change back to what the pods run with ends the hold without a rollout": {
-			steps: []model.Step{create(window), change(), back},
+			steps: []model.Step{create(window), advance(2 * time.Minute), change(), back},
+		},
+		"a change back just after the creation stays held: the pods may run the change (rule 3)": {
+			steps: []model.Step{create(window), change(), back}, held: model.HeldWindow, until: start.Add(14 * time.Hour),
 		},
 		"opting out ends the hold": {
 			steps: []model.Step{create(window), change(), {Op: model.SetOpt, Workload: "w0"}},

@@ -62,6 +62,12 @@ var paceRegressions = []played{
 	// A workload that opts out and in again: its storm brake counts from
 	// then on (rule 14), as nudge drops the rollout times with its state.
 	{1588948418895975261, 70, false},
+	// An optional ConfigMap deleted just after its workload's creation,
+	// the rollout deferred by the window, then the ConfigMap created again
+	// with its old content: the change is young, and stays pending until
+	// the window opens (the model took the content back for no change,
+	// where rule 3 rolls A, B, A).
+	{5603197395213228824, 10, false},
 }
 
 // Rules 14 and 15 across sequences: the steps of TestRulesAcrossSequences
