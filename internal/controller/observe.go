@@ -55,11 +55,15 @@ type observed struct {
 	// unfinished says that a restart of its pods through the Eviction API
 	// is unfinished (see eviction.Observed).
 	unfinished bool
+	// unread says that the pod template named by the workload's
+	// spec.workloadRef could not be read (see unreferenced), leaving
+	// nothing to decide or act on, and causes to record.
+	unread bool
 }
 
 // decides reports whether o leaves a decision to take.
 func (o *observed) decides() bool {
-	return !o.optedOut && o.job != jobs.Create && o.job != jobs.Linger
+	return !o.optedOut && !o.unread && o.job != jobs.Create && o.job != jobs.Linger
 }
 
 // A source created just before its workload may reach nudge's cache after
@@ -102,7 +106,11 @@ func (r *Reconciler) observe(ctx context.Context, key types.NamespacedName) (*ob
 	r.waveSaw(ctx, key, obj)
 	tmpl, err := workload.TemplateOf(ctx, r.Client, r.Kind, obj)
 	if tmpl == nil || !r.watched(ctx, obj.GetNamespace()) {
-		return nil, ctrl.Result{}, r.unreferenced(ctx, obj, err)
+		causes, err := r.unreferenced(obj, err)
+		if len(causes) == 0 {
+			return nil, ctrl.Result{}, err
+		}
+		return &observed{key: key, obj: obj, causes: causes, job: step, unread: true}, ctrl.Result{}, nil
 	}
 	o := &observed{key: key, obj: obj, job: step}
 	var errs []error

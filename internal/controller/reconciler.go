@@ -185,6 +185,8 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (c
 func (r *Reconciler) recordOutcome(ctx context.Context, o *observed, v verdict, over string, result ctrl.Result, err error) (ctrl.Result, error) {
 	if o.optedOut {
 		r.memory.Births.Forget(o.key)
+	}
+	if o.optedOut || o.unread {
 		r.warn(ctx, o.obj, o.causes)
 		return result, err
 	}
@@ -229,6 +231,9 @@ func (r *Reconciler) remember(o *observed, d rollout.Decision, written bool) {
 // hold, its end); a wait asks to be called back. A pause nudge started ends
 // when due, whatever the decision.
 func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Result, error) {
+	if o.unread {
+		return ctrl.Result{}, nil
+	}
 	if o.job != jobs.Proceed {
 		result, err := r.Jobs.Carry(ctx, jobReport{r}, o.key, o.job)
 		if err != nil || !o.decides() {

@@ -38,9 +38,6 @@ func (r *Reconciler) waveSaw(ctx context.Context, key types.NamespacedName, obj 
 // waveInputs gathers into o's inputs what the waves tell the decision (see
 // fleet.Waves.Inputs), with the Warnings found.
 func (r *Reconciler) waveInputs(ctx context.Context, o *observed) error {
-	if r.Waves == nil {
-		return nil
-	}
 	causes, err := r.Waves.Inputs(ctx, r.waveKey(o.key), o.obj, &o.in, r.resolver().ContentDigest)
 	o.causes = append(o.causes, causes...)
 	return err
@@ -64,9 +61,6 @@ func (r *Reconciler) waveMarks(obj client.Object, d rollout.Decision) map[string
 // waveAnnotate adds to the annotations of a rollout's write the content it
 // rolls to (see fleet.Waves.Annotate).
 func (r *Reconciler) waveAnnotate(ctx context.Context, obj client.Object, annotations map[string]*string, d rollout.Decision) error {
-	if r.Waves == nil {
-		return nil
-	}
 	return r.Waves.Annotate(ctx, r.waveKey(client.ObjectKeyFromObject(obj)), annotations, d, r.resolver().ContentDigest)
 }
 
@@ -74,9 +68,6 @@ func (r *Reconciler) waveAnnotate(ctx context.Context, obj client.Object, annota
 // workload (see fleet.Waves.Recorded), logs and notifies a hold it wrote,
 // and returns result asking to be called back when the waves say so.
 func (r *Reconciler) waveRecorded(ctx context.Context, o *observed, d rollout.Decision, over string, written bool, result ctrl.Result) ctrl.Result {
-	if r.Waves == nil {
-		return result
-	}
 	after := r.Waves.Recorded(r.waveKey(o.key), o.obj, d, over, written, r.now())
 	if d.Action == rollout.Halted && written {
 		ctrl.LoggerFrom(ctx).Info("Halted rollout of "+r.Kind.Name(), "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.Halt.After)

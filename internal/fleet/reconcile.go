@@ -35,8 +35,12 @@ type Content func(ctx context.Context, src refs.Source) (string, error)
 // hold its rollout (Input.Halts): the one it carries (see Marked), or else
 // the failed rollouts in its namespace of its sources' content now. It
 // returns the Warning causes found (a malformed priority, a failed rollout
-// of obj), and an error when a source's content cannot be read.
+// of obj), and an error when a source's content cannot be read. Nil Waves
+// (off) set nothing.
 func (w *Waves) Inputs(ctx context.Context, key Key, obj client.Object, in *rollout.Input, content Content) ([]record.Cause, error) {
+	if w == nil {
+		return nil, nil
+	}
 	var causes []record.Cause
 	priority, err := PriorityOf(obj)
 	if err != nil {
@@ -127,8 +131,12 @@ func Marks(obj client.Object, d rollout.Decision) map[string]*string {
 // Annotate adds to the annotations of the rollout decided by d on workload
 // key the changed sources' content (RolledForAnnotation), marked for the
 // rollout's time annotations[workload.LastRolloutAnnotation] (set it
-// first). It returns an error when a source's content cannot be read.
+// first). It returns an error when a source's content cannot be read. Nil
+// Waves (off) add nothing.
 func (w *Waves) Annotate(ctx context.Context, key Key, annotations map[string]*string, d rollout.Decision, content Content) error {
+	if w == nil {
+		return nil
+	}
 	var parts []string
 	for _, src := range d.Changed {
 		digest, err := content(ctx, src)
