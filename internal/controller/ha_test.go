@@ -3,6 +3,7 @@ package controller_test
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	nt "nudge.dev/nudge/internal/nudgetest"
 	"nudge.dev/nudge/internal/options"
 	"nudge.dev/nudge/internal/testbed"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // With leader election, every replica becomes ready once its caches are
@@ -37,28 +39,84 @@ func TestLeaderElectionEveryReplicaReady(t *testing.T) {
 		})
 	}
 	for _, port := range ports {
-		e.G.Eventually(func() int {
-			resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
-			if err != nil {
-				return 0
-			}
-			resp.Body.Close()
-			return resp.StatusCode
-		}).WithTimeout(20*time.Second).Should(Equal(http.StatusOK), "replica on port %d ready", port)
+		e.G.Eventually(readyz(port)).WithTimeout(20*time.Second).Should(Equal(http.StatusOK), "replica on port %d ready", port)
 	}
-	e.G.Eventually(func() string {
-		var l coordinationv1.Lease
-		if err := suite.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: options.Default().LeaderElectionID}, &l); err != nil || l.Spec.HolderIdentity == nil {
-			return ""
-		}
-		return *l.Spec.HolderIdentity
-	}).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a leader")
+	e.G.Eventually(leaseHolder(e)).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a leader")
 
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
 		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
 	e.Baselined("web")
 	e.UpdateConfigMap("app", func(c *corev1.ConfigMap) { c.Data["a"] = "2" })
 	e.RolledTo("web", 1)
+}
+
+// readyz returns a function reading the status of the readiness probe on
+// port, 0 when it does not answer.
+func readyz(port int) func() int {
+	return func() int {
+		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", port))
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+}
+
+// leaseHolder returns a function reading who holds the leader election's
+// Lease in e's namespace, "" when none does.
+func leaseHolder(e *env) func() string {
+	return func() string {
+		var l coordinationv1.Lease
+		if err := suite.K8s.Get(e.Ctx, client.ObjectKey{Namespace: e.NS, Name: options.Default().LeaderElectionID}, &l); err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+}
+
+// A replica standing by is fed the workloads' events, and one that comes
+// to lead knows what the leader before it wrote (memo.Births): a required
+// ConfigMap deleted just after its Deployment's creation, the leader's
+// baseline of it seen by the standby, then the leader gone and nudge's
+// state wiped by a GitOps replace. The new leader's first sight is of a
+// wiped state, not of the creation: it does not record the deleted
+// ConfigMap's content, and the ConfigMap's return with other content is
+// what the new pods start with, not a rollout. The standby took its own
+// memory of the creation for the creation's first sight, and rolled.
+func TestStandbyKnowsTheLeadersBaseline(t *testing.T) {
+	e := setup(t, false, nil)
+	ports, err := testbed.FreePorts(2)
+	e.G.Expect(err).NotTo(HaveOccurred())
+	replica := func(port int) *nt.Nudge {
+		return nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) {
+			o.LeaderElect, o.RolloutWindow = true, 0
+			o.Reloader.ReleaseOnCancel, o.Reloader.RetryPeriod = true, time.Second
+			o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", port)
+		})
+	}
+	leader := replica(ports[0])
+	e.G.Eventually(leaseHolder(e)).WithTimeout(20*time.Second).ShouldNot(BeEmpty(), "a leader")
+	first := leaseHolder(e)()
+	replica(ports[1])
+	e.G.Eventually(readyz(ports[1])).WithTimeout(20*time.Second).Should(Equal(http.StatusOK), "the standby's caches synced")
+
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
+		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))
+	e.Baselined("web")
+	e.G.Expect(e.K8s.Delete(e.Ctx, nt.ConfigMap(e.NS, "app", nil))).To(Succeed())
+	leader.Stop(t)
+	e.G.Eventually(leaseHolder(e)).WithTimeout(20*time.Second).ShouldNot(Or(BeEmpty(), Equal(first)), "the standby leads")
+
+	web := e.Deployment("web")
+	web.Annotations, web.Labels = maps.Clone(auto), nil // the repository's manifest
+	e.G.Expect(e.K8s.Update(e.Ctx, web)).To(Succeed())
+	e.Baselined("web")
+	e.G.Expect(e.Deployment("web").Annotations[workload.AppliedAnnotation]).NotTo(ContainSubstring("ConfigMap/app"),
+		"the first sight of the wiped state records no ConfigMap app, missing")
+	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "2"}))
+	e.G.Eventually(e.applied("web")).WithTimeout(20*time.Second).Should(ContainSubstring("ConfigMap/app"), "the ConfigMap back, recorded")
+	e.RolledTo("web", 0)
 }
 
 // Two nudges over one namespace (a shard and its successor while a set is
@@ -79,14 +137,7 @@ func TestTwoWritersOneBehindRollOnce(t *testing.T) {
 		o.RolloutWindow = 0
 		o.ProbeAddr = fmt.Sprintf("127.0.0.1:%d", ports[0])
 	})
-	e.G.Eventually(func() int {
-		resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/readyz", ports[0]))
-		if err != nil {
-			return 0
-		}
-		resp.Body.Close()
-		return resp.StatusCode
-	}).WithTimeout(20*time.Second).Should(Equal(http.StatusOK), "the nudge behind synced")
+	e.G.Eventually(readyz(ports[0])).WithTimeout(20*time.Second).Should(Equal(http.StatusOK), "the nudge behind synced")
 
 	e.Create(nt.ConfigMap(e.NS, "app", map[string]string{"a": "1"}),
 		nt.Deployment(e.NS, "web", 1, auto, nt.EnvFrom("ConfigMap", "app")))

@@ -15,6 +15,7 @@ import (
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // Births remembers, per workload whose creation nudge's informer delivered
@@ -46,6 +47,11 @@ type birth struct {
 	// "" if none: only an applied state of its own can have been read
 	// from a cache behind the workload's creation (see Settled).
 	baseline string
+	// stated says that an update was seen writing an applied state, this
+	// nudge's or another replica's (one that led while this one stood
+	// by): a first sight after it is of a state wiped, not of the
+	// creation (see Gone).
+	stated bool
 }
 
 // Old reports whether the creation was seen more than sources.Young before
@@ -55,9 +61,11 @@ func (e birth) Old(now time.Time) bool {
 }
 
 // Recorder returns a predicate that records the creation of a workload
-// delivered by a watch, and lets every event through. Placed before the
-// predicates that enqueue the workload, it records the creation before the
-// workload's first reconcile.
+// delivered by a watch, and what its updates write of nudge's state (see
+// wrote), and lets every event through. Placed before the predicates that
+// enqueue the workload, it records the creation before the workload's first
+// reconcile. A standby replica's handlers are fed too, so a replica that
+// comes to lead knows what the leader before it wrote.
 func (b *Births) Recorder(now func() time.Time) predicate.Funcs {
 	return predicate.Funcs{
 		CreateFunc: func(e event.CreateEvent) bool {
@@ -66,6 +74,36 @@ func (b *Births) Recorder(now func() time.Time) predicate.Funcs {
 			}
 			return true
 		},
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			if e.ObjectOld != nil && e.ObjectNew != nil {
+				b.wrote(client.ObjectKeyFromObject(e.ObjectNew), e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations(), now())
+			}
+			return true
+		},
+	}
+}
+
+// wrote notes what an update of workload key, from annotations before to
+// after, wrote of nudge's state: a rollout (workload.LastRolloutAnnotation)
+// ends the workload's youth, as Decided does for this nudge's own; an
+// applied state (workload.AppliedAnnotation) makes a later first sight one
+// of a state wiped (see Gone).
+func (b *Births) wrote(key types.NamespacedName, before, after map[string]string, now time.Time) {
+	rolled := after[workload.LastRolloutAnnotation] != before[workload.LastRolloutAnnotation]
+	stated := after[workload.AppliedAnnotation] != "" && after[workload.AppliedAnnotation] != before[workload.AppliedAnnotation]
+	if !rolled && !stated {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	e, ok := b.of.Get(key, now)
+	switch {
+	case !ok:
+	case rolled:
+		b.of.Delete(key)
+	case !e.stated:
+		e.stated = true
+		b.of.Put(key, e, now)
 	}
 }
 
@@ -118,14 +156,15 @@ func (b *Births) Young(key types.NamespacedName, reads []Read, changes *sources.
 // workload key's creation and was deleted since, while key is young (see
 // sources.Changes.Gone): what its pods started with, which a first sight
 // records as a baseline made before the deletion would have kept it
-// (rollout.Input.Gone). Only until this nudge wrote a baseline of key: a
-// first sight after that (its state wiped by a GitOps replace, say, whose
-// new pods wait for the source) is not of the pods made at the creation.
+// (rollout.Input.Gone). Only until a baseline of key was written, by this
+// nudge or seen written by another replica: a first sight after that (its
+// state wiped by a GitOps replace, say, whose new pods wait for the
+// source) is not of the pods made at the creation.
 func (b *Births) Gone(key types.NamespacedName, k fingerprint.Key, missing []refs.Reference, changes *sources.Changes, now time.Time) map[refs.Source]fingerprint.Entry {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	e, ok := b.of.Get(key, now)
-	if !ok || e.baseline != "" {
+	if !ok || e.baseline != "" || e.stated {
 		return nil
 	}
 	var out map[refs.Source]fingerprint.Entry

@@ -15,6 +15,7 @@ import (
 	"nudge.dev/nudge/internal/refs"
 	"nudge.dev/nudge/internal/rollout"
 	"nudge.dev/nudge/internal/sources"
+	"nudge.dev/nudge/internal/workload"
 )
 
 // TestBirths: a workload seen created counts the sources whose read content
@@ -131,6 +132,14 @@ func TestBirths(t *testing.T) {
 			},
 			want: []refs.Source{app},
 		},
+		"a rollout another replica wrote ends the youth": {
+			steps: func(b *Births, c *sources.Changes, clk *clocktesting.FakePassiveClock) {
+				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
+				rolled := deployment.DeepCopy()
+				rolled.Annotations = map[string]string{workload.LastRolloutAnnotation: "2026-11-25T10:00:01Z"}
+				b.Recorder(clk.Now).Update(event.UpdateEvent{ObjectOld: deployment, ObjectNew: rolled})
+			},
+		},
 		"a workload forgotten (not opted in) has no birth": {
 			steps: func(b *Births, c *sources.Changes, _ *clocktesting.FakePassiveClock) {
 				c.Recorder().Update(event.UpdateEvent{ObjectOld: cm("90", "a"), ObjectNew: cm("105", "b")})
@@ -212,10 +221,12 @@ func TestBirthsGone(t *testing.T) {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", ResourceVersion: "105"}, Data: map[string]string{"k": "a"}}
 	for name, tc := range map[string]struct {
 		baselined bool
+		seen      bool // another replica's baseline seen written
 		want      bool
 	}{
-		"a first sight after the deletion records it": {want: true},
-		"a first sight after a baseline does not":     {baselined: true},
+		"a first sight after the deletion records it":             {want: true},
+		"a first sight after a baseline does not":                 {baselined: true},
+		"a first sight after another replica's baseline does not": {seen: true},
 	} {
 		t.Run(name, func(t *testing.T) {
 			g := NewWithT(t)
@@ -224,6 +235,11 @@ func TestBirthsGone(t *testing.T) {
 			b.Recorder(func() time.Time { return now }).Create(event.CreateEvent{Object: deployment})
 			if tc.baselined {
 				b.Decided(web, nil, rollout.Decision{Action: rollout.Baseline, Write: fingerprint.State{KeyID: "k"}}, true, now)
+			}
+			if tc.seen {
+				stated := deployment.DeepCopy()
+				stated.Annotations = map[string]string{workload.AppliedAnnotation: "v1.k"}
+				b.Recorder(func() time.Time { return now }).Update(event.UpdateEvent{ObjectOld: deployment, ObjectNew: stated})
 			}
 			c.Recorder().Delete(event.DeleteEvent{Object: cm})
 			_, ok := b.Gone(web, fingerprint.Key{}, []refs.Reference{{Source: app}}, c, now)[app]
