@@ -55,6 +55,9 @@ type observed struct {
 	// unfinished says that a restart of its pods through the Eviction API
 	// is unfinished (see eviction.Observed).
 	unfinished bool
+	// acted are the Warnings act found (a restart's, see restartReport),
+	// recorded with the decision's.
+	acted []record.Cause
 	// unread says that the pod template named by the workload's
 	// spec.workloadRef could not be read (see unreferenced), leaving
 	// nothing to decide or act on, and causes to record.

@@ -193,9 +193,13 @@ func (r *Reconciler) recordOutcome(ctx context.Context, o *observed, v verdict, 
 	if !o.decides() {
 		return result, err
 	}
-	r.warn(ctx, o.obj, v.causes)
+	r.warn(ctx, o.obj, append(v.causes, o.acted...))
 	if r.Evicting != nil {
-		r.Metrics.Restart(r.restartKey(o), o.unfinished)
+		unfinished := o.unfinished
+		if v.Action == rollout.Evict && err == nil {
+			unfinished = v.Restart.Unfinished(unfinished)
+		}
+		r.Metrics.Restart(r.restartKey(o), unfinished)
 	}
 	r.Metrics.Decided(r.Kind.Name(), v.Action)
 	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "kind", r.Kind.Name(), "action", v.Action, "changed", refs.Names(v.Changed), "resourceVersion", over)
@@ -205,6 +209,9 @@ func (r *Reconciler) recordOutcome(ctx context.Context, o *observed, v verdict, 
 	}
 	if v.Action != rollout.Contested {
 		r.remember(o, v.Decision, written)
+	}
+	if v.Action != rollout.Roll {
+		r.lag.NoRollout(o.key)
 	}
 	return r.waveRecorded(ctx, o, v.Decision, over, written, result), err
 }
@@ -227,7 +234,7 @@ func (r *Reconciler) remember(o *observed, d rollout.Decision, written bool) {
 // verdict v call for: a pending Job's step (see jobs.Recreator.Carry); an
 // opted-out workload's release; a baseline or a rollout, written and
 // remembered (see written) after the rollout's guards (behind, waveSlot);
-// a paced change recorded on the workload (see pace); the waves' marks (a
+// a paced change recorded on the workload (see paced); the waves' marks (a
 // hold, its end); a wait asks to be called back. A pause nudge started ends
 // when due, whatever the decision.
 func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Result, error) {
@@ -271,12 +278,12 @@ func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Resu
 	case rollout.None:
 		if _, paced := obj.GetAnnotations()[workload.HeldAnnotation]; paced {
 			// The sources went back to what the pods run with: nothing waits.
-			marks = withMark(marks, workload.HeldAnnotation, nil)
+			marks[workload.HeldAnnotation] = nil
 		}
 	case rollout.Deferred, rollout.Braked:
 		result.RequeueAfter = d.RequeueAfter
 		if v.held != nil {
-			marks = withMark(marks, workload.HeldAnnotation, v.held)
+			marks[workload.HeldAnnotation] = v.held
 		}
 	case rollout.Paused:
 		ctrl.LoggerFrom(ctx).V(1).Info("Holding the rollout: paused", "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "by", o.in.PausedBy)
@@ -304,11 +311,10 @@ func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Resu
 			made = "" // no pods started
 		}
 		r.memory.Rollouts.Made(o.key, o.in.Now, made)
-		marks = nil // the rollout's write ends a hold (see fleet.Marks)
-		if d.Restarts {
-			// Its own write's event brings nothing: come back to evict.
-			result.RequeueAfter = time.Second
-		}
+		marks = nil // the rollout's write carries them (see fleet.Waves.Annotate)
+	}
+	if d.Resume > 0 && (result.RequeueAfter == 0 || d.Resume < result.RequeueAfter) {
+		result.RequeueAfter = d.Resume
 	}
 	if len(marks) > 0 {
 		if err := r.apply(ctx, obj, workload.Change{ResourceVersion: over, Annotations: marks}); err != nil {
@@ -316,15 +322,6 @@ func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Resu
 		}
 	}
 	return r.resume(ctx, obj, result)
-}
-
-// withMark returns marks with annotation a set to v (nil: removed).
-func withMark(marks map[string]*string, a string, v *string) map[string]*string {
-	if marks == nil {
-		marks = map[string]*string{}
-	}
-	marks[a] = v
-	return marks
 }
 
 // guard runs act's guards of rollout d of o's workload just before its

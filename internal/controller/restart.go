@@ -67,9 +67,5 @@ func (rep restartReport) Progress(ctx context.Context, p *eviction.Progress) err
 }
 
 func (rep restartReport) Warn(ctx context.Context, w eviction.Warning) {
-	rep.r.warn(ctx, rep.o.obj, []record.Cause{record.Cause(w)})
-}
-
-func (rep restartReport) Unfinished(unfinished bool) {
-	rep.r.Metrics.Restart(rep.r.restartKey(rep.o), unfinished)
+	rep.o.acted = append(rep.o.acted, record.Cause(w))
 }

@@ -112,7 +112,7 @@ func (r *Reconciler) roll(ctx context.Context, obj client.Object, d rollout.Deci
 		// The rollout is written: a retry would not start the Job again, so
 		// a failure is reported, not retried.
 		if err := jobs.StartFromCronJob(ctx, r.Client, cj); err != nil {
-			r.warn(ctx, obj, []record.Cause{{Reason: record.ReasonJobNotStarted, Note: err.Error()}})
+			r.record(ctx, obj, record.Cause{Reason: record.ReasonJobNotStarted, Note: record.Note(err.Error())})
 		}
 	}
 	return nil

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -50,12 +51,13 @@ func (r *Reconciler) waveSlot(ctx context.Context, o *observed) bool {
 }
 
 // waveMarks returns the waves' annotations of act's write for d (see
-// fleet.Marks), nil with waves off.
+// fleet.Marks), none with waves off: a map act adds its own to.
 func (r *Reconciler) waveMarks(obj client.Object, d rollout.Decision) map[string]*string {
-	if r.Waves == nil {
-		return nil
+	marks := map[string]*string{}
+	if r.Waves != nil {
+		maps.Copy(marks, fleet.Marks(obj, d))
 	}
-	return fleet.Marks(obj, d)
+	return marks
 }
 
 // waveAnnotate adds to the annotations of a rollout's write the content it

@@ -89,6 +89,20 @@ type Plan struct {
 // event of the pods come first.
 const waitAgain = 2 * time.Second
 
+// Unfinished returns whether the restart is unfinished
+// (nudge_unfinished_restarts) once p is carried out, observed being what
+// was read before (Observed.Unfinished): no longer once Done, halted once
+// Stuck, as observed otherwise.
+func (p Plan) Unfinished(observed bool) bool {
+	switch p.Step {
+	case Done:
+		return false
+	case Stuck:
+		return true
+	}
+	return observed
+}
+
 // PlanOf returns the plan of a restart whose input is in: which pods to
 // evict now, or to wait, or that it is done or stuck.
 //

@@ -128,3 +128,26 @@ func TestPlanOf(t *testing.T) {
 		})
 	}
 }
+
+// TestPlanUnfinished: nudge_unfinished_restarts once a plan is carried out
+// is false once Done, true once Stuck (halted), and what was observed
+// before otherwise.
+func TestPlanUnfinished(t *testing.T) {
+	for _, tc := range []struct {
+		step           eviction.Step
+		observed, want bool
+	}{
+		{eviction.Done, true, false},
+		{eviction.Done, false, false},
+		{eviction.Stuck, false, true},
+		{eviction.Stuck, true, true},
+		{eviction.Evict, true, true},
+		{eviction.Evict, false, false},
+		{eviction.Wait, true, true},
+		{eviction.Wait, false, false},
+	} {
+		if got := (eviction.Plan{Step: tc.step}).Unfinished(tc.observed); got != tc.want {
+			t.Errorf("step %v, observed %v: Unfinished = %v, want %v", tc.step, tc.observed, got, tc.want)
+		}
+	}
+}

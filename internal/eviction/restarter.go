@@ -130,9 +130,6 @@ type Reporter interface {
 	Progress(ctx context.Context, p *Progress) error
 	// Warn records a Warning Event on the workload.
 	Warn(ctx context.Context, w Warning)
-	// Unfinished sets whether the restart is unfinished
-	// (nudge_unfinished_restarts).
-	Unfinished(unfinished bool)
 }
 
 // Carry carries out plan, PlanOf(*in), for the workload key through c: the
@@ -149,7 +146,6 @@ func (r *Restarter) Carry(ctx context.Context, c client.Client, rep Reporter, ke
 		return plan.After, nil
 	case Done:
 		r.backoff.Reset(key.String())
-		rep.Unfinished(false)
 		log.Info("Restarted the pods", "since", p.Since)
 		return 0, rep.Progress(ctx, nil)
 	case Stuck:
@@ -157,7 +153,6 @@ func (r *Restarter) Carry(ctx context.Context, c client.Client, rep Reporter, ke
 		if err := rep.Progress(ctx, &p); err != nil {
 			return 0, err
 		}
-		rep.Unfinished(true)
 		rep.Warn(ctx, Warning{ReasonHalted, fmt.Sprintf(
 			"Halted the restart of the pods that started before %s: a replacement was not Ready within %s (--rollout-timeout) after the last eviction; %d pod(s) still predate the change. The next change starts it again",
 			p.Since.UTC().Format(time.RFC3339), in.Timeout, plan.Old)})

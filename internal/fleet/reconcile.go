@@ -114,7 +114,7 @@ func (w *Waves) Take(ctx context.Context, key Key, obj client.Object, now time.T
 // Marks returns the annotations the write for decision d of obj sets or
 // removes (nil) for the waves: for Halted, the hold (HaltedAnnotation)
 // unless obj carries it already; for a decision that ends the hold obj
-// carries (Decision.Unhalt), its removal. For a Roll, see Annotate.
+// carries (Decision.Unhalt), its removal. A Roll's are Annotate's.
 func Marks(obj client.Object, d rollout.Decision) map[string]*string {
 	v, carried := obj.GetAnnotations()[HaltedAnnotation]
 	switch {
@@ -131,8 +131,9 @@ func Marks(obj client.Object, d rollout.Decision) map[string]*string {
 // Annotate adds to the annotations of the rollout decided by d on workload
 // key the changed sources' content (RolledForAnnotation), marked for the
 // rollout's time annotations[workload.LastRolloutAnnotation] (set it
-// first). It returns an error when a source's content cannot be read. Nil
-// Waves (off) add nothing.
+// first), and the removal of the hold d ends (Decision.Unhalt). It returns
+// an error when a source's content cannot be read. Nil Waves (off) add
+// nothing.
 func (w *Waves) Annotate(ctx context.Context, key Key, annotations map[string]*string, d rollout.Decision, content Content) error {
 	if w == nil {
 		return nil
@@ -149,6 +150,9 @@ func (w *Waves) Annotate(ctx context.Context, key Key, annotations map[string]*s
 	}
 	v := formatRolledFor(w.key, key, ptr.Deref(annotations[workload.LastRolloutAnnotation], ""), strings.Join(parts, " "))
 	annotations[RolledForAnnotation] = &v
+	if d.Unhalt {
+		annotations[HaltedAnnotation] = nil
+	}
 	return nil
 }
 

@@ -161,6 +161,37 @@ func TestHaltOnFailedRollout(t *testing.T) {
 		Equal(map[string]int64{"canary": 2, "a": 2, "b": 1, "c": 1}), "no further rollout")
 }
 
+// A rollout that ends a halt removes it in its own patch: with a slot free
+// for it, a halted workload rolls for a new change, and no later write is
+// needed (nothing would bring it: the rollout's own event is dropped).
+func TestRolloutRemovesTheHaltItEnds(t *testing.T) {
+	e := waves(t, 1, nil, map[string]int{"canary": 10, "a": 0})
+	e.change("bad")
+	e.RolledTo("canary", 1)
+	e.exceedDeadline("canary")
+	e.G.Eventually(func() map[string]string { return e.Deployment("a").Annotations }).WithTimeout(20*time.Second).Should(
+		HaveKey(fleet.HaltedAnnotation), "a held for the content that failed")
+	e.Nudge.Stop(t)
+	e.Nudge = nt.Start(t, suite.Plane.Config(), e.NS, func(o *options.Options) { o.MaxConcurrentRollouts, o.RolloutWindow = 2, 0 })
+	events := nt.Watch(t, suite.K8s, &appsv1.DeploymentList{}, client.InNamespace(e.NS))
+	e.change("fixed")
+	var rolled map[string]string // the annotations a's rollout wrote
+	e.G.Eventually(func() map[string]string {
+		for rolled == nil {
+			select {
+			case ev := <-events:
+				if d, ok := ev.Object.(*appsv1.Deployment); ok && d.Name == "a" && d.Annotations[workload.LastRolloutAnnotation] != "" {
+					rolled = d.Annotations
+				}
+			default:
+				return nil
+			}
+		}
+		return rolled
+	}).WithTimeout(20*time.Second).ShouldNot(BeNil(), "a rolled for the new change")
+	e.G.Expect(rolled).NotTo(HaveKey(fleet.HaltedAnnotation), "the hold removed by the rollout's own write")
+}
+
 // completeRolled completes the rollout of each named Deployment rolled and
 // not complete yet, as the Deployment controller would, and returns how many
 // times each was rolled.

@@ -98,6 +98,12 @@ func (c *Checker) Rollout(ctx context.Context, key types.NamespacedName, changed
 	return false, nil
 }
 
+// NoRollout ends the waits in a row of Rollout for the workload key, whose
+// decision was not a rollout.
+func (c *Checker) NoRollout(key types.NamespacedName) {
+	c.rollout.Forget(key)
+}
+
 // Forget drops the waits of the workload key, deleted.
 func (c *Checker) Forget(key types.NamespacedName) {
 	c.missing.Forget(key)

@@ -275,6 +275,12 @@ type Decision struct {
 	Restarts bool
 	// Restart is, for Evict, the restart's plan (eviction.PlanOf).
 	Restart eviction.Plan
+	// Resume, when not zero, is when at the latest to come back for the
+	// restart of the workload's pods that a Roll starts (Restarts), or
+	// that another action leaves for later (Input.Restart): nothing of
+	// the workload's own brings it back (its pods are not watched, and
+	// nudge's own writes' events are dropped).
+	Resume time.Duration
 	// Entered lists, sorted, the young sources (Input.Young) a Baseline
 	// records because they enter the references or are read another way:
 	// once written, the applied state holds their change as what the pods
@@ -316,17 +322,24 @@ type Decision struct {
 // a change during a restart folds into it, from the new rollout's time.
 // With nothing else to do (None), a restart under way (Input.Restart) is
 // Evict, with its plan; any other action comes first, and the restart goes
-// on after it.
+// on after it (Decision.Resume).
 func Decide(in Input) Decision {
 	d := decideChange(in)
 	switch {
 	case d.Action == Roll && in.Evicts:
-		d.Restarts = true
+		d.Restarts, d.Resume = true, RestartResume
 	case d.Action == None && in.Restart != nil:
 		d = Decision{Action: Evict, Restart: eviction.PlanOf(*in.Restart)}
+	case in.Restart != nil:
+		d.Resume = RestartResume
 	}
 	return d
 }
+
+// RestartResume is how soon a reconcile comes back for a restart through
+// the Eviction API that its decision started or left for later
+// (Decision.Resume).
+const RestartResume = time.Second
 
 // decideChange is Decide without the restart.
 func decideChange(in Input) Decision {

@@ -22,14 +22,15 @@ func TestDecideRestart(t *testing.T) {
 		want     rollout.Action
 		restarts bool
 		step     eviction.Step
+		resume   bool // come back for the restart (Decision.Resume)
 	}{
 		"a change of a workload that evicts rolls and starts a restart": {
 			in:   rollout.Input{Applied: applied("k", base), Desired: changed, Evicts: true, Now: t0},
-			want: rollout.Roll, restarts: true,
+			want: rollout.Roll, restarts: true, resume: true,
 		},
 		"a change during a restart folds into it: it rolls and starts the restart again": {
 			in:   rollout.Input{Applied: applied("k", base), Desired: changed, Evicts: true, Restart: restart, Now: t0.Add(time.Minute)},
-			want: rollout.Roll, restarts: true,
+			want: rollout.Roll, restarts: true, resume: true,
 		},
 		"a change of a workload that does not evict rolls alone": {
 			in:   rollout.Input{Applied: applied("k", base), Desired: changed, Now: t0},
@@ -41,12 +42,16 @@ func TestDecideRestart(t *testing.T) {
 		},
 		"a baseline comes before the restart, which goes on after it": {
 			in:   rollout.Input{Applied: applied("k", base), Desired: state("k", entries{cm: {Digest: "aaaa"}, secret: {Shape: "k1", Digest: "bbbb"}}), Evicts: true, Restart: restart, Now: t0.Add(time.Minute)},
-			want: rollout.Baseline,
+			want: rollout.Baseline, resume: true,
 		},
 		"a change waiting for its window comes before the restart": {
 			in: rollout.Input{Applied: applied("k", base), Desired: changed, Evicts: true, Restart: restart, LastRollout: t0, Window: time.Hour,
 				Changes: []time.Time{t0.Add(59500 * time.Millisecond), t0.Add(59600 * time.Millisecond)}, Now: t0.Add(time.Minute)},
-			want: rollout.Wait,
+			want: rollout.Wait, resume: true,
+		},
+		"no change and no restart: nothing to come back for": {
+			in:   rollout.Input{Applied: applied("k", base), Desired: state("k", base), Evicts: true, Now: t0},
+			want: rollout.None,
 		},
 	}
 	for name, tc := range tests {
@@ -57,6 +62,7 @@ func TestDecideRestart(t *testing.T) {
 			g.Expect(d.Action).To(Equal(tc.want), "action")
 			g.Expect(d.Restarts).To(Equal(tc.restarts), "restarts")
 			g.Expect(d.Restart.Step).To(Equal(tc.step), "the restart's step")
+			g.Expect(d.Resume > 0).To(Equal(tc.resume), "come back for the restart (Resume %v)", d.Resume)
 		})
 	}
 }
