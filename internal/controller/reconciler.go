@@ -243,7 +243,7 @@ func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Resu
 	}
 	if o.job != jobs.Proceed {
 		result, err := r.Jobs.Carry(ctx, jobReport{r}, o.key, o.job)
-		if err != nil || !o.decides() {
+		if err != nil || o.job != jobs.Forget { // Create, Linger: nothing else
 			return result, err
 		}
 	}
