@@ -55,6 +55,9 @@ type observed struct {
 	// unfinished says that a restart of its pods through the Eviction API
 	// is unfinished (see eviction.Observed).
 	unfinished bool
+	// guarded says that act's guard deferred the rollout decided (see
+	// guard): nothing was written, and the waves keep what they held.
+	guarded bool
 	// acted are the Warnings act found (a restart's, see restartReport),
 	// recorded with the decision's.
 	acted []record.Cause

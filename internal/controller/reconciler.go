@@ -169,12 +169,12 @@ func (r *Reconciler) reconcile(ctx context.Context, key types.NamespacedName) (c
 	if o.decides() {
 		v = r.decide(o)
 	}
-	pending = v.Action == rollout.Pending
 	var over string
 	if o.obj != nil {
 		over = o.obj.GetResourceVersion()
 	}
 	result, err = r.act(inPhase(ctx, phaseAct), o, v)
+	pending = v.Action == rollout.Pending || o.guarded
 	return r.recordOutcome(inPhase(ctx, phaseRecord), o, v, over, result, err)
 }
 
@@ -199,7 +199,7 @@ func (r *Reconciler) recordOutcome(ctx context.Context, o *observed, v verdict, 
 		if v.Action == rollout.Evict && err == nil {
 			unfinished = v.Restart.Unfinished(unfinished)
 		}
-		r.Metrics.Restart(r.restartKey(o), unfinished)
+		r.Metrics.Restart(r.Kind.Name()+"/"+o.key.String(), unfinished)
 	}
 	r.Metrics.Decided(r.Kind.Name(), v.Action)
 	ctrl.LoggerFrom(ctx).V(2).Info("Decided", "kind", r.Kind.Name(), "action", v.Action, "changed", refs.Names(v.Changed), "resourceVersion", over)
@@ -300,6 +300,7 @@ func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Resu
 		result = res
 	case rollout.Roll:
 		if wait, err := r.guard(ctx, o, d); err != nil || wait > 0 {
+			o.guarded = wait > 0
 			return ctrl.Result{RequeueAfter: wait}, err
 		}
 		applied := d.Write.Format(o.key.Namespace)

@@ -41,11 +41,6 @@ func (r *Reconciler) evict(ctx context.Context, o *observed, d rollout.Decision)
 	return ctrl.Result{RequeueAfter: after}, err
 }
 
-// restartKey is the key of o's workload in nudge_unfinished_restarts.
-func (r *Reconciler) restartKey(o *observed) string {
-	return r.Kind.Name() + "/" + o.key.String()
-}
-
 // restartReport writes and records what a restart of o's workload did
 // (see eviction.Reporter).
 type restartReport struct {

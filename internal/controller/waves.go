@@ -70,6 +70,9 @@ func (r *Reconciler) waveAnnotate(ctx context.Context, obj client.Object, annota
 // workload (see fleet.Waves.Recorded), logs and notifies a hold it wrote,
 // and returns result asking to be called back when the waves say so.
 func (r *Reconciler) waveRecorded(ctx context.Context, o *observed, d rollout.Decision, over string, written bool, result ctrl.Result) ctrl.Result {
+	if o.guarded {
+		return result // the slot held, the place in line kept
+	}
 	after := r.Waves.Recorded(r.waveKey(o.key), o.obj, d, over, written, r.now())
 	if d.Action == rollout.Halted && written {
 		ctrl.LoggerFrom(ctx).Info("Halted rollout of "+r.Kind.Name(), "kind", r.Kind.Name(), "sources", refs.Names(d.Changed), "after", d.Halt.After)
