@@ -188,7 +188,7 @@ func (r *Reconciler) inputs(ctx context.Context, o *observed, tmpl *corev1.PodTe
 	if behind, err := r.cacheBehind(ctx, key, resolved, causes); err != nil || behind {
 		return cmp.Or(err, errCacheBehind)
 	}
-	reads, versions := resolve.Reads(resolved)
+	reads, versions := resolve.Reads(resolved, func(s refs.Source) (string, bool) { return r.Changes.Deleted(s, r.now()) })
 	in.Maintenance, err = res.Maintenance(ctx, obj.GetNamespace(), o.spec)
 	switch {
 	case errors.Is(err, resolve.ErrMalformedWindow):

@@ -362,8 +362,10 @@ func (r Resolver) ContentDigest(ctx context.Context, src refs.Source) (string, e
 // Reads returns, of the references resolved, those whose content the
 // workload's pods read or whose absence they start with (Counted, or a
 // source that does not exist), for first sight (see memo.Births.Young),
-// and the resourceVersion of each Counted source.
-func Reads(resolved []Resolved) ([]memo.Read, map[refs.Source]string) {
+// and the resourceVersion of each Counted source, and of each source that
+// does not exist whose deletion deleted tells (sources.Changes.Deleted):
+// the version of its absence (see memo.Births.Settled).
+func Reads(resolved []Resolved, deleted func(refs.Source) (string, bool)) ([]memo.Read, map[refs.Source]string) {
 	var reads []memo.Read
 	versions := map[refs.Source]string{}
 	for _, c := range resolved {
@@ -371,6 +373,9 @@ func Reads(resolved []Resolved) ([]memo.Read, map[refs.Source]string) {
 		case Counted:
 			versions[c.Source] = c.Version
 		case AbsentOptional, Missing, Kept:
+			if v, ok := deleted(c.Source); ok {
+				versions[c.Source] = v
+			}
 		default:
 			continue
 		}

@@ -213,6 +213,22 @@ func (c *Changes) Gone(src refs.Source, version string, now time.Time) (fingerpr
 	return e.gone, true
 }
 
+// Deleted returns the resourceVersion of src's last deletion when nudge saw
+// it in the Young before now and src does not exist again: the version of
+// its absence, as a cached resourceVersion is of a source's content.
+func (c *Changes) Deleted(src refs.Source, now time.Time) (string, bool) {
+	if c == nil {
+		return "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.of.Get(src, now)
+	if !ok || e.exists() {
+		return "", false
+	}
+	return e.deleted, true
+}
+
 // Selected returns when nudge saw, in the Young before now, a change of
 // the set of sources of kind in namespace that sel matches: a content
 // change or creation of a source whose labels sel matches, the deletion of

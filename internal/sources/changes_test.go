@@ -367,3 +367,34 @@ func TestChangesKeepWhatADeletedSourceHeld(t *testing.T) {
 		})
 	}
 }
+
+// TestChangesDeleted: Deleted returns the resourceVersion of a source's
+// last deletion while it does not exist again, nothing otherwise.
+func TestChangesDeleted(t *testing.T) {
+	cm := func(rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "app", ResourceVersion: rv}}
+	}
+	src := refs.Source{Kind: refs.ConfigMap, Namespace: "shop", Name: "app"}
+	tests := map[string]struct {
+		events []func(*Changes)
+		want   string
+	}{
+		"deleted": {events: []func(*Changes){func(c *Changes) { c.Recorder().Delete(event.DeleteEvent{Object: cm("12")}) }}, want: "12"},
+		"deleted, then created again": {events: []func(*Changes){
+			func(c *Changes) { c.Recorder().Delete(event.DeleteEvent{Object: cm("12")}) },
+			func(c *Changes) { c.Recorder().Create(event.CreateEvent{Object: cm("13")}) },
+		}},
+		"never deleted": {events: []func(*Changes){func(c *Changes) { c.Recorder().Create(event.CreateEvent{Object: cm("12")}) }}},
+	}
+	for name, tc := range tests {
+		t.Run(name, func(t *testing.T) {
+			c := &Changes{}
+			for _, e := range tc.events {
+				e(c)
+			}
+			v, ok := c.Deleted(src, time.Now())
+			NewWithT(t).Expect(v).To(Equal(tc.want))
+			NewWithT(t).Expect(ok).To(Equal(tc.want != ""))
+		})
+	}
+}
