@@ -314,15 +314,22 @@ func (r *Reconciler) act(ctx context.Context, o *observed, v verdict) (ctrl.Resu
 		r.memory.Rollouts.Made(o.key, o.in.Now, made)
 		marks = nil // the rollout's write carries them (see fleet.Waves.Annotate)
 	}
-	if d.Resume > 0 && (result.RequeueAfter == 0 || d.Resume < result.RequeueAfter) {
-		result.RequeueAfter = d.Resume
-	}
+	result = sooner(result, d.Resume)
 	if len(marks) > 0 {
 		if err := r.apply(ctx, obj, workload.Change{ResourceVersion: over, Annotations: marks}); err != nil {
 			return r.retry(ctx, err)
 		}
 	}
 	return r.resume(ctx, obj, result)
+}
+
+// sooner returns result asking to be called back after at the latest
+// (0: no need).
+func sooner(result ctrl.Result, after time.Duration) ctrl.Result {
+	if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
+		result.RequeueAfter = after
+	}
+	return result
 }
 
 // guard runs act's guards of rollout d of o's workload just before its

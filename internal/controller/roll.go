@@ -156,10 +156,7 @@ func (r *Reconciler) resume(ctx context.Context, obj client.Object, result ctrl.
 	}
 	c, left, due := r.pausePeriod().Resume(obj, r.now())
 	if !due {
-		if left > 0 && (result.RequeueAfter == 0 || left < result.RequeueAfter) {
-			result.RequeueAfter = left
-		}
-		return result, nil
+		return sooner(result, left), nil
 	}
 	if err := r.apply(ctx, obj, c); err != nil {
 		return r.retry(ctx, err)

@@ -81,10 +81,7 @@ func (r *Reconciler) waveRecorded(ctx context.Context, o *observed, d rollout.De
 				Halted: "the rollout of " + d.Halt.After + " for the same change failed"})
 		}
 	}
-	if after > 0 && (result.RequeueAfter == 0 || after < result.RequeueAfter) {
-		result.RequeueAfter = after
-	}
-	return result
+	return sooner(result, after)
 }
 
 // waveLeave drops the workload key from those waiting for a slot, unless
